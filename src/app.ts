@@ -1,0 +1,110 @@
+/**
+ * Builds the Fastify instance for a Hub. The CLI and the tests both call buildApp, so what is
+ * tested is what runs.
+ */
+import cors from '@fastify/cors';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Hub } from './hub.js';
+import { registerAuth } from './http/auth.js';
+import { registerErrorHandling } from './http/errors.js';
+import { registerOps } from './http/ops.js';
+import { genReqId } from './http/request-id.js';
+import { ErrorEnvelopeSchema } from './http/schemas.js';
+import { registerSecurityHeaders } from './http/security-headers.js';
+import { adminRoutes } from './routes/admin.js';
+import { authRoutes } from './routes/auth.js';
+import { demoRoutes } from './routes/demo.js';
+import { systemRoutes } from './routes/system.js';
+
+export const API_PREFIX = '/api/v1';
+
+export interface AppOptions {
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** Log lines carry method, path and request id; never query strings (login states, URL signatures) or headers (tokens). */
+const logSerializers = {
+  req(req: { method: string; url: string; id: string }) {
+    return { method: req.method, path: req.url.split('?')[0], id: req.id };
+  },
+};
+
+export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger === undefined ? { level: hub.config.logLevel, serializers: logSerializers } : opts.logger,
+    genReqId,
+    requestIdHeader: false,
+    bodyLimit: hub.config.bodyLimitBytes,
+    // Bounded waits: a slow client cannot hold a connection forever (slowloris).
+    connectionTimeout: 60_000,
+    requestTimeout: 120_000,
+    keepAliveTimeout: 10_000,
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 2048, ignoreTrailingSlash: true },
+    ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true } },
+  });
+  app.decorate('hub', hub);
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  registerErrorHandling(app);
+  registerSecurityHeaders(app);
+  registerAuth(app);
+  registerOps(app);
+  app.addSchema(ErrorEnvelopeSchema);
+
+  await app.register(cors, {
+    // Browsers may call the API only from origins some enabled partner registered.
+    origin: (origin, cb) => {
+      if (!origin) return cb(null, false);
+      allowedOrigins(hub).then((set) => cb(null, set.has(origin)), (e) => cb(e as Error, false));
+    },
+    allowedHeaders: ['authorization', 'provider-authorization', 'content-type', 'x-request-id'],
+    exposedHeaders: ['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
+    methods: ['GET', 'POST', 'PATCH', 'DELETE'],
+    maxAge: 600,
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'damhub API', version: '1.0.0', description: 'One read-only contract over many DAM systems. See docs/ in the repository.' },
+      servers: [{ url: hub.config.publicUrl }],
+      components: {
+        securitySchemes: {
+          HubAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'hub access token from /auth/exchangeToken' },
+          ProviderAuth: { type: 'apiKey', in: 'header', name: 'provider-authorization', description: '"Bearer <DAM connection token>" from the DAM login' },
+          PartnerJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'partner-signed RS256 JWT' },
+          AdminKey: { type: 'http', scheme: 'bearer', description: 'admin key from configuration or <data>/admin.key' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: `${API_PREFIX}/docs` });
+
+  await app.register(async (api) => {
+    await api.register(authRoutes);
+    await api.register(systemRoutes);
+    await api.register(adminRoutes);
+    api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+    for (const p of hub.providers.list()) if (p.routes) await api.register(async (scope) => p.routes!(scope, hub.damLogin));
+  }, { prefix: API_PREFIX });
+
+  if (hub.config.demo) await app.register(demoRoutes);
+  return app;
+}
+
+let originCache: { at: number; set: Set<string>; hub: Hub } | null = null;
+
+async function allowedOrigins(hub: Hub): Promise<Set<string>> {
+  const now = Date.now();
+  if (originCache && originCache.hub === hub && now - originCache.at < 2000) return originCache.set;
+  const set = new Set<string>([new URL(hub.config.publicUrl).origin]);
+  for (const p of await hub.stores.partners.list()) if (p.enabled) for (const o of p.allowedOrigins) set.add(o);
+  originCache = { at: now, set, hub };
+  return set;
+}

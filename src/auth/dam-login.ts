@@ -1,0 +1,115 @@
+/**
+ * The DAM login state machine (POST/GET /auth/login). A state is created for a hub user and a
+ * provider, lives 5 minutes, settles once (completed, failed or cancelled) through the provider's
+ * sign-in page or callback, and its tokens are handed out to exactly one poll.
+ *
+ *   pending ──complete──▶ completed ──poll──▶ consumed
+ *      │ ├────fail──────▶ failed
+ *      │ └────cancel────▶ cancelled
+ *      └──(5 min)──────▶ expired (derived from expiresAt)
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { hubError } from '../errors.js';
+import type { LoginHost, LoginIdentity } from '../providers/contract.js';
+import type { ProviderRegistry } from '../providers/registry.js';
+import type { Stores } from '../stores/types.js';
+import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, type ProviderTokens } from './provider-tokens.js';
+import type { HubPrincipal } from './sessions.js';
+
+export interface DamLoginOptions {
+  stateTtlSec: number;
+  accessTtlSec: number;
+  refreshTtlSec: number;
+  publicUrl: string;
+  /** Secret that makes userHash values opaque (stable for the life of the install). */
+  hashSecret: string;
+}
+
+export type PollAnswer = Record<string, never> | { access_token: string; refresh_token?: string; userHash: string; expires_in: number } | { error: string };
+
+export class DamLogin implements LoginHost {
+  readonly publicUrl: string;
+
+  constructor(
+    private readonly stores: Stores,
+    private readonly providers: ProviderRegistry,
+    private readonly tokens: ProviderTokens,
+    private readonly clock: Clock,
+    private readonly opts: DamLoginOptions,
+  ) {
+    this.publicUrl = opts.publicUrl.replace(/\/+$/, '');
+  }
+
+  async start(p: HubPrincipal, providerId: string, serverUrl: string | null): Promise<{ redirect_uri: string; state: string }> {
+    const provider = this.providers.require(providerId);
+    if (serverUrl !== null) {
+      if (!provider.descriptor.capabilities.serverUrl) throw hubError('hub-validation-error', `provider ${providerId} does not take a serverUrl`);
+      let u: URL;
+      try {
+        u = new URL(serverUrl);
+      } catch {
+        throw hubError('hub-validation-error', 'serverUrl must be an absolute http(s) URL');
+      }
+      if (u.protocol !== 'https:' && u.protocol !== 'http:') throw hubError('hub-validation-error', 'serverUrl must be an absolute http(s) URL');
+    }
+    const now = this.clock.now();
+    const state = randomBytes(24).toString('base64url');
+    await this.stores.logins.create({
+      state, userId: p.user.id, partnerId: p.partner.id, providerId, serverUrl, status: 'pending', result: null, error: null,
+      createdAt: now, expiresAt: now + this.opts.stateTtlSec * 1000,
+    });
+    const { redirectUri } = await provider.beginLogin({ state, serverUrl }, this);
+    return { redirect_uri: redirectUri, state };
+  }
+
+  async poll(state: string): Promise<PollAnswer> {
+    const s = await this.stores.logins.get(state);
+    if (!s) return { error: 'unknown login state; start a new login' };
+    if (s.status === 'consumed') return { error: 'this login was already completed and its tokens handed out' };
+    if (s.status === 'failed') return { error: s.error ?? 'the sign-in failed' };
+    if (s.status === 'cancelled') return { error: 'the sign-in was cancelled' };
+    if (this.clock.now() >= s.expiresAt) return { error: 'the login expired (5 minutes); start a new login' };
+    if (s.status === 'pending') return {};
+    const result = await this.stores.logins.consume(state);
+    if (!result) return { error: 'this login was already completed and its tokens handed out' };
+    return result as PollAnswer;
+  }
+
+  async pending(state: string) {
+    const s = typeof state === 'string' && state ? await this.stores.logins.get(state) : null;
+    if (!s) return { error: 'This sign-in link is not valid. Start again from the application.' };
+    if (s.status !== 'pending') return { error: 'This sign-in was already finished. You can close this window.' };
+    if (this.clock.now() >= s.expiresAt) return { error: 'This sign-in link has expired. Start again from the application.' };
+    return { providerId: s.providerId, serverUrl: s.serverUrl, userId: s.userId, partnerId: s.partnerId };
+  }
+
+  async complete(state: string, identity: LoginIdentity): Promise<void> {
+    const s = await this.pending(state);
+    if ('error' in s) throw hubError('hub-validation-error', s.error);
+    const provider = this.providers.require(s.providerId);
+    const base = { prv: s.providerId, sub: s.userId, pid: s.partnerId, cred: identity.credentials };
+    const access = await this.tokens.issue({ ...base, typ: DAM_ACCESS_TYP }, this.opts.accessTtlSec);
+    const result: Record<string, unknown> = {
+      access_token: access,
+      expires_in: this.opts.accessTtlSec,
+      userHash: this.userHash(s.partnerId, s.providerId, identity.accountId),
+    };
+    if (provider.descriptor.capabilities.refresh) {
+      result.refresh_token = await this.tokens.issue({ ...base, typ: DAM_REFRESH_TYP }, this.opts.refreshTtlSec);
+    }
+    if (!(await this.stores.logins.settle(state, 'completed', result, null))) throw hubError('hub-validation-error', 'the login was settled concurrently');
+  }
+
+  async fail(state: string, error: string): Promise<void> {
+    await this.stores.logins.settle(state, 'failed', null, error);
+  }
+
+  async cancel(state: string): Promise<void> {
+    await this.stores.logins.settle(state, 'cancelled', null, null);
+  }
+
+  userHash(partnerId: string, providerId: string, accountId: string): string {
+    return createHmac('sha256', this.opts.hashSecret).update(`${partnerId}\0${providerId}\0${accountId}`).digest('base64url').slice(0, 32);
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Opening and renewing DAM connections from the `provider-authorization` header.
+ */
+import type { HubClaims } from './hub-tokens.js';
+import { hubError, integrationError, isHubError } from '../errors.js';
+import type { ProviderSession } from '../providers/contract.js';
+import type { ProviderRegistry } from '../providers/registry.js';
+import { bearer } from './exchange.js';
+import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, ProviderTokenError, type ProviderTokens } from './provider-tokens.js';
+
+export class ProviderConnections {
+  constructor(
+    private readonly tokens: ProviderTokens,
+    private readonly providers: ProviderRegistry,
+    private readonly accessTtlSec: number,
+    private readonly refreshTtlSec: number,
+  ) {}
+
+  /** provider-authorization → the DAM connection of this hub user. */
+  async open(header: string | undefined, who: { userId: string; partnerId: string }): Promise<ProviderSession> {
+    const token = bearer(header);
+    if (!token) throw hubError('provider-access-token-missing', 'send "provider-authorization: Bearer <DAM token>" from the DAM login (POST /auth/login)');
+    const c = await this.tokens.open(token, DAM_ACCESS_TYP).catch((e) => {
+      throw hubError('provider-access-token-invalid', e instanceof ProviderTokenError ? e.message : 'the provider token failed verification');
+    });
+    if (c.sub !== who.userId || c.pid !== who.partnerId) throw hubError('provider-access-token-invalid', 'the provider token was issued to another user');
+    if (!this.providers.get(c.prv)) throw hubError('provider-access-token-invalid', `the provider ${c.prv} of this token is no longer served`);
+    return { providerId: c.prv, userId: c.sub, partnerId: c.pid, credentials: c.cred };
+  }
+
+  /** GET /auth/refreshToken with a DAM refresh token: a new DAM connection token. */
+  async refresh(token: string, access: HubClaims): Promise<{ access_token: string; refresh_token?: string; expires_in: number; token_type: 'Bearer' }> {
+    const c = await this.tokens.open(token, DAM_REFRESH_TYP).catch((e) => {
+      throw hubError('provider-access-token-invalid', e instanceof ProviderTokenError ? e.message : 'the DAM refresh token failed verification');
+    });
+    if (c.sub !== access.sub || c.pid !== access.pid) throw hubError('provider-access-token-invalid', 'the DAM refresh token was issued to another user');
+    const provider = this.providers.get(c.prv);
+    if (!provider) throw hubError('provider-access-token-invalid', `the provider ${c.prv} of this token is no longer served`);
+    if (!provider.refresh || !provider.descriptor.capabilities.refresh) {
+      throw integrationError('integration-not-supported', c.prv, `${provider.descriptor.name} connections cannot be refreshed; sign in again`);
+    }
+    let cred;
+    try {
+      cred = await provider.refresh(c.cred);
+    } catch (e) {
+      if (isHubError(e)) throw e;
+      throw integrationError('integration-auth-failed', c.prv, (e as Error).message);
+    }
+    const base = { prv: c.prv, sub: c.sub, pid: c.pid, cred };
+    return {
+      access_token: await this.tokens.issue({ ...base, typ: DAM_ACCESS_TYP }, this.accessTtlSec),
+      refresh_token: await this.tokens.issue({ ...base, typ: DAM_REFRESH_TYP }, this.refreshTtlSec),
+      expires_in: this.accessTtlSec,
+      token_type: 'Bearer',
+    };
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * DAM connection tokens (the `provider-authorization` header). A JWE (dir + A256GCM) under the key
+ * ring's active `enc` key: confidential because it may wrap the DAM's own credentials,
+ * tamper-evident through the AEAD tag, and bound to the hub user and partner it was issued to.
+ * The hub stores nothing per DAM connection; the token is the connection.
+ */
+import { EncryptJWT, errors as joseErrors, jwtDecrypt } from 'jose';
+import type { Clock } from '../clock.js';
+import { seconds } from '../clock.js';
+import type { KeyRing } from './keys.js';
+
+export const DAM_ACCESS_TYP = 'damhub-dam-access';
+export const DAM_REFRESH_TYP = 'damhub-dam-refresh';
+
+/** What a provider keeps about one connection (its own credentials, account id, server URL). */
+export type ProviderCredentials = Record<string, unknown>;
+
+export interface ProviderTokenClaims {
+  typ: typeof DAM_ACCESS_TYP | typeof DAM_REFRESH_TYP;
+  /** Provider id. */
+  prv: string;
+  /** Hub user id the connection belongs to. */
+  sub: string;
+  /** Partner id. */
+  pid: string;
+  cred: ProviderCredentials;
+  exp: number;
+}
+
+export class ProviderTokenError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProviderTokenError';
+  }
+}
+
+export class ProviderTokens {
+  constructor(
+    private readonly keys: KeyRing,
+    private readonly clock: Clock,
+  ) {}
+
+  async issue(c: Omit<ProviderTokenClaims, 'exp'>, ttlSec: number): Promise<string> {
+    const key = this.keys.active('enc');
+    const now = seconds(this.clock.now());
+    return new EncryptJWT({ typ: c.typ, prv: c.prv, pid: c.pid, cred: c.cred })
+      .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: key.kid })
+      .setSubject(c.sub)
+      .setIssuedAt(now)
+      .setExpirationTime(now + ttlSec)
+      .encrypt(key.key);
+  }
+
+  /** Decrypts and checks type and expiry; binding to the caller is checked by the caller. */
+  async open(token: string, typ: ProviderTokenClaims['typ']): Promise<ProviderTokenClaims> {
+    let payload;
+    try {
+      ({ payload } = await jwtDecrypt(token, (h) => {
+        const k = h.kid ? this.keys.find(h.kid, 'enc') : undefined;
+        if (!k) throw new ProviderTokenError('encrypted with an unknown or retired key');
+        return k.key;
+      }, { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'], currentDate: new Date(this.clock.now()) }));
+    } catch (e) {
+      if (e instanceof ProviderTokenError) throw e;
+      if (e instanceof joseErrors.JWTExpired) throw new ProviderTokenError('the provider token has expired');
+      throw new ProviderTokenError('the provider token is malformed or was tampered with');
+    }
+    if (payload.typ !== typ) throw new ProviderTokenError(`expected a ${typ === DAM_ACCESS_TYP ? 'DAM access' : 'DAM refresh'} token`);
+    if (typeof payload.prv !== 'string' || typeof payload.sub !== 'string' || typeof payload.pid !== 'string' || typeof payload.cred !== 'object' || payload.cred === null) {
+      throw new ProviderTokenError('the provider token lacks its claims');
+    }
+    return { typ, prv: payload.prv, sub: payload.sub, pid: payload.pid, cred: payload.cred as ProviderCredentials, exp: payload.exp ?? 0 };
+  }
+}
+
+/** Five dot-separated parts: a JWE (DAM token); three: a JWS (hub token). */
+export function looksLikeJwe(token: string): boolean {
+  return token.split('.').length === 5;
+}

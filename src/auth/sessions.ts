@@ -1,0 +1,123 @@
+/**
+ * Hub sessions: authenticating access tokens, rotating refresh tokens (with a grace window for
+ * concurrent refreshes and reuse detection that revokes the family), and logout.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { hubError } from '../errors.js';
+import type { Partner, Session, Stores, User } from '../stores/types.js';
+import { bearer, type TokenPair } from './exchange.js';
+import { ACCESS_TYP, HubTokenError, REFRESH_TYP, type HubClaims, type HubTokens } from './hub-tokens.js';
+
+export interface HubPrincipal {
+  user: User;
+  partner: Partner;
+  session: Session;
+  claims: HubClaims;
+}
+
+export class SessionService {
+  constructor(
+    private readonly stores: Stores,
+    private readonly tokens: HubTokens,
+    private readonly clock: Clock,
+    private readonly refreshTtlSec: number,
+    private readonly graceSec: number,
+  ) {}
+
+  /** Authorization: Bearer <access token> → the live session behind it. */
+  async authenticate(authorization: string | undefined): Promise<HubPrincipal> {
+    const token = bearer(authorization);
+    if (!token) throw hubError('hub-access-token-missing', 'send "Authorization: Bearer <access token>" from /auth/exchangeToken');
+    let claims: HubClaims;
+    try {
+      claims = await this.tokens.verify(token, ACCESS_TYP);
+    } catch (e) {
+      throw accessInvalid(e);
+    }
+    return this.principal(claims);
+  }
+
+  private async principal(claims: HubClaims): Promise<HubPrincipal> {
+    const [session, user, partner] = await Promise.all([
+      this.stores.sessions.get(claims.sid),
+      this.stores.users.get(claims.sub),
+      this.stores.partners.get(claims.pid),
+    ]);
+    if (!session || session.revokedAt !== null) throw hubError('hub-access-token-invalid', 'the session was ended (logout or revocation); exchange again');
+    if (!user || user.partnerId !== claims.pid) throw hubError('hub-access-token-invalid', 'the user no longer exists');
+    if (!partner || !partner.enabled) throw hubError('hub-access-token-invalid', 'the partner was disabled or removed');
+    return { user, partner, session, claims };
+  }
+
+  /** /auth/refreshToken: the current access token may have expired, so only its signature is checked. */
+  async accessClaimsForRefresh(authorization: string | undefined): Promise<HubClaims> {
+    const access = bearer(authorization);
+    if (!access) throw hubError('hub-access-token-missing', 'send the current (possibly expired) access token as "Authorization: Bearer <token>"');
+    try {
+      return await this.tokens.verifySignatureOnly(access, ACCESS_TYP);
+    } catch (e) {
+      throw accessInvalid(e);
+    }
+  }
+
+  /** GET /auth/refreshToken with a hub refresh token in provider-authorization. */
+  async refresh(accessClaims: HubClaims, refreshToken: string): Promise<TokenPair> {
+    let rc: HubClaims;
+    try {
+      rc = await this.tokens.verify(refreshToken, REFRESH_TYP);
+    } catch (e) {
+      if (e instanceof HubTokenError && e.reason === 'wrong-type') {
+        throw hubError('hub-refresh-token-invalid', 'provider-authorization does not carry a refresh token (an access token, perhaps?)');
+      }
+      throw hubError('provider-access-token-invalid', `the refresh token failed verification (${(e as Error).message}); exchange a new partner JWT`);
+    }
+    if (rc.sub !== accessClaims.sub || rc.pid !== accessClaims.pid) {
+      throw hubError('hub-refresh-token-invalid', 'the refresh token belongs to another user than the access token');
+    }
+
+    const now = this.clock.now();
+    const session = await this.stores.sessions.get(rc.sid);
+    if (!session || session.revokedAt !== null || session.expiresAt <= now) {
+      throw hubError('provider-access-token-invalid', 'the session behind this refresh token was ended; exchange a new partner JWT');
+    }
+    const { user, partner } = await this.principal({ ...rc, sid: session.id }).catch((e) => {
+      throw hubError('provider-access-token-invalid', (e as { details?: string }).details ?? 'session ended');
+    });
+
+    const next = randomUUID();
+    const expiresAt = now + this.refreshTtlSec * 1000;
+    let refreshJti: string;
+    if (rc.jti === session.currentJti && (await this.stores.sessions.rotate(session.id, rc.jti, next, now, expiresAt))) {
+      refreshJti = next;
+    } else {
+      // Either this token was already rotated, or a concurrent refresh rotated it a moment ago.
+      const fresh = (await this.stores.sessions.get(session.id))!;
+      const inGrace = fresh.previousJti === rc.jti && now - fresh.rotatedAt <= this.graceSec * 1000 && fresh.revokedAt === null;
+      if (!inGrace) {
+        await this.stores.sessions.revoke(session.id, now);
+        throw hubError('provider-access-token-invalid', 'this refresh token was already used; the session has been revoked as a precaution. Exchange a new partner JWT');
+      }
+      refreshJti = fresh.currentJti;
+    }
+    const sess = (await this.stores.sessions.get(session.id))!;
+    const a = await this.tokens.issueAccess({ sub: user.id, pid: partner.id, sid: session.id });
+    const r = await this.tokens.issueRefresh({ sub: user.id, pid: partner.id, sid: session.id, jti: refreshJti }, sess.expiresAt);
+    return { access_token: a.token, refresh_token: r, expires_in: a.expiresIn, token_type: 'Bearer' };
+  }
+
+  async logout(p: HubPrincipal): Promise<void> {
+    await this.stores.sessions.revoke(p.session.id, this.clock.now());
+  }
+}
+
+function accessInvalid(e: unknown) {
+  const reason = e instanceof HubTokenError ? e.reason : 'malformed';
+  const details = {
+    malformed: 'the access token is malformed',
+    signature: 'the access token signature does not verify',
+    expired: 'the access token has expired; refresh it with /auth/refreshToken',
+    'wrong-type': 'Authorization must carry an access token (not a refresh or partner token)',
+  }[reason];
+  return hubError('hub-access-token-invalid', details);
+}

@@ -1,0 +1,211 @@
+/**
+ * `damhub <command>`: serve | partners add|list|remove | keys rotate.
+ * Exit codes: 0 success, 1 runtime failure, 2 usage error; errors are one line on stderr.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { defaultConfig, type HubConfig } from '../config.js';
+import { partnerInput, partnerView } from '../auth/partners.js';
+import { rotateKeyRing } from '../auth/keys.js';
+import { isHubError } from '../errors.js';
+import { SqliteStores } from '../stores/sqlite/index.js';
+import { StoreConflictError } from '../stores/types.js';
+import { serve } from './serve.js';
+
+export class UsageError extends Error {}
+
+const USAGE = `usage:
+  damhub serve [--host H] [--port P] [--data DIR] [--library DIR] [--demo] [--public-url URL]
+               [--database-url URL] [--redis-url URL]
+  damhub partners add --issuer ISS (--jwks-url URL | --jwks-file FILE) [--audience AUD] [--name N]
+               [--max-token-age S] [--rate-limit N] [--origin URL]... [--id ID] [--data DIR]
+  damhub partners list [--data DIR]
+  damhub partners remove ID [--data DIR]
+  damhub keys rotate [--data DIR]`;
+
+export async function main(argv: string[]): Promise<number> {
+  try {
+    const [cmd, ...rest] = argv;
+    switch (cmd) {
+      case 'serve':
+        return await serveCommand(rest);
+      case 'partners':
+        return await partnersCommand(rest);
+      case 'keys':
+        return keysCommand(rest);
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        process.stdout.write(`${USAGE}\n`);
+        return cmd ? 0 : 2;
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(cmd)}`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`damhub: ${(e as Error).message}\n${USAGE}\n`);
+      return 2;
+    }
+    const msg = isHubError(e) ? (e.details ?? e.message) : (e as Error).message;
+    process.stderr.write(`damhub: ${msg}\n`);
+    return 1;
+  }
+}
+
+function parse<T extends ParseArgsConfig['options']>(args: string[], options: T, allowPositionals = false) {
+  return parseArgs({ args, options, allowPositionals, strict: true });
+}
+
+const dataOpt = { data: { type: 'string' } } as const;
+
+/** Flags win over environment variables, which win over defaults. */
+export function configFrom(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): HubConfig {
+  const pick = (flag: string, envName: string) => (values[flag] as string | undefined) ?? env[envName];
+  const port = pick('port', 'DAMHUB_PORT');
+  const portNum = port === undefined ? 8080 : Number(port);
+  if (!Number.isInteger(portNum) || portNum < 0 || portNum > 65535) throw new UsageError(`--port must be 0..65535, got ${port}`);
+  const host = pick('host', 'DAMHUB_HOST') ?? '127.0.0.1';
+  const num = (envName: string) => {
+    const v = env[envName];
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new UsageError(`${envName} must be a non-negative number`);
+    return n;
+  };
+  const overrides: Partial<HubConfig> = {
+    host,
+    port: portNum,
+    dataDir: path.resolve(pick('data', 'DAMHUB_DATA_DIR') ?? '.damhub'),
+    libraryDir: pick('library', 'DAMHUB_LIBRARY') ? path.resolve(pick('library', 'DAMHUB_LIBRARY')!) : null,
+    demo: values.demo === true || env.DAMHUB_DEMO === '1' || env.DAMHUB_DEMO === 'true',
+    databaseUrl: pick('database-url', 'DATABASE_URL') ?? null,
+    redisUrl: pick('redis-url', 'REDIS_URL') ?? null,
+    adminKey: env.DAMHUB_ADMIN_KEY ?? null,
+    logLevel: env.DAMHUB_LOG_LEVEL ?? 'info',
+  };
+  const publicUrl = pick('public-url', 'DAMHUB_PUBLIC_URL');
+  if (publicUrl) overrides.publicUrl = publicUrl.replace(/\/+$/, '');
+  const bodyLimit = num('DAMHUB_BODY_LIMIT');
+  if (bodyLimit !== undefined) overrides.bodyLimitBytes = bodyLimit;
+  const userLimit = num('DAMHUB_USER_RATE_LIMIT');
+  if (userLimit !== undefined) overrides.userRateLimitPerMin = userLimit;
+  const grace = num('DAMHUB_REFRESH_GRACE');
+  if (grace !== undefined) overrides.refreshGraceSec = grace;
+  return defaultConfig(overrides);
+}
+
+async function serveCommand(args: string[]): Promise<number> {
+  const { values } = parse(args, {
+    host: { type: 'string' },
+    port: { type: 'string' },
+    ...dataOpt,
+    library: { type: 'string' },
+    demo: { type: 'boolean' },
+    'public-url': { type: 'string' },
+    'database-url': { type: 'string' },
+    'redis-url': { type: 'string' },
+  });
+  const config = configFrom(values);
+  if (config.databaseUrl || config.redisUrl) throw new UsageError('--database-url/--redis-url (cluster mode) are not available in this build yet');
+  return serve(config);
+}
+
+function openStore(dataDir: string | undefined): SqliteStores {
+  const dir = path.resolve(dataDir ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return SqliteStores.open(path.join(dir, 'hub.sqlite'));
+}
+
+async function partnersCommand(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === 'add') {
+    const { values } = parse(rest, {
+      ...dataOpt,
+      id: { type: 'string' },
+      name: { type: 'string' },
+      issuer: { type: 'string' },
+      audience: { type: 'string' },
+      'jwks-url': { type: 'string' },
+      'jwks-file': { type: 'string' },
+      'max-token-age': { type: 'string' },
+      'rate-limit': { type: 'string' },
+      origin: { type: 'string', multiple: true },
+    });
+    if (!values.issuer) throw new UsageError('partners add needs --issuer');
+    if (!values['jwks-url'] === !values['jwks-file']) throw new UsageError('partners add needs exactly one of --jwks-url or --jwks-file');
+    const intFlag = (name: string, v: string | undefined) => {
+      if (v === undefined) return undefined;
+      if (!/^\d+$/.test(v)) throw new UsageError(`--${name} must be a positive integer`);
+      return Number(v);
+    };
+    let jwks: unknown;
+    if (values['jwks-file']) {
+      try {
+        jwks = JSON.parse(fs.readFileSync(values['jwks-file'], 'utf8'));
+      } catch (e) {
+        throw new Error(`cannot read the JWKS file: ${(e as Error).message}`);
+      }
+    }
+    const input = partnerInput({
+      id: values.id,
+      name: values.name,
+      issuer: values.issuer,
+      audience: values.audience,
+      jwksUrl: values['jwks-url'],
+      jwks,
+      maxTokenAge: intFlag('max-token-age', values['max-token-age']),
+      rateLimit: intFlag('rate-limit', values['rate-limit']),
+      allowedOrigins: values.origin,
+    }, defaultConfig().defaultPartnerRateLimitPerMin);
+    const store = openStore(values.data);
+    try {
+      const p = await store.partners.create(input, Date.now());
+      process.stdout.write(`${JSON.stringify(partnerView(p), null, 2)}\n`);
+    } catch (e) {
+      if (e instanceof StoreConflictError) throw new Error(e.message);
+      throw e;
+    } finally {
+      await store.close();
+    }
+    return 0;
+  }
+  if (sub === 'list') {
+    const { values } = parse(rest, dataOpt);
+    const store = openStore(values.data);
+    try {
+      for (const p of await store.partners.list()) {
+        process.stdout.write(`${p.id}\t${p.enabled ? 'enabled' : 'disabled'}\t${p.issuer}\t${p.audience}\t${p.jwksUrl ?? 'inline JWKS'}\n`);
+      }
+    } finally {
+      await store.close();
+    }
+    return 0;
+  }
+  if (sub === 'remove') {
+    const { values, positionals } = parse(rest, dataOpt, true);
+    if (positionals.length !== 1) throw new UsageError('partners remove takes one partner id');
+    const store = openStore(values.data);
+    try {
+      if (!(await store.partners.remove(positionals[0]!))) throw new Error(`no partner with id ${positionals[0]}`);
+    } finally {
+      await store.close();
+    }
+    return 0;
+  }
+  throw new UsageError(`unknown partners command ${JSON.stringify(sub ?? '')}`);
+}
+
+function keysCommand(args: string[]): number {
+  const [sub, ...rest] = args;
+  if (sub !== 'rotate') throw new UsageError(`unknown keys command ${JSON.stringify(sub ?? '')}`);
+  const { values } = parse(rest, dataOpt);
+  const dir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const c = defaultConfig();
+  // Keep old keys as long as the longest-lived token they may have made (refresh tokens).
+  const ring = rotateKeyRing(dir, Date.now(), Math.max(c.refreshTokenTtlSec, c.providerRefreshTtlSec) * 1000 + 86_400_000);
+  process.stdout.write(`new keys: ${ring.active('sig').kid}, ${ring.active('enc').kid}; restart the hub to use them\n`);
+  return 0;
+}

@@ -1,0 +1,53 @@
+import { buildApp } from '../app.js';
+import type { HubConfig } from '../config.js';
+import { Hub } from '../hub.js';
+
+/** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
+export async function serve(config: HubConfig): Promise<number> {
+  const hub = new Hub(config);
+  const app = await buildApp(hub);
+  const address = await app.listen({ host: config.host, port: config.port });
+  // With --port 0 the real port is known only now; an unset public URL follows it.
+  const actualPort = Number(new URL(address).port);
+  if (config.port === 0 && actualPort) app.log.warn('listening on an ephemeral port; pass --public-url for correct redirect URIs');
+
+  const sweep = setInterval(() => {
+    hub.stores.sweep(hub.clock.now()).catch((e) => app.log.error({ err: e }, 'sweep failed'));
+  }, 60_000);
+  sweep.unref();
+
+  const base = config.publicUrl;
+  process.stdout.write([
+    `damhub listening on ${address}`,
+    config.demo ? `  demo page:      ${base}/demo` : null,
+    `  API reference:  ${base}/api/v1/docs`,
+    `  OpenAPI:        ${base}/api/v1/openapi.json`,
+    `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics`,
+    `  admin key:      ${config.adminKey ? '(from DAMHUB_ADMIN_KEY)' : `${config.dataDir}/admin.key`}`,
+    '',
+  ].filter((l) => l !== null).join('\n'));
+
+  return new Promise<number>((resolve) => {
+    let closing = false;
+    const stop = (signal: string) => {
+      if (closing) return;
+      closing = true;
+      app.log.info({ signal }, 'shutting down: draining in-flight requests');
+      clearInterval(sweep);
+      const force = setTimeout(() => {
+        app.log.error('drain timed out; exiting');
+        resolve(1);
+      }, config.shutdownGraceMs);
+      force.unref();
+      app.close().then(() => hub.close()).then(() => {
+        clearTimeout(force);
+        resolve(0);
+      }, (e) => {
+        app.log.error({ err: e }, 'shutdown failed');
+        resolve(1);
+      });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+}

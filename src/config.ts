@@ -1,0 +1,86 @@
+import path from 'node:path';
+
+/** One typed configuration for a hub node; built from flags and environment by the CLI, or by tests directly. */
+export interface HubConfig {
+  host: string;
+  port: number;
+  /** Where keys, the admin key, the SQLite store and caches live. */
+  dataDir: string;
+  /** Folder served by the embedded library provider (null: no library). */
+  libraryDir: string | null;
+  /** Base URL the hub is reached at; used for redirect_uri and signed asset URLs. */
+  publicUrl: string;
+  /** Register the demo partner and serve the demo page. */
+  demo: boolean;
+  databaseUrl: string | null;
+  redisUrl: string | null;
+  /** Admin bearer key; generated into the data dir when not given. */
+  adminKey: string | null;
+  bodyLimitBytes: number;
+  accessTokenTtlSec: number;
+  refreshTokenTtlSec: number;
+  refreshGraceSec: number;
+  loginStateTtlSec: number;
+  /** Lifetime of the DAM connection token (access) and its refresh token. */
+  providerTokenTtlSec: number;
+  providerRefreshTtlSec: number;
+  /** Per-user limit on content calls, per minute (0 disables). */
+  userRateLimitPerMin: number;
+  /** Default exchange limit for partners registered without one. */
+  defaultPartnerRateLimitPerMin: number;
+  /** Upper bound for a JWKS document fetched from a partner. */
+  jwksMaxBytes: number;
+  jwksTimeoutMs: number;
+  jwksCacheSec: number;
+  logLevel: string;
+  /** Graceful-shutdown budget for draining in-flight requests. */
+  shutdownGraceMs: number;
+}
+
+export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
+  const host = overrides.host ?? '127.0.0.1';
+  const port = overrides.port ?? 8080;
+  const base: HubConfig = {
+    host,
+    port,
+    dataDir: path.resolve('.damhub'),
+    libraryDir: null,
+    publicUrl: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    demo: false,
+    databaseUrl: null,
+    redisUrl: null,
+    adminKey: null,
+    bodyLimitBytes: 16 * 1024 * 1024,
+    accessTokenTtlSec: 3600,
+    refreshTokenTtlSec: 30 * 24 * 3600,
+    refreshGraceSec: 60,
+    loginStateTtlSec: 300,
+    providerTokenTtlSec: 24 * 3600,
+    providerRefreshTtlSec: 30 * 24 * 3600,
+    userRateLimitPerMin: 1200,
+    defaultPartnerRateLimitPerMin: 60,
+    jwksMaxBytes: 64 * 1024,
+    jwksTimeoutMs: 5000,
+    jwksCacheSec: 600,
+    logLevel: 'info',
+    shutdownGraceMs: 10_000,
+  };
+  return { ...base, ...overrides };
+}
+
+/** Environment variable for each flag of `damhub serve`; documented in README.md. */
+export const ENV_VARS: Record<string, keyof HubConfig> = {
+  DAMHUB_HOST: 'host',
+  DAMHUB_PORT: 'port',
+  DAMHUB_DATA_DIR: 'dataDir',
+  DAMHUB_LIBRARY: 'libraryDir',
+  DAMHUB_PUBLIC_URL: 'publicUrl',
+  DAMHUB_DEMO: 'demo',
+  DATABASE_URL: 'databaseUrl',
+  REDIS_URL: 'redisUrl',
+  DAMHUB_ADMIN_KEY: 'adminKey',
+  DAMHUB_BODY_LIMIT: 'bodyLimitBytes',
+  DAMHUB_USER_RATE_LIMIT: 'userRateLimitPerMin',
+  DAMHUB_REFRESH_GRACE: 'refreshGraceSec',
+  DAMHUB_LOG_LEVEL: 'logLevel',
+};

@@ -1,0 +1,60 @@
+/**
+ * The demo partner of `npm start`: an RSA key pair generated into the data dir and registered
+ * with an inline JWKS. It stands in for a partner's backend so the demo page can show a real
+ * exchange; never enable --demo on a hub reachable by others.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { writeSecretFile } from '../auth/keys.js';
+import { DEFAULT_AUDIENCE } from '../auth/partners.js';
+import type { Hub } from '../hub.js';
+
+export const DEMO_PARTNER_ID = 'demo';
+
+interface DemoKeys {
+  kid: string;
+  privateJwk: JWK;
+  publicJwk: JWK;
+}
+
+export class DemoPartner {
+  private constructor(private readonly keys: DemoKeys, readonly issuer: string, private readonly hub: Hub) {}
+
+  static async setup(hub: Hub): Promise<DemoPartner> {
+    const file = path.join(hub.config.dataDir, 'demo-partner.json');
+    let keys: DemoKeys;
+    if (fs.existsSync(file)) {
+      keys = JSON.parse(fs.readFileSync(file, 'utf8')) as DemoKeys;
+    } else {
+      const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+      const kid = `demo-${randomUUID().slice(0, 8)}`;
+      keys = { kid, privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'RS256' }, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
+      writeSecretFile(file, JSON.stringify(keys));
+    }
+    const issuer = `${hub.damLogin.publicUrl}/demo`;
+    const origin = new URL(hub.config.publicUrl).origin;
+    const now = hub.clock.now();
+    const fields = { name: 'Demo partner', issuer, audience: DEFAULT_AUDIENCE, jwksUrl: null, jwks: { keys: [keys.publicJwk] }, maxTokenAgeSec: 3600, rateLimitPerMin: 600, allowedOrigins: [origin], enabled: true };
+    const existing = await hub.stores.partners.get(DEMO_PARTNER_ID);
+    if (existing) await hub.stores.partners.update(DEMO_PARTNER_ID, fields, now);
+    else await hub.stores.partners.create({ id: DEMO_PARTNER_ID, ...fields }, now);
+    return new DemoPartner(keys, issuer, hub);
+  }
+
+  /** What a partner backend does per exchange: a fresh RS256 JWT with a new jti. */
+  async sign(user: { sub: string; email: string; name?: string }): Promise<string> {
+    const key = await importJWK(this.keys.privateJwk, 'RS256');
+    const now = Math.floor(this.hub.clock.now() / 1000);
+    return new SignJWT({ email: user.email, name: user.name })
+      .setProtectedHeader({ alg: 'RS256', kid: this.keys.kid, typ: 'JWT' })
+      .setIssuer(this.issuer)
+      .setAudience(DEFAULT_AUDIENCE)
+      .setSubject(user.sub)
+      .setIssuedAt(now)
+      .setExpirationTime(now + 300)
+      .setJti(randomUUID())
+      .sign(key);
+  }
+}

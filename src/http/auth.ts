@@ -1,0 +1,101 @@
+/**
+ * Cross-cutting authentication: each route declares `config.auth` and one preHandler hook does
+ * the rest, so no handler parses a header itself.
+ *   none     — public (health, docs, login poll, signed media URLs check their own signature)
+ *   access   — a live hub session (Authorization)
+ *   content  — a hub session plus a DAM connection (provider-authorization), rate-limited per user
+ *   admin    — the admin bearer key
+ *   partner  — the exchange route verifies the partner JWT itself
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { HubPrincipal } from '../auth/sessions.js';
+import { hubError } from '../errors.js';
+import type { Hub } from '../hub.js';
+import type { ProviderSession } from '../providers/contract.js';
+import type { RateLimitDecision } from '../stores/types.js';
+import { bearer } from '../auth/exchange.js';
+
+export type AuthMode = 'none' | 'access' | 'content' | 'admin' | 'partner';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: AuthMode;
+  }
+  interface FastifyRequest {
+    principal: HubPrincipal | null;
+    dam: ProviderSession | null;
+  }
+  interface FastifyInstance {
+    hub: Hub;
+  }
+}
+
+/** The principal of an `access`/`content` route; the hook guarantees it is set. */
+export function principalOf(req: FastifyRequest): HubPrincipal {
+  if (!req.principal) throw hubError('hub-internal-error', 'route is missing auth config');
+  return req.principal;
+}
+
+export function damOf(req: FastifyRequest): ProviderSession {
+  if (!req.dam) throw hubError('hub-internal-error', 'route is missing content auth config');
+  return req.dam;
+}
+
+/** Compares secrets in constant time regardless of their lengths. */
+export function secretEquals(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+export function applyRateLimitHeaders(reply: FastifyReply, d: RateLimitDecision): void {
+  reply.header('RateLimit-Limit', String(d.limit));
+  reply.header('RateLimit-Remaining', String(d.remaining));
+  reply.header('RateLimit-Reset', String(d.resetSec));
+}
+
+export function rateLimited(d: RateLimitDecision, what: string) {
+  return hubError('hub-rate-limited', `${what}: limit of ${d.limit} per minute reached; retry in ${d.retryAfterSec} s`, {
+    headers: {
+      'Retry-After': String(d.retryAfterSec),
+      'RateLimit-Limit': String(d.limit),
+      'RateLimit-Remaining': '0',
+      'RateLimit-Reset': String(d.resetSec),
+    },
+  });
+}
+
+export function registerAuth(app: FastifyInstance): void {
+  app.decorateRequest('principal', null);
+  app.decorateRequest('dam', null);
+  app.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
+    const mode = req.routeOptions.config?.auth ?? 'none';
+    const hub = app.hub;
+    switch (mode) {
+      case 'none':
+      case 'partner':
+        return;
+      case 'admin': {
+        const key = bearer(req.headers.authorization);
+        if (!key) throw hubError('hub-access-token-missing', 'send "Authorization: Bearer <admin key>"');
+        if (!secretEquals(key, hub.adminKey)) throw hubError('hub-access-denied', 'admin key check failed');
+        return;
+      }
+      case 'access':
+      case 'content': {
+        req.principal = await hub.sessions.authenticate(req.headers.authorization);
+        if (mode === 'access') return;
+        const limit = hub.config.userRateLimitPerMin;
+        if (limit > 0) {
+          const d = await hub.stores.rateLimits.hit(`user:${req.principal.user.id}`, limit, 60_000, hub.clock.now());
+          if (!d.allowed) throw rateLimited(d, 'content calls of this user');
+          applyRateLimitHeaders(reply, d);
+        }
+        const auth = req.headers['provider-authorization'];
+        req.dam = await hub.connections.open(Array.isArray(auth) ? auth[0] : auth, { userId: req.principal.user.id, partnerId: req.principal.partner.id });
+        return;
+      }
+    }
+  });
+}

@@ -1,0 +1,46 @@
+/** Liveness, readiness and Prometheus metrics (outside /api/v1, unauthenticated, for orchestrators). */
+import type { FastifyInstance } from 'fastify';
+import client from 'prom-client';
+
+export function registerOps(app: FastifyInstance): void {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry, prefix: 'damhub_' });
+  const requests = new client.Counter({ name: 'damhub_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
+  const duration = new client.Histogram({
+    name: 'damhub_http_request_duration_seconds',
+    help: 'HTTP request duration by route',
+    labelNames: ['method', 'route'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    // The route pattern, not the URL, so ids and tokens never become label values.
+    const route = req.routeOptions.url ?? 'unmatched';
+    requests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  });
+
+  app.get('/healthz', { logLevel: 'warn', schema: { hide: true } }, async () => ({ status: 'ok' }));
+
+  app.get('/readyz', { logLevel: 'warn', schema: { hide: true } }, async (_req, reply) => {
+    const checks: Record<string, string> = {};
+    let ok = true;
+    try {
+      await withTimeout(app.hub.stores.ping(), 2000);
+      checks.store = 'ok';
+    } catch (e) {
+      ok = false;
+      checks.store = `down: ${(e as Error).message}`;
+    }
+    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'unavailable', checks });
+  });
+
+  app.get('/metrics', { logLevel: 'warn', schema: { hide: true } }, async (_req, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()));
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let t: NodeJS.Timeout;
+  return Promise.race([p, new Promise<never>((_, rej) => { t = setTimeout(() => rej(new Error(`no answer in ${ms} ms`)), ms); })]).finally(() => clearTimeout(t));
+}

@@ -1,0 +1,70 @@
+/**
+ * The composition root: one Hub per node, holding configuration, the clock, the stores and the
+ * services built on them. Routes receive it as `app.hub`; tests build it with their own clock.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Clock } from './clock.js';
+import { systemClock } from './clock.js';
+import type { HubConfig } from './config.js';
+import { DamLogin } from './auth/dam-login.js';
+import { TokenExchange } from './auth/exchange.js';
+import { HubTokens } from './auth/hub-tokens.js';
+import { JwksCache } from './auth/jwks-cache.js';
+import { loadOrCreateKeyRing, loadOrCreateSecret, type KeyRing } from './auth/keys.js';
+import { ProviderConnections } from './auth/provider-connections.js';
+import { ProviderTokens } from './auth/provider-tokens.js';
+import { SessionService } from './auth/sessions.js';
+import type { Provider } from './providers/contract.js';
+import { ProviderRegistry } from './providers/registry.js';
+import { SqliteStores } from './stores/sqlite/index.js';
+import type { Stores } from './stores/types.js';
+
+export interface HubDeps {
+  clock?: Clock;
+  stores?: Stores;
+  keys?: KeyRing;
+  providers?: Provider[];
+}
+
+export class Hub {
+  readonly clock: Clock;
+  readonly stores: Stores;
+  readonly keys: KeyRing;
+  readonly adminKey: string;
+  readonly providers = new ProviderRegistry();
+  readonly jwks: JwksCache;
+  readonly hubTokens: HubTokens;
+  readonly providerTokens: ProviderTokens;
+  readonly exchange: TokenExchange;
+  readonly sessions: SessionService;
+  readonly damLogin: DamLogin;
+  readonly connections: ProviderConnections;
+
+  constructor(readonly config: HubConfig, deps: HubDeps = {}) {
+    fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    this.clock = deps.clock ?? systemClock;
+    this.stores = deps.stores ?? SqliteStores.open(path.join(config.dataDir, 'hub.sqlite'));
+    this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
+    this.adminKey = loadOrCreateSecret(config.dataDir, 'admin.key', config.adminKey);
+    for (const p of deps.providers ?? []) this.providers.register(p);
+
+    this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes });
+    this.hubTokens = new HubTokens(this.keys, this.clock, config.accessTokenTtlSec, config.refreshTokenTtlSec);
+    this.providerTokens = new ProviderTokens(this.keys, this.clock);
+    this.exchange = new TokenExchange(this.stores, this.jwks, this.hubTokens, this.clock, config.refreshTokenTtlSec);
+    this.sessions = new SessionService(this.stores, this.hubTokens, this.clock, config.refreshTokenTtlSec, config.refreshGraceSec);
+    this.damLogin = new DamLogin(this.stores, this.providers, this.providerTokens, this.clock, {
+      stateTtlSec: config.loginStateTtlSec,
+      accessTtlSec: config.providerTokenTtlSec,
+      refreshTtlSec: config.providerRefreshTtlSec,
+      publicUrl: config.publicUrl,
+      hashSecret: loadOrCreateSecret(config.dataDir, 'user-hash.key', null),
+    });
+    this.connections = new ProviderConnections(this.providerTokens, this.providers, config.providerTokenTtlSec, config.providerRefreshTtlSec);
+  }
+
+  async close(): Promise<void> {
+    await this.stores.close();
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The provider interface: what every DAM behind the hub declares and implements. A provider
+ * declares its capabilities once; the providers listing, the 501 answers for missing operations
+ * and the picker's affordances are all derived from that declaration (see registry.ts).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { ProviderCredentials } from '../auth/provider-tokens.js';
+
+export interface ProviderCapabilities {
+  browse: boolean;
+  search: boolean;
+  /** Search by reference image (POST /assets/search). */
+  similarSearch: boolean;
+  versions: boolean;
+  /** The DAM connection can be renewed without a new login. */
+  refresh: boolean;
+  filters: boolean;
+  dataLocalization: boolean;
+  timeZone: boolean;
+  /** Whether the sign-in asks for a server URL (multi-tenant systems). */
+  serverUrl: boolean;
+  /** Subfolders are repeated on every page of a folder browse. */
+  foldersOnEveryPage: boolean;
+  /** The hash field this provider always reports (SPEC.md section 6), or null. */
+  assetHashAlgorithm: string | null;
+}
+
+export interface ProviderDescriptor {
+  id: string;
+  name: string;
+  version: string;
+  /** URL of a logo image (absolute or relative to the hub's public URL). */
+  logo: string;
+  /** A single-character or short glyph for compact pickers. */
+  glyph: string;
+  capabilities: ProviderCapabilities;
+  paging: { defaultSize: number; maxSize: number };
+  isDefault?: boolean;
+}
+
+/** The signed-in connection a content call runs under. */
+export interface ProviderSession {
+  providerId: string;
+  /** Hub user id and partner id the connection is bound to. */
+  userId: string;
+  partnerId: string;
+  credentials: ProviderCredentials;
+}
+
+/** What a finished sign-in yields: credentials to wrap into the DAM connection token. */
+export interface LoginIdentity {
+  credentials: ProviderCredentials;
+  /** Stable id of the DAM account, hashed into the poll's userHash. */
+  accountId: string;
+}
+
+export interface LoginStart {
+  state: string;
+  serverUrl: string | null;
+}
+
+/** What the hub offers providers for their sign-in pages and callbacks. */
+export interface LoginHost {
+  /** The pending login for `state`, or an error string fit for the sign-in page. */
+  pending(state: string): Promise<{ providerId: string; serverUrl: string | null; userId: string; partnerId: string } | { error: string }>;
+  complete(state: string, identity: LoginIdentity): Promise<void>;
+  fail(state: string, error: string): Promise<void>;
+  cancel(state: string): Promise<void>;
+  /** The hub's public base URL, without trailing slash. */
+  publicUrl: string;
+}
+
+export interface Provider {
+  descriptor: ProviderDescriptor;
+  /** Where the user's browser goes to sign in for this login state. */
+  beginLogin(start: LoginStart, host: LoginHost): Promise<{ redirectUri: string }>;
+  /** Routes the provider serves (sign-in forms, OAuth callbacks); mounted with the hub's hooks. */
+  routes?(app: FastifyInstance, host: LoginHost): void | Promise<void>;
+  /** Renews DAM credentials; absent when capabilities.refresh is false. */
+  refresh?(credentials: ProviderCredentials): Promise<ProviderCredentials>;
+  /** Runtime details for GET /system/providerInfo. */
+  providerInfo?(session: ProviderSession, opts: { uiLocale: string }): Promise<Record<string, unknown>>;
+  /** Checks the credentials are still good (account removed at the DAM → integration-auth-failed). */
+  validate?(session: ProviderSession): Promise<void>;
+}

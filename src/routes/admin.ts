@@ -1,0 +1,80 @@
+/** /admin: partner registration (SPEC.md section 4), behind the admin bearer key. */
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { partnerInput, partnerPatch, partnerView, type PartnerRequest } from '../auth/partners.js';
+import { hubError, validationError } from '../errors.js';
+import { responses } from '../http/schemas.js';
+import { StoreConflictError } from '../stores/types.js';
+
+const PartnerBody = Type.Object({
+  id: Type.Optional(Type.String({ maxLength: 64 })),
+  name: Type.Optional(Type.String({ maxLength: 256 })),
+  issuer: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  audience: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  jwksUrl: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])),
+  jwks: Type.Optional(Type.Union([Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true }), { maxItems: 50 }) }), Type.Null()])),
+  maxTokenAge: Type.Optional(Type.Integer()),
+  rateLimit: Type.Optional(Type.Integer()),
+  allowedOrigins: Type.Optional(Type.Array(Type.String({ maxLength: 512 }), { maxItems: 100 })),
+  enabled: Type.Optional(Type.Boolean()),
+}, { additionalProperties: false });
+
+const PartnerView = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  issuer: Type.String(),
+  audience: Type.String(),
+  jwksUrl: Type.Union([Type.String(), Type.Null()]),
+  jwks: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
+  maxTokenAge: Type.Integer(),
+  rateLimit: Type.Integer(),
+  allowedOrigins: Type.Array(Type.String()),
+  enabled: Type.Boolean(),
+  createdAt: Type.Integer(),
+  updatedAt: Type.Integer(),
+});
+
+const security = [{ AdminKey: [] }];
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export async function adminRoutes(app: FastifyInstance): Promise<void> {
+  const hub = app.hub;
+  const conflict = (e: unknown) => {
+    if (e instanceof StoreConflictError) throw validationError(e.message);
+    throw e;
+  };
+  const notFound = (id: string) => hubError('hub-not-found', `no partner with id ${JSON.stringify(id)}`, { message: 'No such partner.' });
+
+  app.get('/admin/partners', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, response: responses(Type.Array(PartnerView)) } }, async () =>
+    (await hub.stores.partners.list()).map(partnerView));
+
+  app.post('/admin/partners', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, body: PartnerBody, response: responses(PartnerView, 201) } }, async (req, reply) => {
+    const input = partnerInput(req.body as PartnerRequest, hub.config.defaultPartnerRateLimitPerMin);
+    const p = await hub.stores.partners.create(input, hub.clock.now()).catch(conflict);
+    return reply.code(201).send(partnerView(p));
+  });
+
+  app.get('/admin/partners/:id', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, params: IdParams, response: responses(PartnerView) } }, async (req) => {
+    const { id } = req.params as { id: string };
+    const p = await hub.stores.partners.get(id);
+    if (!p) throw notFound(id);
+    return partnerView(p);
+  });
+
+  app.patch('/admin/partners/:id', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, params: IdParams, body: PartnerBody, response: responses(PartnerView) } }, async (req) => {
+    const { id } = req.params as { id: string };
+    const body = req.body as PartnerRequest;
+    if (body.id !== undefined && body.id !== id) throw validationError('a partner id cannot be changed');
+    const p = await hub.stores.partners.update(id, partnerPatch(body), hub.clock.now()).catch(conflict);
+    if (!p) throw notFound(id);
+    hub.jwks.invalidate(id);
+    return partnerView(p);
+  });
+
+  app.delete('/admin/partners/:id', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, params: IdParams, response: { 204: Type.Null(), '4xx': Type.Ref('ErrorEnvelope') } } }, async (req, reply) => {
+    const { id } = req.params as { id: string };
+    if (!(await hub.stores.partners.remove(id))) throw notFound(id);
+    hub.jwks.invalidate(id);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,157 @@
+/** /auth: token exchange, sessions, providers listing and the DAM login flow. */
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { looksLikeJwe } from '../auth/provider-tokens.js';
+import { bearer } from '../auth/exchange.js';
+import { hubError } from '../errors.js';
+import { applyRateLimitHeaders, principalOf, rateLimited } from '../http/auth.js';
+import { HubAuth, responses, TokenPairSchema } from '../http/schemas.js';
+
+const ProviderSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  version: Type.String(),
+  logo: Type.String(),
+  glyph: Type.String(),
+  capabilities: Type.Object({}, { additionalProperties: true }),
+  loginUrl: Type.String(),
+  isDefault: Type.Boolean(),
+  paging: Type.Object({ defaultSize: Type.Integer(), maxSize: Type.Integer() }),
+});
+
+export async function authRoutes(app: FastifyInstance): Promise<void> {
+  const hub = app.hub;
+
+  app.post('/auth/exchangeToken', {
+    config: { auth: 'partner' },
+    schema: {
+      tags: ['auth'],
+      summary: 'Exchange a partner-signed JWT (RS256) for hub tokens',
+      description: 'Authorization: Bearer <partner JWT>. Optional JSON body {email} when the JWT has no email claim.',
+      security: [{ PartnerJwt: [] }],
+      body: Type.Optional(Type.Union([Type.Object({ email: Type.Optional(Type.String({ maxLength: 320 })) }), Type.Null()])),
+      response: responses(TokenPairSchema),
+    },
+  }, async (req, reply) => {
+    const identified = await hub.exchange.identify(req.headers.authorization);
+    const d = await hub.stores.rateLimits.hit(`exchange:${identified.partner.issuer}`, identified.partner.rateLimitPerMin, 60_000, hub.clock.now());
+    if (!d.allowed) throw rateLimited(d, 'token exchanges of this partner');
+    applyRateLimitHeaders(reply, d);
+    const body = req.body as { email?: string } | null | undefined;
+    const { pair } = await hub.exchange.complete(identified, body?.email);
+    reply.header('cache-control', 'no-store');
+    return pair;
+  });
+
+  app.get('/auth/checkToken', {
+    config: { auth: 'access' },
+    schema: {
+      tags: ['auth'],
+      summary: 'Verify the access token and return the current user',
+      security: HubAuth,
+      response: responses(Type.Object({
+        adapter: Type.String(),
+        source: Type.String(),
+        user: Type.Object({ id: Type.String(), name: Type.Union([Type.String(), Type.Null()]), email: Type.String(), givenName: Type.Union([Type.String(), Type.Null()]), familyName: Type.Union([Type.String(), Type.Null()]) }),
+        account: Type.Object({ id: Type.String(), name: Type.String(), issuer: Type.String() }),
+        userHash: Type.String(),
+        expiresAt: Type.Integer({ description: 'epoch milliseconds when the access token expires' }),
+      })),
+    },
+  }, async (req) => {
+    const p = principalOf(req);
+    return {
+      adapter: p.partner.id,
+      source: 'damhub',
+      user: { id: p.user.id, name: p.user.name ?? p.user.email, email: p.user.email, givenName: p.user.givenName, familyName: p.user.familyName },
+      account: { id: p.partner.id, name: p.partner.name, issuer: p.partner.issuer },
+      userHash: hub.damLogin.userHash(p.partner.id, 'hub', p.user.sub),
+      expiresAt: p.claims.exp * 1000,
+    };
+  });
+
+  app.get('/auth/refreshToken', {
+    config: { auth: 'none' },
+    schema: {
+      tags: ['auth'],
+      summary: 'Rotate hub tokens (hub refresh token) or renew a DAM connection (DAM refresh token)',
+      description: 'Authorization carries the current access token (it may be expired); provider-authorization carries the refresh token.',
+      security: [{ HubAuth: [], ProviderAuth: [] }],
+      response: responses(TokenPairSchema),
+    },
+  }, async (req, reply) => {
+    const claims = await hub.sessions.accessClaimsForRefresh(req.headers.authorization);
+    const header = req.headers['provider-authorization'];
+    const token = bearer(Array.isArray(header) ? header[0] : header);
+    if (!token) throw hubError('provider-access-token-missing', 'send the refresh token as "provider-authorization: Bearer <refresh token>"');
+    reply.header('cache-control', 'no-store');
+    return looksLikeJwe(token) ? hub.connections.refresh(token, claims) : hub.sessions.refresh(claims, token);
+  });
+
+  app.get('/auth/logout', {
+    config: { auth: 'access' },
+    schema: { tags: ['auth'], summary: 'End the session and revoke its refresh tokens', security: HubAuth, response: responses(Type.String()) },
+  }, async (req, reply) => {
+    await hub.sessions.logout(principalOf(req));
+    return reply.type('text/plain; charset=utf-8').send('OK');
+  });
+
+  app.get('/auth/providers', {
+    config: { auth: 'access' },
+    schema: { tags: ['auth'], summary: 'Providers available to the user', security: HubAuth, response: responses(Type.Array(ProviderSchema)) },
+  }, async () => {
+    const def = hub.providers.defaultId();
+    return hub.providers.list().map(({ descriptor: d }) => ({
+      id: d.id,
+      name: d.name,
+      version: d.version,
+      logo: absolute(hub.damLogin.publicUrl, d.logo),
+      glyph: d.glyph,
+      capabilities: d.capabilities,
+      loginUrl: `${hub.damLogin.publicUrl}/api/v1/auth/login?provider=${encodeURIComponent(d.id)}&polling=true`,
+      isDefault: d.id === def,
+      paging: d.paging,
+    }));
+  });
+
+  app.post('/auth/login', {
+    config: { auth: 'access' },
+    schema: {
+      tags: ['auth'],
+      summary: 'Start a DAM login; open redirect_uri in a popup and poll GET /auth/login with state',
+      security: HubAuth,
+      querystring: Type.Object({
+        provider: Type.String({ minLength: 1, maxLength: 64 }),
+        polling: Type.Optional(Type.Boolean()),
+        serverUrl: Type.Optional(Type.String({ maxLength: 2048 })),
+      }),
+      response: responses(Type.Object({ redirect_uri: Type.String(), state: Type.String() })),
+    },
+  }, async (req) => {
+    const q = req.query as { provider: string; serverUrl?: string };
+    return hub.damLogin.start(principalOf(req), q.provider, q.serverUrl ?? null);
+  });
+
+  app.get('/auth/login', {
+    config: { auth: 'none' },
+    schema: {
+      tags: ['auth'],
+      summary: 'Poll a DAM login: {} while pending, the tokens once, {error} otherwise',
+      querystring: Type.Object({ state: Type.String({ minLength: 1, maxLength: 256 }), polling: Type.Optional(Type.Boolean()) }),
+      response: responses(Type.Object({
+        access_token: Type.Optional(Type.String()),
+        refresh_token: Type.Optional(Type.String()),
+        expires_in: Type.Optional(Type.Integer()),
+        userHash: Type.Optional(Type.String()),
+        error: Type.Optional(Type.String()),
+      })),
+    },
+  }, async (req, reply) => {
+    reply.header('cache-control', 'no-store');
+    return hub.damLogin.poll((req.query as { state: string }).state);
+  });
+}
+
+function absolute(base: string, url: string): string {
+  return /^[a-z][a-z0-9+.-]*:/i.test(url) ? url : `${base}${url.startsWith('/') ? '' : '/'}${url}`;
+}

@@ -1,0 +1,24 @@
+/** The demo page of `npm start`: a tiny partner app showing the exchange and DAM login from a browser. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { DemoPartner } from '../demo/partner.js';
+
+const STATIC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'src', 'demo', 'static');
+
+export async function demoRoutes(app: FastifyInstance): Promise<void> {
+  const demo = await DemoPartner.setup(app.hub);
+  const page = (file: string, type: string) => {
+    const body = fs.readFileSync(path.join(STATIC, file));
+    return async (_req: unknown, reply: import('fastify').FastifyReply) => reply.type(type).send(body);
+  };
+  app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/demo'));
+  app.get('/demo', { schema: { hide: true } }, page('index.html', 'text/html; charset=utf-8'));
+  app.get('/demo/app.js', { schema: { hide: true } }, page('app.js', 'text/javascript; charset=utf-8'));
+  app.get('/demo/style.css', { schema: { hide: true } }, page('style.css', 'text/css; charset=utf-8'));
+  // Plays the partner's backend: signs a JWT for the demo user.
+  app.post('/demo/partner-token', { schema: { hide: true } }, async () => ({
+    jwt: await demo.sign({ sub: 'demo-user', email: 'demo.user@example.com', name: 'Demo User' }),
+  }));
+}

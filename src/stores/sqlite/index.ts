@@ -1,0 +1,327 @@
+/**
+ * The embedded store: one SQLite file in the data directory (WAL mode), holding everything the hub
+ * must not lose across a restart. better-sqlite3 is synchronous and in-process, so each method is a
+ * handful of microseconds; the async signatures exist for the networked stores of the cluster mode.
+ */
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { gcra } from '../gcra.js';
+import { MIGRATIONS } from './migrations.js';
+import {
+  StoreConflictError,
+  type LoginState,
+  type LoginStateStore,
+  type Partner,
+  type PartnerInput,
+  type PartnerPatch,
+  type PartnerStore,
+  type RateLimitStore,
+  type ReplayStore,
+  type Session,
+  type SessionStore,
+  type Stores,
+  type User,
+  type UserProfile,
+  type UserStore,
+} from '../types.js';
+
+type Row = Record<string, unknown>;
+
+export function openSqlite(file: string): Database.Database {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Database.Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
+  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
+  for (const m of MIGRATIONS) {
+    if (applied.has(m.version)) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(m.version, Date.now());
+    })();
+  }
+}
+
+function toPartner(r: Row): Partner {
+  return {
+    id: r.id as string,
+    name: r.name as string,
+    issuer: r.issuer as string,
+    audience: r.audience as string,
+    jwksUrl: (r.jwks_url as string | null) ?? null,
+    jwks: r.jwks ? JSON.parse(r.jwks as string) : null,
+    maxTokenAgeSec: r.max_token_age as number,
+    rateLimitPerMin: r.rate_limit as number,
+    allowedOrigins: JSON.parse(r.allowed_origins as string),
+    enabled: r.enabled === 1,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+  };
+}
+
+function toUser(r: Row): User {
+  return {
+    id: r.id as string,
+    partnerId: r.partner_id as string,
+    sub: r.sub as string,
+    email: r.email as string,
+    name: (r.name as string | null) ?? null,
+    givenName: (r.given_name as string | null) ?? null,
+    familyName: (r.family_name as string | null) ?? null,
+    createdAt: r.created_at as number,
+    lastSeenAt: r.last_seen_at as number,
+  };
+}
+
+function toSession(r: Row): Session {
+  return {
+    id: r.id as string,
+    userId: r.user_id as string,
+    partnerId: r.partner_id as string,
+    currentJti: r.current_jti as string,
+    previousJti: (r.previous_jti as string | null) ?? null,
+    rotatedAt: r.rotated_at as number,
+    createdAt: r.created_at as number,
+    expiresAt: r.expires_at as number,
+    revokedAt: (r.revoked_at as number | null) ?? null,
+  };
+}
+
+function toLogin(r: Row): LoginState {
+  return {
+    state: r.state as string,
+    userId: r.user_id as string,
+    partnerId: r.partner_id as string,
+    providerId: r.provider_id as string,
+    serverUrl: (r.server_url as string | null) ?? null,
+    status: r.status as LoginState['status'],
+    result: r.result ? JSON.parse(r.result as string) : null,
+    error: (r.error as string | null) ?? null,
+    createdAt: r.created_at as number,
+    expiresAt: r.expires_at as number,
+  };
+}
+
+class SqlitePartners implements PartnerStore {
+  private readonly byId;
+  private readonly byIssuer;
+  constructor(private readonly db: Database.Database) {
+    this.byId = db.prepare('SELECT * FROM partners WHERE id = ?');
+    this.byIssuer = db.prepare('SELECT * FROM partners WHERE issuer = ?');
+  }
+  async list() {
+    return (this.db.prepare('SELECT * FROM partners ORDER BY created_at, id').all() as Row[]).map(toPartner);
+  }
+  async get(id: string) {
+    const r = this.byId.get(id) as Row | undefined;
+    return r ? toPartner(r) : null;
+  }
+  async getByIssuer(issuer: string) {
+    const r = this.byIssuer.get(issuer) as Row | undefined;
+    return r ? toPartner(r) : null;
+  }
+  async create(p: PartnerInput, now: number) {
+    const id = p.id ?? randomUUID();
+    try {
+      this.db
+        .prepare(
+          `INSERT INTO partners (id, name, issuer, audience, jwks_url, jwks, max_token_age, rate_limit, allowed_origins, enabled, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(id, p.name, p.issuer, p.audience, p.jwksUrl, p.jwks ? JSON.stringify(p.jwks) : null, p.maxTokenAgeSec, p.rateLimitPerMin, JSON.stringify(p.allowedOrigins), p.enabled ? 1 : 0, now, now);
+    } catch (e) {
+      if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new StoreConflictError(`a partner with id ${id} or issuer ${p.issuer} already exists`);
+      throw e;
+    }
+    return (await this.get(id))!;
+  }
+  async update(id: string, patch: PartnerPatch, now: number) {
+    const cur = await this.get(id);
+    if (!cur) return null;
+    const n = { ...cur, ...patch };
+    try {
+      this.db
+        .prepare(
+          `UPDATE partners SET name=?, issuer=?, audience=?, jwks_url=?, jwks=?, max_token_age=?, rate_limit=?, allowed_origins=?, enabled=?, updated_at=? WHERE id=?`,
+        )
+        .run(n.name, n.issuer, n.audience, n.jwksUrl, n.jwks ? JSON.stringify(n.jwks) : null, n.maxTokenAgeSec, n.rateLimitPerMin, JSON.stringify(n.allowedOrigins), n.enabled ? 1 : 0, now, id);
+    } catch (e) {
+      if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new StoreConflictError(`issuer ${n.issuer} is taken by another partner`);
+      throw e;
+    }
+    return this.get(id);
+  }
+  async remove(id: string) {
+    // ON DELETE CASCADE removes the partner's users, sessions and pending logins in the same transaction.
+    return this.db.prepare('DELETE FROM partners WHERE id = ?').run(id).changes > 0;
+  }
+}
+
+class SqliteUsers implements UserStore {
+  private readonly byId;
+  private readonly upsertStmt;
+  constructor(private readonly db: Database.Database) {
+    this.byId = db.prepare('SELECT * FROM users WHERE id = ?');
+    this.upsertStmt = db.prepare(
+      `INSERT INTO users (id, partner_id, sub, email, name, given_name, family_name, created_at, last_seen_at)
+       VALUES (@id, @partnerId, @sub, @email, @name, @givenName, @familyName, @now, @now)
+       ON CONFLICT (partner_id, sub) DO UPDATE SET email=excluded.email, name=excluded.name,
+         given_name=excluded.given_name, family_name=excluded.family_name, last_seen_at=excluded.last_seen_at
+       RETURNING *`,
+    );
+  }
+  async upsert(partnerId: string, sub: string, p: UserProfile, now: number) {
+    return toUser(this.upsertStmt.get({ id: randomUUID(), partnerId, sub, ...p, now }) as Row);
+  }
+  async get(id: string) {
+    const r = this.byId.get(id) as Row | undefined;
+    return r ? toUser(r) : null;
+  }
+  async remove(id: string) {
+    return this.db.prepare('DELETE FROM users WHERE id = ?').run(id).changes > 0;
+  }
+}
+
+class SqliteSessions implements SessionStore {
+  private readonly byId;
+  private readonly rotateStmt;
+  constructor(private readonly db: Database.Database) {
+    this.byId = db.prepare('SELECT * FROM sessions WHERE id = ?');
+    this.rotateStmt = db.prepare(
+      `UPDATE sessions SET previous_jti = current_jti, current_jti = ?, rotated_at = ?, expires_at = ?
+       WHERE id = ? AND current_jti = ? AND revoked_at IS NULL`,
+    );
+  }
+  async create(s: Session) {
+    this.db
+      .prepare(
+        `INSERT INTO sessions (id, user_id, partner_id, current_jti, previous_jti, rotated_at, created_at, expires_at, revoked_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(s.id, s.userId, s.partnerId, s.currentJti, s.previousJti, s.rotatedAt, s.createdAt, s.expiresAt, s.revokedAt);
+  }
+  async get(id: string) {
+    const r = this.byId.get(id) as Row | undefined;
+    return r ? toSession(r) : null;
+  }
+  async rotate(id: string, expectedJti: string, nextJti: string, now: number, expiresAt: number) {
+    return this.rotateStmt.run(nextJti, now, expiresAt, id, expectedJti).changes === 1;
+  }
+  async revoke(id: string, now: number) {
+    this.db.prepare('UPDATE sessions SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(now, id);
+  }
+}
+
+class SqliteReplay implements ReplayStore {
+  private readonly insert;
+  constructor(db: Database.Database) {
+    // A stale row (expired key) is overwritten; a live one makes the insert a no-op.
+    this.insert = db.prepare(
+      `INSERT INTO replay_keys (key, expires_at) VALUES (?, ?)
+       ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE replay_keys.expires_at <= ?`,
+    );
+  }
+  async remember(key: string, expiresAt: number, now: number) {
+    return this.insert.run(key, expiresAt, now).changes === 1;
+  }
+}
+
+class SqliteLogins implements LoginStateStore {
+  private readonly consumeTx;
+  constructor(private readonly db: Database.Database) {
+    // Read and flip in one immediate transaction: two pollers can never both get the tokens.
+    this.consumeTx = db.transaction((state: string) => {
+      const r = db.prepare(`SELECT result FROM login_states WHERE state = ? AND status = 'completed'`).get(state) as { result: string | null } | undefined;
+      if (!r) return null;
+      db.prepare(`UPDATE login_states SET status = 'consumed', result = NULL WHERE state = ?`).run(state);
+      return r.result ? (JSON.parse(r.result) as Record<string, unknown>) : {};
+    });
+  }
+  async create(s: LoginState) {
+    this.db
+      .prepare(
+        `INSERT INTO login_states (state, user_id, partner_id, provider_id, server_url, status, result, error, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(s.state, s.userId, s.partnerId, s.providerId, s.serverUrl, s.status, s.result ? JSON.stringify(s.result) : null, s.error, s.createdAt, s.expiresAt);
+  }
+  async get(state: string) {
+    const r = this.db.prepare('SELECT * FROM login_states WHERE state = ?').get(state) as Row | undefined;
+    return r ? toLogin(r) : null;
+  }
+  async settle(state: string, status: 'completed' | 'failed' | 'cancelled', result: Record<string, unknown> | null, error: string | null) {
+    return (
+      this.db
+        .prepare(`UPDATE login_states SET status = ?, result = ?, error = ? WHERE state = ? AND status = 'pending'`)
+        .run(status, result ? JSON.stringify(result) : null, error, state).changes === 1
+    );
+  }
+  async consume(state: string) {
+    return this.consumeTx.immediate(state);
+  }
+}
+
+class SqliteRateLimits implements RateLimitStore {
+  private readonly read;
+  private readonly write;
+  private readonly tx;
+  constructor(db: Database.Database) {
+    this.read = db.prepare('SELECT tat FROM rate_limits WHERE key = ?');
+    this.write = db.prepare('INSERT INTO rate_limits (key, tat) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET tat = excluded.tat');
+    this.tx = db.transaction((key: string, limit: number, periodMs: number, now: number) => {
+      const row = this.read.get(key) as { tat: number } | undefined;
+      const { decision, tat } = gcra(row?.tat ?? null, limit, periodMs, now);
+      if (decision.allowed) this.write.run(key, tat);
+      return decision;
+    });
+  }
+  async hit(key: string, limit: number, periodMs: number, now: number) {
+    return this.tx.immediate(key, limit, periodMs, now);
+  }
+}
+
+export class SqliteStores implements Stores {
+  readonly partners: PartnerStore;
+  readonly users: UserStore;
+  readonly sessions: SessionStore;
+  readonly replay: ReplayStore;
+  readonly logins: LoginStateStore;
+  readonly rateLimits: RateLimitStore;
+
+  constructor(readonly db: Database.Database) {
+    this.partners = new SqlitePartners(db);
+    this.users = new SqliteUsers(db);
+    this.sessions = new SqliteSessions(db);
+    this.replay = new SqliteReplay(db);
+    this.logins = new SqliteLogins(db);
+    this.rateLimits = new SqliteRateLimits(db);
+  }
+
+  static open(file: string): SqliteStores {
+    return new SqliteStores(openSqlite(file));
+  }
+
+  async ping() {
+    this.db.prepare('SELECT 1').get();
+  }
+
+  async sweep(now: number) {
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM replay_keys WHERE expires_at <= ?').run(now);
+      // Settled or expired login states are kept an hour past expiry so a late poll still hears "expired".
+      this.db.prepare('DELETE FROM login_states WHERE expires_at <= ?').run(now - 3600_000);
+      this.db.prepare('DELETE FROM sessions WHERE expires_at <= ? OR revoked_at <= ?').run(now, now - 31 * 24 * 3600_000);
+    })();
+  }
+
+  async close() {
+    if (this.db.open) this.db.close();
+  }
+}

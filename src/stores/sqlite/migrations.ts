@@ -1,0 +1,60 @@
+/** Versioned schema of the embedded store; a migration never changes once released. */
+export const MIGRATIONS: { version: number; sql: string }[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE partners (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        issuer TEXT NOT NULL UNIQUE,
+        audience TEXT NOT NULL,
+        jwks_url TEXT,
+        jwks TEXT,
+        max_token_age INTEGER NOT NULL,
+        rate_limit INTEGER NOT NULL,
+        allowed_origins TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE TABLE users (
+        id TEXT PRIMARY KEY,
+        partner_id TEXT NOT NULL REFERENCES partners(id) ON DELETE CASCADE,
+        sub TEXT NOT NULL,
+        email TEXT NOT NULL,
+        name TEXT,
+        given_name TEXT,
+        family_name TEXT,
+        created_at INTEGER NOT NULL,
+        last_seen_at INTEGER NOT NULL,
+        UNIQUE (partner_id, sub)
+      );
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        partner_id TEXT NOT NULL REFERENCES partners(id) ON DELETE CASCADE,
+        current_jti TEXT NOT NULL,
+        previous_jti TEXT,
+        rotated_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      );
+      CREATE INDEX sessions_user ON sessions(user_id);
+      CREATE TABLE replay_keys (key TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE TABLE login_states (
+        state TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        partner_id TEXT NOT NULL REFERENCES partners(id) ON DELETE CASCADE,
+        provider_id TEXT NOT NULL,
+        server_url TEXT,
+        status TEXT NOT NULL,
+        result TEXT,
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE rate_limits (key TEXT PRIMARY KEY, tat REAL NOT NULL) WITHOUT ROWID;
+    `,
+  },
+];

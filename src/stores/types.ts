@@ -1,0 +1,145 @@
+/**
+ * The hub's state lives behind these interfaces. The embedded SQLite store implements all of them;
+ * the cluster mode swaps in PostgreSQL/Redis implementations without routes noticing. Every method
+ * is async so that networked stores fit; every mutation that must agree with another is one call
+ * (rotate, consume, hit) so that implementations can make it atomic.
+ */
+import type { JSONWebKeySet } from 'jose';
+
+export interface Partner {
+  id: string;
+  name: string;
+  issuer: string;
+  audience: string;
+  jwksUrl: string | null;
+  jwks: JSONWebKeySet | null;
+  maxTokenAgeSec: number;
+  rateLimitPerMin: number;
+  allowedOrigins: string[];
+  enabled: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type PartnerInput = Omit<Partner, 'id' | 'createdAt' | 'updatedAt'> & { id?: string };
+export type PartnerPatch = Partial<Omit<Partner, 'id' | 'createdAt' | 'updatedAt'>>;
+
+export interface PartnerStore {
+  list(): Promise<Partner[]>;
+  get(id: string): Promise<Partner | null>;
+  getByIssuer(issuer: string): Promise<Partner | null>;
+  /** Throws StoreConflictError when the id or issuer is taken. */
+  create(input: PartnerInput, now: number): Promise<Partner>;
+  update(id: string, patch: PartnerPatch, now: number): Promise<Partner | null>;
+  /** Removes the partner, its users and their sessions. */
+  remove(id: string): Promise<boolean>;
+}
+
+export interface UserProfile {
+  email: string;
+  name: string | null;
+  givenName: string | null;
+  familyName: string | null;
+}
+
+export interface User extends UserProfile {
+  id: string;
+  partnerId: string;
+  sub: string;
+  createdAt: number;
+  lastSeenAt: number;
+}
+
+export interface UserStore {
+  /** Just-in-time provisioning keyed by (partner, sub); refreshes the profile on every exchange. */
+  upsert(partnerId: string, sub: string, profile: UserProfile, now: number): Promise<User>;
+  get(id: string): Promise<User | null>;
+  remove(id: string): Promise<boolean>;
+}
+
+/** A refresh-token family: one login session, rotated on every refresh. */
+export interface Session {
+  id: string;
+  userId: string;
+  partnerId: string;
+  currentJti: string;
+  previousJti: string | null;
+  rotatedAt: number;
+  createdAt: number;
+  expiresAt: number;
+  revokedAt: number | null;
+}
+
+export interface SessionStore {
+  create(session: Session): Promise<void>;
+  get(id: string): Promise<Session | null>;
+  /** Compare-and-set: moves current → previous only if current still equals expectedJti. */
+  rotate(id: string, expectedJti: string, nextJti: string, now: number, expiresAt: number): Promise<boolean>;
+  revoke(id: string, now: number): Promise<void>;
+}
+
+export interface ReplayStore {
+  /** Records a single-use key; false when it was already recorded and has not expired. */
+  remember(key: string, expiresAt: number, now: number): Promise<boolean>;
+}
+
+export type LoginStatus = 'pending' | 'completed' | 'failed' | 'cancelled' | 'consumed';
+
+export interface LoginState {
+  state: string;
+  userId: string;
+  partnerId: string;
+  providerId: string;
+  serverUrl: string | null;
+  status: LoginStatus;
+  /** Set when completed: what the poll hands out once. */
+  result: Record<string, unknown> | null;
+  error: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface LoginStateStore {
+  create(state: LoginState): Promise<void>;
+  get(state: string): Promise<LoginState | null>;
+  /** pending → completed|failed|cancelled; false if the state was not pending. */
+  settle(state: string, status: 'completed' | 'failed' | 'cancelled', result: Record<string, unknown> | null, error: string | null): Promise<boolean>;
+  /** completed → consumed, atomically; returns the result exactly once. */
+  consume(state: string): Promise<Record<string, unknown> | null>;
+}
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the budget is full again. */
+  resetSec: number;
+  /** Seconds to wait before the next request is allowed (0 when allowed). */
+  retryAfterSec: number;
+}
+
+export interface RateLimitStore {
+  /** GCRA: `limit` requests per `periodMs`, bursting up to `limit`. */
+  hit(key: string, limit: number, periodMs: number, now: number): Promise<RateLimitDecision>;
+}
+
+export interface Stores {
+  partners: PartnerStore;
+  users: UserStore;
+  sessions: SessionStore;
+  replay: ReplayStore;
+  logins: LoginStateStore;
+  rateLimits: RateLimitStore;
+  /** Cheap reachability probe for /readyz. */
+  ping(): Promise<void>;
+  /** Drops expired replay keys, login states and sessions. */
+  sweep(now: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class StoreConflictError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreConflictError';
+  }
+}
