@@ -8,6 +8,7 @@ import { hubError } from '../errors.js';
 import type { Partner, Session, Stores, User } from '../stores/types.js';
 import { bearer, type TokenPair } from './exchange.js';
 import { ACCESS_TYP, HubTokenError, REFRESH_TYP, type HubClaims, type HubTokens } from './hub-tokens.js';
+import { PrincipalCache } from './principal-cache.js';
 
 export interface HubPrincipal {
   user: User;
@@ -17,25 +18,35 @@ export interface HubPrincipal {
 }
 
 export class SessionService {
+  private readonly cache: PrincipalCache;
+
   constructor(
     private readonly stores: Stores,
     private readonly tokens: HubTokens,
     private readonly clock: Clock,
     private readonly refreshTtlSec: number,
     private readonly graceSec: number,
-  ) {}
+    principalCacheMs = 1000,
+  ) {
+    this.cache = new PrincipalCache(clock, principalCacheMs);
+    stores.onInvalidate(() => this.cache.clear());
+  }
 
   /** Authorization: Bearer <access token> → the live session behind it. */
   async authenticate(authorization: string | undefined): Promise<HubPrincipal> {
     const token = bearer(authorization);
     if (!token) throw hubError('hub-access-token-missing', 'send "Authorization: Bearer <access token>" from /auth/exchangeToken');
+    const cached = this.cache.get(token);
+    if (cached) return cached;
     let claims: HubClaims;
     try {
       claims = await this.tokens.verify(token, ACCESS_TYP);
     } catch (e) {
       throw accessInvalid(e);
     }
-    return this.principal(claims);
+    const p = await this.principal(claims);
+    this.cache.set(token, p);
+    return p;
   }
 
   private async principal(claims: HubClaims): Promise<HubPrincipal> {

@@ -69,33 +69,38 @@ export function rateLimited(d: RateLimitDecision, what: string) {
 export function registerAuth(app: FastifyInstance): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('dam', null);
-  app.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
-    const mode = req.routeOptions.config?.auth ?? 'none';
-    const hub = app.hub;
-    switch (mode) {
-      case 'none':
-      case 'partner':
-        return;
-      case 'admin': {
-        const key = bearer(req.headers.authorization);
-        if (!key) throw hubError('hub-access-token-missing', 'send "Authorization: Bearer <admin key>"');
-        if (!secretEquals(key, hub.adminKey)) throw hubError('hub-access-denied', 'admin key check failed');
-        return;
-      }
-      case 'access':
-      case 'content': {
-        req.principal = await hub.sessions.authenticate(req.headers.authorization);
-        if (mode === 'access') return;
-        const limit = hub.config.userRateLimitPerMin;
-        if (limit > 0) {
-          const d = await hub.stores.rateLimits.hit(`user:${req.principal.user.id}`, limit, 60_000, hub.clock.now());
-          if (!d.allowed) throw rateLimited(d, 'content calls of this user');
-          applyRateLimitHeaders(reply, d);
-        }
-        const auth = req.headers['provider-authorization'];
-        req.dam = await hub.connections.open(Array.isArray(auth) ? auth[0] : auth, { userId: req.principal.user.id, partnerId: req.principal.partner.id });
-        return;
-      }
-    }
+  // The check is attached per route at definition time, so public routes pay nothing.
+  app.addHook('onRoute', (route) => {
+    const mode = route.config?.auth ?? 'none';
+    if (mode === 'none' || mode === 'partner') return;
+    const check = checks[mode];
+    const existing = route.preHandler ? (Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler]) : [];
+    route.preHandler = [check, ...existing];
   });
 }
+
+type Check = (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
+const checks: Record<'admin' | 'access' | 'content', Check> = {
+  async admin(req) {
+    const key = bearer(req.headers.authorization);
+    if (!key) throw hubError('hub-access-token-missing', 'send "Authorization: Bearer <admin key>"');
+    if (!secretEquals(key, req.server.hub.adminKey)) throw hubError('hub-access-denied', 'admin key check failed');
+  },
+  async access(req) {
+    req.principal = await req.server.hub.sessions.authenticate(req.headers.authorization);
+  },
+  async content(req, reply) {
+    const hub = req.server.hub;
+    const principal = await hub.sessions.authenticate(req.headers.authorization);
+    req.principal = principal;
+    const limit = hub.config.userRateLimitPerMin;
+    if (limit > 0) {
+      const d = await hub.stores.rateLimits.hit(`user:${principal.user.id}`, limit, 60_000, hub.clock.now());
+      if (!d.allowed) throw rateLimited(d, 'content calls of this user');
+      applyRateLimitHeaders(reply, d);
+    }
+    const auth = req.headers['provider-authorization'];
+    req.dam = await hub.connections.open(Array.isArray(auth) ? auth[0] : auth, { userId: principal.user.id, partnerId: principal.partner.id });
+  },
+};

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
  * demo) get a strict CSP: own scripts and styles only, no framing. Swagger UI sets its own.
  */
 export function registerSecurityHeaders(app: FastifyInstance): void {
-  app.addHook('onSend', async (req, reply, payload) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'no-referrer');
     const type = String(reply.getHeader('content-type') ?? '');
@@ -14,6 +14,6 @@ export function registerSecurityHeaders(app: FastifyInstance): void {
       reply.header('x-frame-options', 'DENY');
       reply.header('cache-control', 'no-store');
     }
-    return payload;
+    done(null, payload);
   });
 }

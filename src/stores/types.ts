@@ -130,6 +130,11 @@ export interface Stores {
   replay: ReplayStore;
   logins: LoginStateStore;
   rateLimits: RateLimitStore;
+  /**
+   * Called after anything that must end cached authentications: a session revoked, a user
+   * removed, a partner changed or removed (on this node or, in cluster mode, on any node).
+   */
+  onInvalidate(listener: () => void): void;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
   /** Drops expired replay keys, login states and sessions. */

@@ -5,6 +5,7 @@
  */
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { gcra } from '../gcra.js';
 import { MIGRATIONS } from './migrations.js';
 import {
@@ -109,10 +110,12 @@ function toLogin(r: Row): LoginState {
   };
 }
 
+type Notify = () => void;
+
 class SqlitePartners implements PartnerStore {
   private readonly byId;
   private readonly byIssuer;
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: Database.Database, private readonly changed: Notify) {
     this.byId = db.prepare('SELECT * FROM partners WHERE id = ?');
     this.byIssuer = db.prepare('SELECT * FROM partners WHERE issuer = ?');
   }
@@ -156,18 +159,21 @@ class SqlitePartners implements PartnerStore {
       if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new StoreConflictError(`issuer ${n.issuer} is taken by another partner`);
       throw e;
     }
+    this.changed();
     return this.get(id);
   }
   async remove(id: string) {
     // ON DELETE CASCADE removes the partner's users, sessions and pending logins in the same transaction.
-    return this.db.prepare('DELETE FROM partners WHERE id = ?').run(id).changes > 0;
+    const removed = this.db.prepare('DELETE FROM partners WHERE id = ?').run(id).changes > 0;
+    if (removed) this.changed();
+    return removed;
   }
 }
 
 class SqliteUsers implements UserStore {
   private readonly byId;
   private readonly upsertStmt;
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: Database.Database, private readonly changed: Notify) {
     this.byId = db.prepare('SELECT * FROM users WHERE id = ?');
     this.upsertStmt = db.prepare(
       `INSERT INTO users (id, partner_id, sub, email, name, given_name, family_name, created_at, last_seen_at)
@@ -185,14 +191,16 @@ class SqliteUsers implements UserStore {
     return r ? toUser(r) : null;
   }
   async remove(id: string) {
-    return this.db.prepare('DELETE FROM users WHERE id = ?').run(id).changes > 0;
+    const removed = this.db.prepare('DELETE FROM users WHERE id = ?').run(id).changes > 0;
+    if (removed) this.changed();
+    return removed;
   }
 }
 
 class SqliteSessions implements SessionStore {
   private readonly byId;
   private readonly rotateStmt;
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: Database.Database, private readonly changed: Notify) {
     this.byId = db.prepare('SELECT * FROM sessions WHERE id = ?');
     this.rotateStmt = db.prepare(
       `UPDATE sessions SET previous_jti = current_jti, current_jti = ?, rotated_at = ?, expires_at = ?
@@ -216,6 +224,7 @@ class SqliteSessions implements SessionStore {
   }
   async revoke(id: string, now: number) {
     this.db.prepare('UPDATE sessions SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(now, id);
+    this.changed();
   }
 }
 
@@ -295,10 +304,13 @@ export class SqliteStores implements Stores {
   readonly logins: LoginStateStore;
   readonly rateLimits: RateLimitStore;
 
+  private readonly events = new EventEmitter();
+
   constructor(readonly db: Database.Database) {
-    this.partners = new SqlitePartners(db);
-    this.users = new SqliteUsers(db);
-    this.sessions = new SqliteSessions(db);
+    const changed = () => this.events.emit('invalidate');
+    this.partners = new SqlitePartners(db, changed);
+    this.users = new SqliteUsers(db, changed);
+    this.sessions = new SqliteSessions(db, changed);
     this.replay = new SqliteReplay(db);
     this.logins = new SqliteLogins(db);
     this.rateLimits = new SqliteRateLimits(db);
@@ -306,6 +318,10 @@ export class SqliteStores implements Stores {
 
   static open(file: string): SqliteStores {
     return new SqliteStores(openSqlite(file));
+  }
+
+  onInvalidate(listener: () => void) {
+    this.events.on('invalidate', listener);
   }
 
   async ping() {

@@ -1,0 +1,44 @@
+/**
+ * GET /api/v1/auth/checkToken under autocannon vs a bare node:http server answering the same
+ * bytes. Run: npm run bench:check-token [-- --rounds 3 --duration 10 --connections 50]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { REPO_ROOT, sideBySide, startChild, table } from './lib.js';
+
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' } } });
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-'));
+const hubPort = 18181;
+const barePort = 18182;
+const hubUrl = `http://127.0.0.1:${hubPort}`;
+
+const hub = await startChild([`${REPO_ROOT}bin/damhub.js`, 'serve', '--demo', '--port', String(hubPort), '--data', dir], 'damhub listening', { DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0' });
+let bare;
+try {
+  const { jwt } = (await (await fetch(`${hubUrl}/demo/partner-token`, { method: 'POST' })).json()) as { jwt: string };
+  const { access_token } = (await (await fetch(`${hubUrl}/api/v1/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${jwt}` } })).json()) as { access_token: string };
+  const headers = { authorization: `Bearer ${access_token}` };
+  const sample = await fetch(`${hubUrl}/api/v1/auth/checkToken`, { headers });
+  const bodyFile = path.join(dir, 'body.json');
+  fs.writeFileSync(bodyFile, Buffer.from(await sample.arrayBuffer()));
+  bare = await startChild([`${REPO_ROOT}dist/bench/bare-server.js`, String(barePort), bodyFile, sample.headers.get('content-type')!], 'bare listening');
+
+  const opts = { rounds: Number(values.rounds), durationSec: Number(values.duration), connections: Number(values.connections) };
+  const r = await sideBySide(
+    { name: 'damhub checkToken', url: `${hubUrl}/api/v1/auth/checkToken`, headers },
+    { name: 'bare node:http', url: `http://127.0.0.1:${barePort}/`, headers },
+    opts,
+  );
+  console.log(`checkToken benchmark: ${opts.rounds} alternating rounds × ${opts.durationSec} s, ${opts.connections} connections, ${os.cpus().length} cores, node ${process.version}`);
+  console.log(table([
+    ['side', 'req/s (median)', 'p50 ms', 'p99 ms'],
+    ['damhub', r.subject.rps, r.subject.p50, r.subject.p99],
+    ['bare node:http', r.baseline.rps, r.baseline.p50, r.baseline.p99],
+  ]));
+  console.log(`ratio damhub / bare = ${r.ratio.toFixed(3)} (target ≥ 0.6)`);
+} finally {
+  hub.kill('SIGTERM');
+  bare?.kill('SIGTERM');
+}

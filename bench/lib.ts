@@ -1,0 +1,71 @@
+/**
+ * Shared benchmark plumbing: servers run as child processes (one core each at most), autocannon
+ * drives them from this process, rounds alternate between the subject and its baseline so both
+ * see the same machine noise, and results are medians.
+ */
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+export async function load(url: string, headers: Record<string, string>, durationSec: number, connections: number): Promise<LoadResult> {
+  const r = await autocannon({ url, headers, duration: durationSec, connections, pipelining: 1 });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+}
+
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+export function startChild(args: string[], readyText: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d;
+      if (out.includes(readyText)) resolve(child);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (d) => (out += d));
+    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)));
+  });
+}
+
+export interface Side {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+/** Alternates subject and baseline for `rounds`, after one warm-up each; returns medians. */
+export async function sideBySide(subject: Side, baseline: Side, opts: { rounds: number; durationSec: number; connections: number }) {
+  await load(subject.url, subject.headers, 2, opts.connections);
+  await load(baseline.url, baseline.headers, 2, opts.connections);
+  const runs: Record<string, LoadResult[]> = { [subject.name]: [], [baseline.name]: [] };
+  for (let i = 0; i < opts.rounds; i++) {
+    for (const side of i % 2 ? [baseline, subject] : [subject, baseline]) {
+      const r = await load(side.url, side.headers, opts.durationSec, opts.connections);
+      if (r.errors || r.non2xx) throw new Error(`${side.name}: ${r.errors} errors, ${r.non2xx} non-2xx responses`);
+      runs[side.name]!.push(r);
+    }
+  }
+  const summary = (rs: LoadResult[]) => ({ rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
+  const s = summary(runs[subject.name]!);
+  const b = summary(runs[baseline.name]!);
+  return { subject: s, baseline: b, ratio: s.rps / b.rps, runs };
+}
+
+export function table(rows: [string, ...(string | number)[]][]): string {
+  return rows.map((r) => r.map((c) => String(typeof c === 'number' ? Math.round(c * 100) / 100 : c).padEnd(14)).join(' ')).join('\n');
+}

@@ -1,0 +1,56 @@
+/**
+ * A minimal provider for the hub's own tests: its sign-in page is a form that accepts the
+ * password "secret"; its connection can be refreshed when `refreshable`.
+ */
+import type { FastifyInstance } from 'fastify';
+import { integrationError } from '../../src/errors.js';
+import type { LoginHost, Provider } from '../../src/providers/contract.js';
+
+export function testProvider(opts: { id?: string; refreshable?: boolean; serverUrl?: boolean } = {}): Provider & { refreshCalls: number } {
+  const id = opts.id ?? 'testdam';
+  const p: Provider & { refreshCalls: number } = {
+    refreshCalls: 0,
+    descriptor: {
+      id,
+      name: `Test DAM ${id}`,
+      version: '1.0.0',
+      logo: `/api/v1/auth/${id}/logo.svg`,
+      glyph: 'T',
+      capabilities: {
+        browse: true, search: true, similarSearch: false, versions: false, refresh: opts.refreshable ?? true, filters: false,
+        dataLocalization: false, timeZone: false, serverUrl: opts.serverUrl ?? false, foldersOnEveryPage: false, assetHashAlgorithm: null,
+      },
+      paging: { defaultSize: 25, maxSize: 100 },
+    },
+    async beginLogin({ state }, host) {
+      return { redirectUri: `${host.publicUrl}/api/v1/auth/${id}/signin?state=${encodeURIComponent(state)}` };
+    },
+    routes(app: FastifyInstance, host: LoginHost) {
+      app.post(`/auth/${id}/signin`, { config: { auth: 'none' } }, async (req) => {
+        const { state, user, password, cancel } = req.body as Record<string, string>;
+        const pending = await host.pending(state);
+        if ('error' in pending) return { ok: false, error: pending.error };
+        if (cancel) {
+          await host.cancel(state);
+          return { ok: false, error: 'cancelled' };
+        }
+        if (password !== 'secret') {
+          await host.fail(state, 'wrong password');
+          return { ok: false, error: 'wrong password' };
+        }
+        await host.complete(state, { credentials: { account: user }, accountId: user });
+        return { ok: true };
+      });
+    },
+    async refresh(cred) {
+      p.refreshCalls++;
+      if (cred.account === 'revoked') throw integrationError('integration-auth-failed', id, 'account revoked upstream');
+      return { ...cred, refreshedAt: p.refreshCalls };
+    },
+    async providerInfo(session, { uiLocale }) {
+      return { remoteSystemPrefix: `test:${session.credentials.account}`, uiLocale, dataLocales: [{ id: 'en', name: 'English', displayName: 'English', default: true }] };
+    },
+  };
+  if (!opts.refreshable && opts.refreshable !== undefined) delete p.refresh;
+  return p;
+}
