@@ -13,7 +13,9 @@ import { registerOps } from './http/ops.js';
 import { genReqId } from './http/request-id.js';
 import { ErrorEnvelopeSchema } from './http/schemas.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
+import { MODEL_SCHEMAS } from './providers/model.js';
 import { adminRoutes } from './routes/admin.js';
+import { assetRoutes } from './routes/assets.js';
 import { authRoutes } from './routes/auth.js';
 import { demoRoutes } from './routes/demo.js';
 import { systemRoutes } from './routes/system.js';
@@ -58,6 +60,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   registerAuth(app);
   registerOps(app);
   app.addSchema(ErrorEnvelopeSchema);
+  for (const s of MODEL_SCHEMAS) app.addSchema(s);
 
   await app.register(cors, {
     // Browsers may call the API only from origins some enabled partner registered.
@@ -93,6 +96,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   await app.register(async (api) => {
     await api.register(authRoutes);
     await api.register(systemRoutes);
+    await api.register(assetRoutes);
     await api.register(adminRoutes);
     api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     for (const p of hub.providers.list()) if (p.routes) await api.register(async (scope) => p.routes!(scope, hub.damLogin));

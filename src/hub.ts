@@ -15,9 +15,11 @@ import { loadOrCreateKeyRing, loadOrCreateSecret, type KeyRing } from './auth/ke
 import { ProviderConnections } from './auth/provider-connections.js';
 import { ProviderTokens } from './auth/provider-tokens.js';
 import { SessionService } from './auth/sessions.js';
+import { SignedMediaUrls } from './content/media-urls.js';
 import type { Provider } from './providers/contract.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
+import { LibraryProvider } from './providers/library/provider.js';
 import type { Stores } from './stores/types.js';
 
 export interface HubDeps {
@@ -25,7 +27,11 @@ export interface HubDeps {
   stores?: Stores;
   keys?: KeyRing;
   providers?: Provider[];
+  /** Watch the library folder for changes (tests turn it off and rescan explicitly). */
+  watchLibrary?: boolean;
 }
+
+export const DEMO_LIBRARY_ACCOUNT = { name: 'demo', password: 'demo-password' };
 
 export class Hub {
   readonly clock: Clock;
@@ -40,6 +46,9 @@ export class Hub {
   readonly sessions: SessionService;
   readonly damLogin: DamLogin;
   readonly connections: ProviderConnections;
+  readonly mediaUrls: SignedMediaUrls;
+  /** The embedded library, when a library folder is configured. */
+  readonly library: LibraryProvider | null = null;
 
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
     fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -48,6 +57,18 @@ export class Hub {
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = loadOrCreateSecret(config.dataDir, 'admin.key', config.adminKey);
     for (const p of deps.providers ?? []) this.providers.register(p);
+    this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''));
+    if (config.libraryDir) {
+      this.library = new LibraryProvider({
+        root: config.libraryDir,
+        dataDir: path.join(config.dataDir, 'library'),
+        clock: this.clock,
+        urls: this.mediaUrls,
+        demoAccount: config.demo ? DEMO_LIBRARY_ACCOUNT : null,
+        watch: deps.watchLibrary ?? true,
+      });
+      this.providers.register(this.library);
+    }
 
     this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes });
     this.hubTokens = new HubTokens(this.keys, this.clock, config.accessTokenTtlSec, config.refreshTokenTtlSec);
@@ -64,7 +85,16 @@ export class Hub {
     this.connections = new ProviderConnections(this.providerTokens, this.providers, config.providerTokenTtlSec, config.providerRefreshTtlSec);
   }
 
+  /** Work that must finish before serving: the library's cheap rescan, the demo account. */
+  async start(): Promise<void> {
+    if (this.library) {
+      await this.library.ensureDemoAccount();
+      await this.library.start();
+    }
+  }
+
   async close(): Promise<void> {
+    await this.library?.close();
     await this.stores.close();
   }
 }

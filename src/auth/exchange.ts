@@ -27,6 +27,10 @@ export interface IdentifiedToken {
   token: string;
 }
 
+export interface VerifiedToken extends IdentifiedToken {
+  payload: JWTPayload;
+}
+
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
 export class TokenExchange {
@@ -62,9 +66,13 @@ export class TokenExchange {
     return { partner, token };
   }
 
-  /** Verifies the JWT against the partner's keys and rules, provisions the user and opens a session. */
-  async complete({ partner, token }: IdentifiedToken, bodyEmail: unknown): Promise<{ pair: TokenPair; user: User }> {
-    const payload = await this.verify(partner, token);
+  /** Checks the signature and every claim rule against the partner's registration. */
+  async verify(t: IdentifiedToken): Promise<VerifiedToken> {
+    return { ...t, payload: await this.verifyJwt(t.partner, t.token) };
+  }
+
+  /** Provisions the user and opens a session for a verified JWT (single use). */
+  async complete({ partner, token, payload }: VerifiedToken, bodyEmail: unknown): Promise<{ pair: TokenPair; user: User }> {
     const email = pickEmail(payload.email, bodyEmail);
     const now = this.clock.now();
 
@@ -98,7 +106,7 @@ export class TokenExchange {
     return { access_token: access.token, refresh_token: refresh, expires_in: access.expiresIn, token_type: 'Bearer' };
   }
 
-  private async verify(partner: Partner, token: string): Promise<JWTPayload> {
+  private async verifyJwt(partner: Partner, token: string): Promise<JWTPayload> {
     const { kid } = decodeProtectedHeader(token);
     let jwk: JWK | null;
     try {
@@ -110,7 +118,8 @@ export class TokenExchange {
     if (!jwk) throw invalid(`kid ${JSON.stringify(kid)} is not in the partner's JWKS`);
     let key = this.importedKeys.get(jwk);
     if (!key) {
-      key = importJWK(jwk, 'RS256') as Promise<CryptoKey | Uint8Array>;
+      // importJWK turns a symmetric (oct) JWK into raw bytes whatever alg is asked for; only RSA keys may verify.
+      key = (jwk.kty === 'RSA' ? importJWK(jwk, 'RS256') : Promise.reject(new Error(`kty ${jwk.kty}`))) as Promise<CryptoKey | Uint8Array>;
       this.importedKeys.set(jwk, key);
     }
     let payload: JWTPayload;
@@ -137,7 +146,7 @@ function mapJoseError(e: unknown, partner: Partner): HubError {
   if ((e as HubError).name === 'HubError') return e as HubError;
   if (e instanceof joseErrors.JWTExpired) return hubError('hub-sdk-token-expired', 'the JWT is past its exp; sign a new one');
   if (e instanceof joseErrors.JWTClaimValidationFailed) {
-    if (e.claim === 'aud') return hubError('hub-sdk-audience-invalid', `aud must be ${JSON.stringify(partner.audience)}`);
+    if (e.claim === 'aud' && e.reason !== 'missing') return hubError('hub-sdk-audience-invalid', `aud must be ${JSON.stringify(partner.audience)}`);
     return invalid(`claim ${e.claim}: ${e.message}`);
   }
   if (e instanceof joseErrors.JWSSignatureVerificationFailed) return invalid('the signature does not verify with the partner key named by kid');

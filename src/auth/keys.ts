@@ -82,13 +82,16 @@ export function loadOrCreateKeyRing(dataDir: string, now: number): KeyRing {
 }
 
 /**
- * Adds a fresh key of each use in front and drops keys older than `retireAfterMs` that are no
- * longer active (every token they made has expired by then).
+ * Adds a fresh key of each use in front and drops keys that stopped being active more than
+ * `retireAfterMs` ago (every token they made has expired by then). A key stopped being active when
+ * the next newer key of its use was created; the keys active until now are always kept.
  */
 export function rotateKeyRing(dataDir: string, now: number, retireAfterMs: number): KeyRing {
   const file = keyFile(dataDir);
   const old = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as StoredKey[]) : [];
-  const kept = old.filter((k) => now - k.createdAt < retireAfterMs);
+  // The ring is ordered newest first: the nearest earlier entry of the same use replaced a key.
+  const retiredAt = (i: number) => old.slice(0, i).reverse().find((s) => s.use === old[i]!.use)?.createdAt ?? now;
+  const kept = old.filter((_, i) => now - retiredAt(i) < retireAfterMs);
   const ring = new KeyRing([newKey('sig', now), newKey('enc', now), ...kept]);
   writeSecretFile(file, JSON.stringify(ring.toJSON(), null, 2));
   return ring;

@@ -12,6 +12,7 @@ import { isHubError } from '../errors.js';
 import { SqliteStores } from '../stores/sqlite/index.js';
 import { StoreConflictError } from '../stores/types.js';
 import { serve } from './serve.js';
+import { indexCommand, usersCommand } from './library.js';
 
 export class UsageError extends Error {}
 
@@ -22,6 +23,10 @@ const USAGE = `usage:
                [--max-token-age S] [--rate-limit N] [--origin URL]... [--id ID] [--data DIR]
   damhub partners list [--data DIR]
   damhub partners remove ID [--data DIR]
+  damhub users add NAME [--password-stdin] [--folders PATH,...] [--data DIR]
+  damhub users list [--data DIR]
+  damhub users remove NAME [--data DIR]
+  damhub index [--library DIR] [--data DIR] [--concurrency N]
   damhub keys rotate [--data DIR]`;
 
 export async function main(argv: string[]): Promise<number> {
@@ -34,6 +39,10 @@ export async function main(argv: string[]): Promise<number> {
         return await partnersCommand(rest);
       case 'keys':
         return keysCommand(rest);
+      case 'users':
+        return await usersCommand(rest);
+      case 'index':
+        return await indexCommand(rest);
       case undefined:
       case 'help':
       case '--help':
@@ -54,11 +63,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-function parse<T extends ParseArgsConfig['options']>(args: string[], options: T, allowPositionals = false) {
+export function parse<T extends ParseArgsConfig['options']>(args: string[], options: T, allowPositionals = false) {
   return parseArgs({ args, options, allowPositionals, strict: true });
 }
 
-const dataOpt = { data: { type: 'string' } } as const;
+export const dataOpt = { data: { type: 'string' } } as const;
 
 /** Flags win over environment variables, which win over defaults. */
 export function configFrom(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): HubConfig {

@@ -1,10 +1,18 @@
+import path from 'node:path';
 import { buildApp } from '../app.js';
+import { ensureDemoLibrary } from '../demo/library.js';
 import type { HubConfig } from '../config.js';
 import { Hub } from '../hub.js';
 
 /** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
 export async function serve(config: HubConfig): Promise<number> {
+  if (config.demo && !config.libraryDir) {
+    // npm start: a generated demo library in the data dir, so there is something to browse.
+    config = { ...config, libraryDir: path.join(config.dataDir, 'demo-library') };
+    await ensureDemoLibrary(config.libraryDir!);
+  }
   const hub = new Hub(config);
+  await hub.start();
   const app = await buildApp(hub);
   const address = await app.listen({ host: config.host, port: config.port });
   // With --port 0 the real port is known only now; an unset public URL follows it.
@@ -20,6 +28,8 @@ export async function serve(config: HubConfig): Promise<number> {
   process.stdout.write([
     `damhub listening on ${address}`,
     config.demo ? `  demo page:      ${base}/demo` : null,
+    config.libraryDir ? `  library:        ${config.libraryDir} (${hub.library?.index.fileStates().size ?? 0} files indexed)` : null,
+    config.demo && hub.library ? `  library login:  demo / demo-password` : null,
     `  API reference:  ${base}/api/v1/docs`,
     `  OpenAPI:        ${base}/api/v1/openapi.json`,
     `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics`,

@@ -43,7 +43,7 @@ export function envelope(err: HubError, req: FastifyRequest): ErrorEnvelope {
 export function toHubError(e: unknown): HubError {
   if (isHubError(e)) return e;
   const fe = e as FastifyError & { validation?: unknown };
-  if (fe?.validation) return hubError('hub-validation-error', fe.message);
+  if (fe?.validation) return hubError('hub-validation-error', validationDetails(fe));
   switch (fe?.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return hubError('hub-payload-too-large', 'the request body is over the configured limit');
@@ -63,6 +63,16 @@ export function toHubError(e: unknown): HubError {
   if (status >= 400 && status < 500) return hubError('hub-validation-error', fe.message);
   if (status === 503) return hubError('hub-unavailable', fe.message);
   return hubError('hub-internal-error');
+}
+
+/** Ajv's "must NOT have additional properties" does not say which one; the details must name it. */
+function validationDetails(fe: FastifyError & { validation?: unknown }): string {
+  const extra = Array.isArray(fe.validation)
+    ? (fe.validation as { keyword?: string; params?: { additionalProperty?: unknown } }[])
+      .filter((v) => v.keyword === 'additionalProperties' && typeof v.params?.additionalProperty === 'string')
+      .map((v) => JSON.stringify(v.params!.additionalProperty))
+    : [];
+  return extra.length ? `${fe.message}: ${extra.join(', ')}` : fe.message;
 }
 
 export function sendError(err: HubError, req: FastifyRequest, reply: FastifyReply): FastifyReply {

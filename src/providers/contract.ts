@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ProviderCredentials } from '../auth/provider-tokens.js';
+import type { Asset, AssetPage, FolderPage, VersionList } from './model.js';
 
 export interface ProviderCapabilities {
   browse: boolean;
@@ -70,6 +71,43 @@ export interface LoginHost {
   publicUrl: string;
 }
 
+/** Options common to every listing call, already validated and clamped by the hub. */
+export interface ListOptions {
+  /** Page size, within 1..paging.maxSize. */
+  size: number;
+  /** The provider's own cursor from its previous page (the hub seals and unseals it). */
+  more: string | null;
+  /** Active filter option ids. */
+  filters: string[];
+  timeZone: string | null;
+  dataLocale: string | null;
+  uiLocale: string;
+}
+
+export interface SearchQuery {
+  query: string;
+  /** Folder id to scope to, including sub-folders; null = everywhere. */
+  parentId: string | null;
+}
+
+/** A file the hub streams for a signed media URL. */
+export type MediaFile =
+  | { kind: 'file'; path: string; mimeType: string; size: number; etag: string; fileName: string; lastModified: number }
+  | { kind: 'inline'; body: Buffer; mimeType: string; etag: string; fileName: string };
+
+export interface MediaRef {
+  assetId: string;
+  version: number;
+  /** 'original' or a rendition name. */
+  rendition: string;
+}
+
+/** What the hub lends providers to build asset URLs. */
+export interface MediaUrls {
+  /** A signed, expiring absolute URL the hub serves through `Provider.media`. */
+  url(providerId: string, ref: MediaRef): string;
+}
+
 export interface Provider {
   descriptor: ProviderDescriptor;
   /** Where the user's browser goes to sign in for this login state. */
@@ -82,4 +120,13 @@ export interface Provider {
   providerInfo?(session: ProviderSession, opts: { uiLocale: string }): Promise<Record<string, unknown>>;
   /** Checks the credentials are still good (account removed at the DAM → integration-auth-failed). */
   validate?(session: ProviderSession): Promise<void>;
+
+  // Content operations: present exactly when the matching capability is declared.
+  browse?(session: ProviderSession, folderId: string, opts: ListOptions): Promise<FolderPage>;
+  search?(session: ProviderSession, q: SearchQuery, opts: ListOptions): Promise<AssetPage>;
+  searchByImage?(session: ProviderSession, image: Buffer, opts: ListOptions): Promise<AssetPage>;
+  asset?(session: ProviderSession, assetId: string, opts: { uiLocale: string; timeZone: string | null }): Promise<Asset>;
+  versions?(session: ProviderSession, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList>;
+  /** Bytes behind a signed media URL (already verified by the hub). */
+  media?(ref: MediaRef): Promise<MediaFile>;
 }

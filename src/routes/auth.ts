@@ -34,11 +34,13 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     const identified = await hub.exchange.identify(req.headers.authorization);
+    // Charged only for correctly signed tokens: knowing a partner's issuer is not enough to spend its budget.
+    const verified = await hub.exchange.verify(identified);
     const d = await hub.stores.rateLimits.hit(`exchange:${identified.partner.issuer}`, identified.partner.rateLimitPerMin, 60_000, hub.clock.now());
     if (!d.allowed) throw rateLimited(d, 'token exchanges of this partner');
     applyRateLimitHeaders(reply, d);
     const body = req.body as { email?: string } | null | undefined;
-    const { pair } = await hub.exchange.complete(identified, body?.email);
+    const { pair } = await hub.exchange.complete(verified, body?.email);
     reply.header('cache-control', 'no-store');
     return pair;
   });

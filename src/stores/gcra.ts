@@ -1,14 +1,23 @@
 import type { RateLimitDecision } from './types.js';
 
 /**
+ * Times are kept on a grid of 1/1024 ms, where every value is an exact binary fraction: sums of an
+ * interval such as 60000/7 ms would otherwise drift, and the drift refused the last request of a
+ * full burst for about half of all limits. The interval is rounded down to the grid (by under
+ * 1 µs), so a client pacing itself at exactly the rate is never refused.
+ */
+const GRID = 1024;
+const snap = (ms: number) => Math.round(ms * GRID) / GRID;
+
+/**
  * Generic cell rate algorithm: one number per key (the theoretical arrival time, TAT), so a store
  * can update it atomically with a single compare-and-set or script. Allows a burst of `limit`
  * requests and then one every periodMs/limit.
  */
 export function gcra(tat: number | null, limit: number, periodMs: number, now: number): { decision: RateLimitDecision; tat: number } {
-  const interval = periodMs / limit;
-  const burst = periodMs; // limit × interval
-  const base = Math.max(tat ?? now, now);
+  const interval = Math.max(1, Math.floor((periodMs / limit) * GRID)) / GRID;
+  const burst = interval * limit; // ≈ periodMs
+  const base = snap(Math.max(tat ?? now, now));
   const newTat = base + interval;
   const allowAt = newTat - burst;
   if (allowAt > now) {

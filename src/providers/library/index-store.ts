@@ -1,0 +1,412 @@
+/**
+ * The library's index: folders, assets, versions and a full-text index, in its own SQLite file
+ * (`<data>/library.sqlite`). Paths are relative to the library root with forward slashes and no
+ * leading slash ('' is the root); nothing here touches the file system.
+ */
+import Database from 'better-sqlite3';
+import type { FileHashes } from './hashes.js';
+import type { ExtractedMetadata } from './metadata.js';
+
+export interface AssetRow {
+  id: string;
+  relPath: string;
+  folderPath: string;
+  name: string;
+  ext: string;
+  size: number;
+  mtimeMs: number;
+  createdMs: number;
+  mimeType: string;
+  kind: string;
+  width: number | null;
+  height: number | null;
+  version: number;
+  versionComment: string | null;
+  meta: Omit<ExtractedMetadata, 'warnings'>;
+  hashes: FileHashes | null;
+  /** Content address of the kept copy of this version (versions store), or null. */
+  blob: string | null;
+  indexedAt: number;
+}
+
+export interface VersionRow {
+  assetId: string;
+  version: number;
+  size: number;
+  mtimeMs: number;
+  mimeType: string;
+  width: number | null;
+  height: number | null;
+  hashes: FileHashes | null;
+  meta: Omit<ExtractedMetadata, 'warnings'>;
+  blob: string | null;
+  comment: string;
+  createdAt: number;
+}
+
+export interface AccountRow {
+  id: string;
+  name: string;
+  passwordHash: string;
+  /** Sub-folder paths the account is limited to; empty = the whole library. */
+  folders: string[];
+  createdAt: number;
+}
+
+export type FacetKey = 'type' | 'ext' | 'keyword' | 'year' | 'orientation';
+
+/** Active filter option ids, grouped by facet ("type:image", "keyword:sunset", ...). */
+export type ActiveFilters = Partial<Record<FacetKey, string[]>>;
+
+export interface ListQuery {
+  /** Folder to list directly (browse) or to scope to, including sub-folders (search). */
+  folderPath: string;
+  recursive: boolean;
+  /** Folders an account is limited to (recursive scopes); null = unrestricted. */
+  allowedRoots: string[] | null;
+  filters: ActiveFilters;
+  /** FTS5 match expression, or null for a plain listing. */
+  match: string | null;
+  limit: number;
+  /** Keyset position: the sort key and id of the last row of the previous page. */
+  after: { key: number | string; id: string } | null;
+}
+
+const MIGRATIONS = [
+  `
+  CREATE TABLE folders (path TEXT PRIMARY KEY, parent TEXT, name TEXT NOT NULL) WITHOUT ROWID;
+  CREATE INDEX folders_parent ON folders(parent, name);
+  CREATE TABLE assets (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    rel_path TEXT NOT NULL UNIQUE,
+    folder_path TEXT NOT NULL,
+    name TEXT NOT NULL,
+    ext TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ms INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    mime TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    width INTEGER,
+    height INTEGER,
+    year INTEGER,
+    orientation TEXT,
+    version INTEGER NOT NULL,
+    version_comment TEXT,
+    meta TEXT NOT NULL,
+    hashes TEXT,
+    blob TEXT,
+    indexed_at INTEGER NOT NULL
+  );
+  CREATE INDEX assets_folder ON assets(folder_path, name, id);
+  CREATE TABLE asset_keywords (asset_rowid INTEGER NOT NULL REFERENCES assets(rowid) ON DELETE CASCADE, keyword TEXT NOT NULL, PRIMARY KEY (asset_rowid, keyword)) WITHOUT ROWID;
+  CREATE INDEX asset_keywords_kw ON asset_keywords(keyword);
+  CREATE TABLE versions (
+    asset_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ms INTEGER NOT NULL,
+    mime TEXT NOT NULL,
+    width INTEGER,
+    height INTEGER,
+    hashes TEXT,
+    meta TEXT NOT NULL,
+    blob TEXT,
+    comment TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (asset_id, version)
+  ) WITHOUT ROWID;
+  CREATE VIRTUAL TABLE assets_fts USING fts5(
+    name, path, title, caption, keywords, other,
+    content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2', prefix='2 3'
+  );
+  CREATE TABLE accounts (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL, folders TEXT NOT NULL, created_at INTEGER NOT NULL);
+  `,
+];
+
+export class LibraryIndex {
+  readonly db: Database.Database;
+  private readonly stmts;
+
+  constructor(file: string) {
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    for (let v = version; v < MIGRATIONS.length; v++) {
+      this.db.transaction(() => {
+        this.db.exec(MIGRATIONS[v]!);
+        this.db.pragma(`user_version = ${v + 1}`);
+      })();
+    }
+    const db = this.db;
+    this.stmts = {
+      folder: db.prepare('SELECT path, parent, name FROM folders WHERE path = ?'),
+      childFolders: db.prepare('SELECT path, name FROM folders WHERE parent = ? ORDER BY name COLLATE NOCASE, path'),
+      insertFolder: db.prepare('INSERT OR IGNORE INTO folders (path, parent, name) VALUES (?, ?, ?)'),
+      assetById: db.prepare('SELECT * FROM assets WHERE id = ?'),
+      assetByPath: db.prepare('SELECT * FROM assets WHERE rel_path = ?'),
+      fileStates: db.prepare('SELECT rel_path, size, mtime_ms FROM assets'),
+      versions: db.prepare('SELECT * FROM versions WHERE asset_id = ? ORDER BY version DESC'),
+      account: db.prepare('SELECT * FROM accounts WHERE id = ?'),
+      accountByName: db.prepare('SELECT * FROM accounts WHERE name = ?'),
+    };
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  // ── folders ──────────────────────────────────────────────────────────────────────────────
+  folder(path: string): { path: string; name: string } | null {
+    return (this.stmts.folder.get(path) as { path: string; name: string } | undefined) ?? null;
+  }
+
+  childFolders(path: string): { path: string; name: string }[] {
+    return this.stmts.childFolders.all(path) as { path: string; name: string }[];
+  }
+
+  /** Creates the folder and its ancestors. */
+  ensureFolder(path: string): void {
+    if (path === '') {
+      this.stmts.insertFolder.run('', null, '');
+      return;
+    }
+    const parts = path.split('/');
+    for (let i = 0; i <= parts.length; i++) {
+      const p = parts.slice(0, i).join('/');
+      const parent = i === 0 ? null : parts.slice(0, i - 1).join('/');
+      this.stmts.insertFolder.run(p, parent, i === 0 ? '' : parts[i - 1]!);
+    }
+  }
+
+  /** Drops folders that no longer hold assets or sub-folders with assets (after a scan). */
+  pruneFolders(existing: Set<string>): void {
+    const all = this.db.prepare('SELECT path FROM folders').all() as { path: string }[];
+    const del = this.db.prepare('DELETE FROM folders WHERE path = ?');
+    this.db.transaction(() => {
+      for (const { path } of all) if (path !== '' && !existing.has(path)) del.run(path);
+    })();
+  }
+
+  // ── assets ───────────────────────────────────────────────────────────────────────────────
+  asset(id: string): AssetRow | null {
+    const r = this.stmts.assetById.get(id) as Record<string, unknown> | undefined;
+    return r ? toAsset(r) : null;
+  }
+
+  assetByPath(relPath: string): AssetRow | null {
+    const r = this.stmts.assetByPath.get(relPath) as Record<string, unknown> | undefined;
+    return r ? toAsset(r) : null;
+  }
+
+  /** rel_path → size/mtime of every indexed file: the cheap rescan compares against this. */
+  fileStates(): Map<string, { size: number; mtimeMs: number }> {
+    const m = new Map<string, { size: number; mtimeMs: number }>();
+    for (const r of this.stmts.fileStates.iterate() as Iterable<{ rel_path: string; size: number; mtime_ms: number }>) m.set(r.rel_path, { size: r.size, mtimeMs: r.mtime_ms });
+    return m;
+  }
+
+  /**
+   * Writes an asset and everything derived from it (keywords, full-text row) in one transaction;
+   * when `previous` is given it becomes a version row first.
+   */
+  upsertAsset(a: AssetRow, previous: VersionRow | null): void {
+    this.db.transaction(() => {
+      this.ensureFolder(a.folderPath);
+      if (previous) {
+        this.db.prepare(`INSERT OR REPLACE INTO versions (asset_id, version, size, mtime_ms, mime, width, height, hashes, meta, blob, comment, created_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(previous.assetId, previous.version, previous.size, previous.mtimeMs, previous.mimeType, previous.width, previous.height,
+          previous.hashes ? JSON.stringify(previous.hashes) : null, JSON.stringify(previous.meta), previous.blob, previous.comment, previous.createdAt);
+      }
+      const old = this.db.prepare('SELECT rowid FROM assets WHERE id = ?').get(a.id) as { rowid: number } | undefined;
+      if (old) {
+        this.db.prepare('DELETE FROM assets_fts WHERE rowid = ?').run(old.rowid);
+        this.db.prepare('DELETE FROM asset_keywords WHERE asset_rowid = ?').run(old.rowid);
+      }
+      const year = yearOf(a);
+      const orientation = a.width && a.height ? (a.width > a.height ? 'landscape' : a.width < a.height ? 'portrait' : 'square') : null;
+      const row = this.db.prepare(`INSERT INTO assets (id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at)
+        VALUES (@id, @relPath, @folderPath, @name, @ext, @size, @mtimeMs, @createdMs, @mimeType, @kind, @width, @height, @year, @orientation, @version, @versionComment, @meta, @hashes, @blob, @indexedAt)
+        ON CONFLICT (id) DO UPDATE SET rel_path=excluded.rel_path, folder_path=excluded.folder_path, name=excluded.name, ext=excluded.ext, size=excluded.size,
+          mtime_ms=excluded.mtime_ms, created_ms=excluded.created_ms, mime=excluded.mime, kind=excluded.kind, width=excluded.width, height=excluded.height,
+          year=excluded.year, orientation=excluded.orientation, version=excluded.version, version_comment=excluded.version_comment, meta=excluded.meta,
+          hashes=excluded.hashes, blob=excluded.blob, indexed_at=excluded.indexed_at
+        RETURNING rowid`).get({
+        ...a, year, orientation, meta: JSON.stringify(a.meta), hashes: a.hashes ? JSON.stringify(a.hashes) : null,
+      }) as { rowid: number };
+      const kwIns = this.db.prepare('INSERT OR IGNORE INTO asset_keywords (asset_rowid, keyword) VALUES (?, ?)');
+      for (const k of a.meta.keywords) kwIns.run(row.rowid, k.toLowerCase());
+      const m = a.meta;
+      this.db.prepare('INSERT INTO assets_fts (rowid, name, path, title, caption, keywords, other) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+        row.rowid,
+        a.name.replace(/[._-]+/g, ' '),
+        a.folderPath.replace(/[/._-]+/g, ' '),
+        m.title ?? '',
+        m.caption ?? '',
+        [...m.keywords, ...m.categories].join(' '),
+        [m.copyright, ...Object.values(m.iptc ?? {}), ...Object.values(m.xmp ?? {}), m.exif?.cameraModel].filter((v) => typeof v === 'string').join(' '),
+      );
+    })();
+  }
+
+  removeAsset(relPath: string): void {
+    this.db.transaction(() => {
+      const r = this.db.prepare('SELECT rowid FROM assets WHERE rel_path = ?').get(relPath) as { rowid: number } | undefined;
+      if (!r) return;
+      this.db.prepare('DELETE FROM assets_fts WHERE rowid = ?').run(r.rowid);
+      this.db.prepare('DELETE FROM assets WHERE rowid = ?').run(r.rowid);
+    })();
+  }
+
+  versions(assetId: string): VersionRow[] {
+    return (this.stmts.versions.all(assetId) as Record<string, unknown>[]).map((r) => ({
+      assetId: r.asset_id as string,
+      version: r.version as number,
+      size: r.size as number,
+      mtimeMs: r.mtime_ms as number,
+      mimeType: r.mime as string,
+      width: (r.width as number | null) ?? null,
+      height: (r.height as number | null) ?? null,
+      hashes: r.hashes ? JSON.parse(r.hashes as string) : null,
+      meta: JSON.parse(r.meta as string),
+      blob: (r.blob as string | null) ?? null,
+      comment: r.comment as string,
+      createdAt: r.created_at as number,
+    }));
+  }
+
+  // ── listing and search ───────────────────────────────────────────────────────────────────
+  /**
+   * One page of assets in keyset order plus the exact total and facet counts.
+   * Browse orders by name (then id); search by relevance (bm25, then id).
+   */
+  list(q: ListQuery): { rows: AssetRow[]; total: number; sortKeys: (number | string)[]; facets: Record<FacetKey, { value: string; count: number }[]> } {
+    const where: string[] = [];
+    const params: Record<string, unknown> = {};
+    if (q.recursive) {
+      if (q.folderPath !== '') {
+        where.push('(a.folder_path = @folder OR (a.folder_path >= @folderLo AND a.folder_path < @folderHi))');
+        params.folder = q.folderPath;
+        params.folderLo = `${q.folderPath}/`;
+        params.folderHi = `${q.folderPath}0`; // '0' sorts right after '/'
+      }
+    } else {
+      where.push('a.folder_path = @folder');
+      params.folder = q.folderPath;
+    }
+    if (q.allowedRoots) {
+      const ors = q.allowedRoots.map((r, i) => {
+        params[`ar${i}`] = r;
+        params[`arLo${i}`] = `${r}/`;
+        params[`arHi${i}`] = `${r}0`;
+        return `(a.folder_path = @ar${i} OR (a.folder_path >= @arLo${i} AND a.folder_path < @arHi${i}))`;
+      });
+      where.push(ors.length ? `(${ors.join(' OR ')})` : '0');
+    }
+    const facetWhere = (skip: FacetKey | null) => {
+      const parts: string[] = [];
+      for (const [facet, values] of Object.entries(q.filters) as [FacetKey, string[]][]) {
+        if (!values?.length || facet === skip) continue;
+        const names = values.map((v, i) => {
+          const k = `f_${facet}_${i}`;
+          params[k] = facet === 'year' ? Number(v) : v;
+          return `@${k}`;
+        });
+        if (facet === 'keyword') parts.push(`a.rowid IN (SELECT asset_rowid FROM asset_keywords WHERE keyword IN (${names.join(',')}))`);
+        else parts.push(`a.${FACET_COLUMN[facet]} IN (${names.join(',')})`);
+      }
+      return parts;
+    };
+    const from = q.match ? 'assets_fts f JOIN assets a ON a.rowid = f.rowid' : 'assets a';
+    if (q.match) {
+      where.push('assets_fts MATCH @match');
+      params.match = q.match;
+    }
+    const base = [...where, ...facetWhere(null)];
+    const whereSql = base.length ? `WHERE ${base.join(' AND ')}` : '';
+    const sortExpr = q.match ? 'bm25(assets_fts, 10.0, 2.0, 8.0, 4.0, 6.0, 1.0)' : 'a.name';
+    let pageWhere = whereSql;
+    if (q.after) {
+      params.afterKey = q.after.key;
+      params.afterId = q.after.id;
+      pageWhere += `${whereSql ? ' AND' : 'WHERE'} (${sortExpr} > @afterKey OR (${sortExpr} = @afterKey AND a.id > @afterId))`;
+    }
+    params.limit = q.limit;
+    const rows = this.db.prepare(`SELECT a.*, ${sortExpr} AS sort_key FROM ${from} ${pageWhere} ORDER BY sort_key, a.id LIMIT @limit`).all(params) as Record<string, unknown>[];
+    const total = (this.db.prepare(`SELECT count(*) AS n FROM ${from} ${whereSql}`).get(params) as { n: number }).n;
+
+    // Facet counts: each facet counts under every other active filter (so options of the same facet stay selectable).
+    const facets = {} as Record<FacetKey, { value: string; count: number }[]>;
+    for (const facet of FACETS) {
+      const fw = [...where, ...facetWhere(facet)];
+      const w = fw.length ? `WHERE ${fw.join(' AND ')}` : '';
+      const sql = facet === 'keyword'
+        ? `SELECT k.keyword AS value, count(*) AS count FROM ${from} JOIN asset_keywords k ON k.asset_rowid = a.rowid ${w} GROUP BY k.keyword ORDER BY count DESC, value LIMIT 30`
+        : `SELECT a.${FACET_COLUMN[facet]} AS value, count(*) AS count FROM ${from} ${w} ${w ? 'AND' : 'WHERE'} a.${FACET_COLUMN[facet]} IS NOT NULL GROUP BY value ORDER BY count DESC, value LIMIT 30`;
+      facets[facet] = (this.db.prepare(sql).all(params) as { value: string | number; count: number }[]).map((r) => ({ value: String(r.value), count: r.count }));
+    }
+    return { rows: rows.map(toAsset), total, sortKeys: rows.map((r) => r.sort_key as number | string), facets };
+  }
+
+  // ── accounts ─────────────────────────────────────────────────────────────────────────────
+  addAccount(a: AccountRow): void {
+    this.db.prepare('INSERT INTO accounts (id, name, password_hash, folders, created_at) VALUES (?, ?, ?, ?, ?)').run(a.id, a.name, a.passwordHash, JSON.stringify(a.folders), a.createdAt);
+  }
+
+  account(id: string): AccountRow | null {
+    const r = this.stmts.account.get(id) as Record<string, unknown> | undefined;
+    return r ? toAccount(r) : null;
+  }
+
+  accountByName(name: string): AccountRow | null {
+    const r = this.stmts.accountByName.get(name) as Record<string, unknown> | undefined;
+    return r ? toAccount(r) : null;
+  }
+
+  removeAccount(name: string): boolean {
+    return this.db.prepare('DELETE FROM accounts WHERE name = ?').run(name).changes > 0;
+  }
+
+  listAccounts(): AccountRow[] {
+    return (this.db.prepare('SELECT * FROM accounts ORDER BY name').all() as Record<string, unknown>[]).map(toAccount);
+  }
+}
+
+export const FACETS: FacetKey[] = ['type', 'ext', 'keyword', 'year', 'orientation'];
+const FACET_COLUMN: Record<Exclude<FacetKey, 'keyword'>, string> = { type: 'kind', ext: 'ext', year: 'year', orientation: 'orientation' };
+
+function yearOf(a: AssetRow): number | null {
+  const t = a.meta.exif?.dateTimeOriginal ?? a.mtimeMs;
+  return t ? new Date(t).getUTCFullYear() : null;
+}
+
+function toAsset(r: Record<string, unknown>): AssetRow {
+  return {
+    id: r.id as string,
+    relPath: r.rel_path as string,
+    folderPath: r.folder_path as string,
+    name: r.name as string,
+    ext: r.ext as string,
+    size: r.size as number,
+    mtimeMs: r.mtime_ms as number,
+    createdMs: r.created_ms as number,
+    mimeType: r.mime as string,
+    kind: r.kind as string,
+    width: (r.width as number | null) ?? null,
+    height: (r.height as number | null) ?? null,
+    version: r.version as number,
+    versionComment: (r.version_comment as string | null) ?? null,
+    meta: JSON.parse(r.meta as string),
+    hashes: r.hashes ? JSON.parse(r.hashes as string) : null,
+    blob: (r.blob as string | null) ?? null,
+    indexedAt: r.indexed_at as number,
+  };
+}
+
+function toAccount(r: Record<string, unknown>): AccountRow {
+  return { id: r.id as string, name: r.name as string, passwordHash: r.password_hash as string, folders: JSON.parse(r.folders as string), createdAt: r.created_at as number };
+}

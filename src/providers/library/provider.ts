@@ -1,0 +1,310 @@
+/**
+ * The embedded library: a folder of media served as a DAM (provider id `library`). This file is
+ * the provider contract; the index (index-store.ts), the scanner, renditions, accounts and the
+ * sign-in page (signin.ts) each live apart, and the mapping to the common asset shape is
+ * mapping.ts.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Clock } from '../../clock.js';
+import { integrationError, validationError } from '../../errors.js';
+import type { ListOptions, LoginHost, MediaFile, MediaRef, MediaUrls, Provider, ProviderDescriptor, ProviderSession, SearchQuery } from '../contract.js';
+import type { AssetPage, Filter, FolderPage, VersionList } from '../model.js';
+import { addAccount } from './accounts.js';
+import { FACETS, LibraryIndex, type AccountRow, type ActiveFilters, type FacetKey } from './index-store.js';
+import { label } from './labels.js';
+import { toAsset, versionToAsset } from './mapping.js';
+import { iconSvg, Renditions, RENDITIONS, type RenditionName } from './renditions.js';
+import { isInside, LibraryScanner, type ScanReport } from './scanner.js';
+import { signinRoutes } from './signin.js';
+
+export const LIBRARY_ID = 'library';
+
+export interface LibraryOptions {
+  root: string;
+  /** `<data>/library`: index, renditions, version store. */
+  dataDir: string;
+  clock: Clock;
+  urls: MediaUrls;
+  /** Shown on the sign-in page (demo mode only). */
+  demoAccount?: { name: string; password: string } | null;
+  /** Keep the index current while running. */
+  watch?: boolean;
+}
+
+const descriptor: ProviderDescriptor = {
+  id: LIBRARY_ID,
+  name: 'Library',
+  version: '1.0.0',
+  logo: '/api/v1/auth/library/logo.svg',
+  glyph: 'L',
+  capabilities: {
+    browse: true,
+    search: true,
+    similarSearch: false,
+    versions: true,
+    refresh: true,
+    filters: true,
+    dataLocalization: false,
+    timeZone: true,
+    serverUrl: false,
+    foldersOnEveryPage: false,
+    assetHashAlgorithm: 'Sha256',
+  },
+  paging: { defaultSize: 50, maxSize: 200 },
+  isDefault: true,
+};
+
+export class LibraryProvider implements Provider {
+  readonly descriptor = descriptor;
+  readonly index: LibraryIndex;
+  readonly scanner: LibraryScanner;
+  readonly renditions: Renditions;
+  private watcher: fs.FSWatcher | null = null;
+  private debounce: NodeJS.Timeout | null = null;
+
+  constructor(readonly opts: LibraryOptions) {
+    fs.mkdirSync(opts.dataDir, { recursive: true });
+    this.index = new LibraryIndex(path.join(opts.dataDir, 'library.sqlite'));
+    this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'));
+    this.scanner = new LibraryScanner(opts.root, this.index, this.renditions, opts.dataDir, opts.clock);
+  }
+
+  /** Cheap rescan (size/mtime) after a restart, then a watcher that rescans on changes. */
+  async start(): Promise<ScanReport> {
+    const report = await this.scanner.scan();
+    if (this.opts.watch) {
+      try {
+        this.watcher = fs.watch(this.opts.root, { recursive: true }, () => this.scheduleRescan());
+        this.watcher.on('error', () => this.scheduleRescan());
+      } catch {
+        /* no recursive watch on this platform: rescans happen at start and by `damhub index` */
+      }
+    }
+    return report;
+  }
+
+  private scheduleRescan(): void {
+    if (this.debounce) clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => void this.scanner.scan().catch(() => undefined), 300);
+    this.debounce.unref();
+  }
+
+  async close(): Promise<void> {
+    this.watcher?.close();
+    if (this.debounce) clearTimeout(this.debounce);
+    this.index.close();
+  }
+
+  async ensureDemoAccount(): Promise<void> {
+    const d = this.opts.demoAccount;
+    if (d && !this.index.accountByName(d.name)) await addAccount(this.index, d.name, d.password, [], this.opts.clock.now());
+  }
+
+  // ── login ────────────────────────────────────────────────────────────────────────────────
+  async beginLogin({ state }: { state: string }, host: LoginHost) {
+    return { redirectUri: `${host.publicUrl}/api/v1/auth/library/signin?state=${encodeURIComponent(state)}` };
+  }
+
+  routes(app: import('fastify').FastifyInstance, host: LoginHost) {
+    signinRoutes(app, host, this.index, this.opts.demoAccount ?? null);
+  }
+
+  private account(session: ProviderSession): AccountRow {
+    const id = session.credentials.acc;
+    const acc = typeof id === 'string' ? this.index.account(id) : null;
+    if (!acc) throw integrationError('integration-auth-failed', LIBRARY_ID, 'the library account no longer exists');
+    return acc;
+  }
+
+  async refresh(cred: Record<string, unknown>) {
+    if (typeof cred.acc !== 'string' || !this.index.account(cred.acc)) throw integrationError('integration-auth-failed', LIBRARY_ID, 'the library account no longer exists');
+    return { acc: cred.acc };
+  }
+
+  async validate(session: ProviderSession) {
+    this.account(session);
+  }
+
+  async providerInfo(session: ProviderSession, { uiLocale }: { uiLocale: string }) {
+    this.account(session);
+    return {
+      remoteSystemPrefix: 'library',
+      dataLocales: [{ id: 'en', name: 'en', displayName: 'English', default: true }],
+      filters: FACETS.map((f) => ({ id: f, name: label(f, uiLocale) })),
+      renditions: Object.keys(RENDITIONS),
+    };
+  }
+
+  // ── content ──────────────────────────────────────────────────────────────────────────────
+  async browse(session: ProviderSession, folderId: string, opts: ListOptions): Promise<FolderPage> {
+    const acc = this.account(session);
+    const rel = folderPath(folderId);
+    const roots = acc.folders.length ? acc.folders : null;
+    // A limited account sees its allowed folders as the children of root, and nothing above them.
+    if (roots && rel === '') {
+      const folders = roots.filter((r) => this.index.folder(r)).map((r) => ({ id: `/${r}`, name: r.split('/').pop()! }));
+      return { id: 'root', name: 'Library', folders, assets: [], filters: [], totalAssetsCount: 0 };
+    }
+    const folder = this.index.folder(rel);
+    if (!folder) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${folderId}`);
+    if (roots && !roots.some((r) => isWithin(rel, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not open ${folderId}`);
+    const page = this.page({ folderPath: rel, recursive: false, allowedRoots: null, match: null }, opts);
+    return {
+      id: rel === '' ? 'root' : `/${rel}`,
+      name: rel === '' ? 'Library' : folder.name,
+      // Subfolders on the first page only (capabilities.foldersOnEveryPage = false).
+      folders: opts.more ? [] : this.index.childFolders(rel).map((f) => ({ id: `/${f.path}`, name: f.name })),
+      ...page,
+    };
+  }
+
+  async search(session: ProviderSession, q: SearchQuery, opts: ListOptions): Promise<AssetPage> {
+    const acc = this.account(session);
+    let scope = '';
+    if (q.parentId) {
+      scope = folderPath(q.parentId);
+      if (!this.index.folder(scope)) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${q.parentId}`);
+      if (acc.folders.length && scope !== '' && !acc.folders.some((r) => isWithin(scope, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not search ${q.parentId}`);
+    }
+    const allowedRoots = acc.folders.length ? acc.folders.filter((r) => scope === '' || isWithin(r, scope)) : null;
+    return { folders: [], ...this.page({ folderPath: scope, recursive: true, allowedRoots, match: ftsQuery(q.query) }, opts) };
+  }
+
+  private page(base: { folderPath: string; recursive: boolean; allowedRoots: string[] | null; match: string | null }, opts: ListOptions): Omit<AssetPage, 'folders'> {
+    const filters = parseFilters(opts.filters);
+    let after: { key: number | string; id: string } | null = null;
+    if (opts.more) {
+      try {
+        const c = JSON.parse(opts.more) as { k: number | string; i: string };
+        if ((typeof c.k !== 'number' && typeof c.k !== 'string') || typeof c.i !== 'string') throw new Error();
+        after = { key: c.k, id: c.i };
+      } catch {
+        throw validationError('more: not a cursor of this listing');
+      }
+    }
+    const r = this.index.list({ ...base, filters, limit: opts.size + 1, after });
+    const rows = r.rows.slice(0, opts.size);
+    const hasMore = r.rows.length > opts.size;
+    const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
+    return {
+      assets: rows.map((a) => toAsset(a, ctx)),
+      filters: buildFilters(r.facets, filters, opts.uiLocale),
+      totalAssetsCount: r.total,
+      ...(hasMore ? { more: JSON.stringify({ k: r.sortKeys[opts.size - 1], i: rows[rows.length - 1]!.id }) } : {}),
+    };
+  }
+
+  async asset(session: ProviderSession, assetId: string, opts: { uiLocale: string; timeZone: string | null }) {
+    const row = this.visibleAsset(session, assetId);
+    return toAsset(row, { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone });
+  }
+
+  async versions(session: ProviderSession, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList> {
+    const row = this.visibleAsset(session, assetId);
+    const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: null };
+    const older = this.index.versions(assetId).map((v) => versionToAsset(row, v, ctx));
+    return { id: row.id, name: row.name, versions: opts.withMaster ? [toAsset(row, ctx), ...older] : older };
+  }
+
+  private visibleAsset(session: ProviderSession, assetId: string) {
+    const acc = this.account(session);
+    const row = /^[A-Za-z0-9_-]{22}$/.test(assetId) ? this.index.asset(assetId) : null;
+    // An asset outside the account's folders is reported as absent, not as forbidden: its existence is not disclosed.
+    if (!row || (acc.folders.length && !acc.folders.some((r) => isWithin(row.folderPath, r)))) {
+      throw integrationError('integration-not-found', LIBRARY_ID, `no asset ${assetId}`);
+    }
+    return row;
+  }
+
+  async media(ref: MediaRef): Promise<MediaFile> {
+    const row = this.index.asset(ref.assetId);
+    if (!row) throw integrationError('integration-not-found', LIBRARY_ID, `no asset ${ref.assetId}`);
+    const v = ref.version === row.version ? row : this.index.versions(row.id).find((x) => x.version === ref.version);
+    if (!v) throw integrationError('integration-not-found', LIBRARY_ID, `asset ${ref.assetId} has no version ${ref.version}`);
+    const sha = v.hashes?.sha256 ?? `${v.size}-${v.mtimeMs}`;
+    if (ref.rendition === 'original') {
+      const file = this.originalPath(row.relPath, v.blob);
+      if (!file) throw integrationError('integration-not-available', LIBRARY_ID, `the content of version ${ref.version} is no longer kept`);
+      const stat = fs.statSync(file);
+      return { kind: 'file', path: file, mimeType: v.mimeType, size: stat.size, etag: `"${sha}"`, fileName: row.name, lastModified: v.mtimeMs };
+    }
+    if (!(ref.rendition in RENDITIONS)) throw integrationError('integration-not-available', LIBRARY_ID, `no rendition ${ref.rendition}`);
+    const name = ref.rendition as RenditionName;
+    let file = this.renditions.file(row.id, ref.version, name);
+    if (!fs.existsSync(file) && v.blob) {
+      await this.renditions.generate(row.id, ref.version, this.scanner.blobPath(v.blob), v.mimeType);
+      file = this.renditions.file(row.id, ref.version, name);
+    }
+    const base = row.name.replace(/\.[^.]*$/, '');
+    if (fs.existsSync(file)) {
+      const stat = fs.statSync(file);
+      return { kind: 'file', path: file, mimeType: 'image/jpeg', size: stat.size, etag: `"${sha}-${name}"`, fileName: `${base}-${name}.jpg`, lastModified: stat.mtimeMs };
+    }
+    return { kind: 'inline', body: Buffer.from(iconSvg(row.kind, row.ext)), mimeType: 'image/svg+xml', etag: `"icon-${row.kind}-${row.ext}"`, fileName: `${base}-${name}.svg` };
+  }
+
+  /** The kept snapshot of a version, else (current version without a snapshot) the file itself. */
+  private originalPath(relPath: string, blob: string | null): string | null {
+    if (blob) {
+      const p = this.scanner.blobPath(blob);
+      if (fs.existsSync(p)) return p;
+    }
+    const abs = path.join(this.opts.root, relPath);
+    try {
+      const real = fs.realpathSync(abs);
+      return isInside(fs.realpathSync(this.opts.root), real) ? real : null;
+    } catch {
+      return null;
+    }
+  }
+}
+
+/** 'root' or '/a/b' → 'a/b'; anything else (traversal, empty segments) is a client error. */
+export function folderPath(folderId: string): string {
+  if (folderId === 'root' || folderId === '/') return '';
+  if (!folderId.startsWith('/')) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${folderId} (folder ids start with / or are "root")`);
+  const rel = folderId.slice(1);
+  if (rel.split('/').some((s) => s === '' || s === '.' || s === '..') || /[\0\\]/.test(rel)) {
+    throw validationError('folder ids are opaque: pass them back exactly as the hub gave them');
+  }
+  return rel;
+}
+
+function isWithin(rel: string, root: string): boolean {
+  return root === '' || rel === root || rel.startsWith(`${root}/`);
+}
+
+/** User words → an FTS5 expression: every word must match, as a prefix; quotes neutralise FTS syntax. */
+export function ftsQuery(q: string): string | null {
+  const words = q.normalize('NFKC').match(/[\p{L}\p{N}]+/gu) ?? [];
+  if (!words.length) return null;
+  return words.slice(0, 16).map((w) => `"${w}"*`).join(' ');
+}
+
+function parseFilters(ids: string[]): ActiveFilters {
+  const out: ActiveFilters = {};
+  for (const id of ids) {
+    const i = id.indexOf(':');
+    const facet = id.slice(0, i) as FacetKey;
+    const value = id.slice(i + 1);
+    if (i < 1 || !FACETS.includes(facet) || !value) throw validationError(`filters: unknown option id ${JSON.stringify(id)}; use ids from a previous response's filters`);
+    if (facet === 'year' && !/^\d{1,4}$/.test(value)) throw validationError(`filters: ${JSON.stringify(id)} is not a year`);
+    (out[facet] ??= []).push(facet === 'keyword' ? value.toLowerCase() : value);
+  }
+  return out;
+}
+
+function buildFilters(facets: Record<FacetKey, { value: string; count: number }[]>, active: ActiveFilters, uiLocale: string): Filter[] {
+  return FACETS.map((f) => {
+    const opts = facets[f].map((o) => ({ id: `${f}:${o.value}`, isActive: active[f]?.includes(o.value) ?? false, name: optionName(f, o.value, uiLocale), count: o.count }));
+    for (const v of active[f] ?? []) if (!opts.some((o) => o.id === `${f}:${v}`)) opts.push({ id: `${f}:${v}`, isActive: true, name: optionName(f, v, uiLocale), count: 0 });
+    return { id: f, name: label(f, uiLocale), options: opts };
+  });
+}
+
+function optionName(facet: FacetKey, value: string, uiLocale: string): string {
+  if (facet === 'type' || facet === 'orientation') return label(value as 'image', uiLocale);
+  if (facet === 'ext') return value.toUpperCase();
+  return value;
+}

@@ -1,0 +1,229 @@
+/**
+ * Keeps the index in step with the library folder. A scan walks the tree, skips files whose size
+ * and mtime match the index (the cheap rescan after a restart), and indexes the rest with a
+ * bounded number of files in flight. Every file is indexed from a private snapshot (a copy in
+ * the version store), so its hashes, metadata and renditions describe the same bytes even if the
+ * original changes meanwhile, and the snapshot is what older versions are served from later.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Clock } from '../../clock.js';
+import { hashFile } from './hashes.js';
+import type { AssetRow, LibraryIndex, VersionRow } from './index-store.js';
+import { extractMetadata } from './metadata.js';
+import type { Renditions } from './renditions.js';
+
+export interface ScanReport {
+  added: number;
+  updated: number;
+  unchanged: number;
+  removed: number;
+  failed: { path: string; error: string }[];
+  files: number;
+}
+
+export interface ScanProgress {
+  done: number;
+  total: number;
+  path: string;
+}
+
+/** Stable asset id from the path relative to the root: the same file keeps its id across rescans, restarts and re-indexing. */
+export function assetIdFor(relPath: string): string {
+  return createHash('sha256').update(relPath).digest('base64url').slice(0, 22);
+}
+
+export class LibraryScanner {
+  private readonly blobDir: string;
+  private running: Promise<ScanReport> | null = null;
+  private again = false;
+
+  constructor(
+    readonly root: string,
+    private readonly index: LibraryIndex,
+    private readonly renditions: Renditions,
+    dataDir: string,
+    private readonly clock: Clock,
+  ) {
+    this.blobDir = path.join(dataDir, 'blobs');
+    fs.mkdirSync(this.blobDir, { recursive: true });
+  }
+
+  blobPath(blob: string): string {
+    return path.join(this.blobDir, blob.slice(0, 2), blob);
+  }
+
+  /** One scan at a time; a scan requested while one runs is coalesced into one more afterwards. */
+  scan(opts: { concurrency?: number; onProgress?: (p: ScanProgress) => void } = {}): Promise<ScanReport> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.doScan(opts).finally(() => {
+      this.running = null;
+      if (this.again) {
+        this.again = false;
+        void this.scan(opts);
+      }
+    });
+    return this.running;
+  }
+
+  private async doScan(opts: { concurrency?: number; onProgress?: (p: ScanProgress) => void }): Promise<ScanReport> {
+    const report: ScanReport = { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], files: 0 };
+    const known = this.index.fileStates();
+    const found = await this.walk();
+    report.files = found.length;
+    const folders = new Set<string>(['']);
+    const todo: { rel: string; stat: fs.Stats }[] = [];
+    for (const f of found) {
+      const folder = parentOf(f.rel);
+      for (let p = folder; p !== ''; p = parentOf(p)) folders.add(p);
+      const k = known.get(f.rel);
+      known.delete(f.rel);
+      if (k && k.size === f.stat.size && k.mtimeMs === Math.floor(f.stat.mtimeMs)) report.unchanged++;
+      else todo.push(f);
+    }
+    // Whatever is left in `known` is gone from disk.
+    for (const rel of known.keys()) {
+      this.index.removeAsset(rel);
+      report.removed++;
+    }
+    let done = 0;
+    const concurrency = Math.max(1, opts.concurrency ?? 4);
+    let next = 0;
+    const worker = async () => {
+      while (next < todo.length) {
+        const item = todo[next++]!;
+        try {
+          const r = await this.indexFile(item.rel);
+          if (r === 'added') report.added++;
+          else if (r === 'updated') report.updated++;
+          else if (r === 'removed') report.removed++;
+          else report.unchanged++;
+        } catch (e) {
+          report.failed.push({ path: item.rel, error: (e as Error).message });
+        }
+        done++;
+        opts.onProgress?.({ done, total: todo.length, path: item.rel });
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    this.index.ensureFolder('');
+    for (const f of folders) this.index.ensureFolder(f);
+    this.index.pruneFolders(folders);
+    return report;
+  }
+
+  /** Lists regular files under the root; symlinks are followed only to files inside the root. */
+  private async walk(): Promise<{ rel: string; stat: fs.Stats }[]> {
+    const out: { rel: string; stat: fs.Stats }[] = [];
+    const realRoot = await fs.promises.realpath(this.root);
+    const visit = async (relDir: string) => {
+      let entries: fs.Dirent[];
+      try {
+        entries = await fs.promises.readdir(path.join(this.root, relDir), { withFileTypes: true });
+      } catch {
+        return; // vanished or unreadable folder: skip it, the scan goes on
+      }
+      for (const e of entries) {
+        if (e.name.startsWith('.')) continue; // hidden files and folders (.DS_Store, .git, editors' temp files)
+        const rel = relDir ? `${relDir}/${e.name}` : e.name;
+        const abs = path.join(this.root, rel);
+        if (e.isDirectory()) {
+          await visit(rel);
+        } else if (e.isFile() || e.isSymbolicLink()) {
+          try {
+            if (e.isSymbolicLink()) {
+              const target = await fs.promises.realpath(abs);
+              if (!isInside(realRoot, target)) continue;
+            }
+            const stat = await fs.promises.stat(abs);
+            if (stat.isFile()) out.push({ rel, stat });
+          } catch {
+            /* dangling link or vanished file */
+          }
+        }
+      }
+    };
+    await visit('');
+    return out;
+  }
+
+  /** Indexes one file (relative path); a vanished file is removed from the index. */
+  async indexFile(rel: string): Promise<'added' | 'updated' | 'unchanged' | 'removed'> {
+    const abs = path.join(this.root, rel);
+    const snapshot = path.join(this.blobDir, `.tmp-${randomBytes(8).toString('hex')}`);
+    try {
+      const before = await fs.promises.stat(abs);
+      await fs.promises.copyFile(abs, snapshot, fs.constants.COPYFILE_FICLONE);
+      const hashes = await hashFile(snapshot);
+      if (hashes.size !== before.size) throw new Error('the file changed while it was read; it will be indexed on the next scan');
+      const { warnings: _w, ...meta } = await extractMetadata(snapshot);
+      const id = assetIdFor(rel);
+      const existing = this.index.asset(id);
+      const blob = hashes.sha256;
+      const sameContent = existing?.hashes?.sha256 === hashes.sha256;
+      const version = existing ? (sameContent ? existing.version : existing.version + 1) : 1;
+      await this.keepBlob(snapshot, blob);
+      if (!sameContent || !this.renditions.has(id, version, 'thumbnail')) await this.renditions.generate(id, version, this.blobPath(blob), meta.mimeType);
+      const now = this.clock.now();
+      const row: AssetRow = {
+        id,
+        relPath: rel,
+        folderPath: parentOf(rel),
+        name: path.posix.basename(rel),
+        ext: path.extname(rel).slice(1).toLowerCase(),
+        size: hashes.size,
+        mtimeMs: Math.floor(before.mtimeMs),
+        createdMs: Math.floor(before.birthtimeMs || before.ctimeMs),
+        mimeType: meta.mimeType,
+        kind: meta.kind,
+        width: meta.width ?? null,
+        height: meta.height ?? null,
+        version,
+        versionComment: existing && !sameContent ? `Content changed on disk (${new Date(before.mtimeMs).toISOString()})` : (existing?.versionComment ?? 'Original'),
+        meta,
+        hashes,
+        blob,
+        indexedAt: now,
+      };
+      const previous: VersionRow | null = existing && !sameContent
+        ? {
+          assetId: id, version: existing.version, size: existing.size, mtimeMs: existing.mtimeMs, mimeType: existing.mimeType,
+          width: existing.width, height: existing.height, hashes: existing.hashes, meta: existing.meta, blob: existing.blob,
+          comment: existing.versionComment ?? 'Original', createdAt: existing.indexedAt,
+        }
+        : null;
+      this.index.upsertAsset(row, previous);
+      return existing ? (sameContent ? 'unchanged' : 'updated') : 'added';
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.index.removeAsset(rel);
+        return 'removed';
+      }
+      throw e;
+    } finally {
+      await fs.promises.rm(snapshot, { force: true });
+    }
+  }
+
+  /** Moves a snapshot into the content-addressed version store (deduplicated by SHA-256). */
+  private async keepBlob(snapshot: string, sha256: string): Promise<void> {
+    const dest = this.blobPath(sha256);
+    if (fs.existsSync(dest)) return;
+    await fs.promises.mkdir(path.dirname(dest), { recursive: true });
+    await fs.promises.rename(snapshot, dest);
+  }
+}
+
+export function parentOf(rel: string): string {
+  const i = rel.lastIndexOf('/');
+  return i < 0 ? '' : rel.slice(0, i);
+}
+
+export function isInside(root: string, p: string): boolean {
+  const r = path.relative(root, p);
+  return r === '' || (!r.startsWith('..') && !path.isAbsolute(r));
+}

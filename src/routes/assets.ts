@@ -1,0 +1,242 @@
+/**
+ * /assets: browse, keyword search, search by image, one asset, versions, and the signed media
+ * URLs. Handlers validate and clamp, check the provider's declared capability, call the provider
+ * and seal its paging cursor; they never know which DAM they talk to.
+ */
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fs from 'node:fs';
+import rangeParser from 'range-parser';
+import { CursorSealer } from '../content/cursors.js';
+import { hubError, integrationError, isHubError, validationError } from '../errors.js';
+import { damOf, principalOf } from '../http/auth.js';
+import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
+import type { ListOptions, MediaFile, Provider, ProviderSession } from '../providers/contract.js';
+import type { AssetPage } from '../providers/model.js';
+import { requireCapability } from '../providers/registry.js';
+import { decodeImageReference } from '../content/image-reference.js';
+
+const ListQuery = Type.Object({
+  size: Type.Optional(Type.Integer({ minimum: 0, description: 'assets per page; clamped to the provider maximum; 0 = provider default' })),
+  more: Type.Optional(Type.String({ maxLength: 4096, description: 'opaque cursor from the previous page' })),
+  filters: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 50 })),
+  timeZone: Type.Optional(Type.String({ maxLength: 64 })),
+  dataLocale: Type.Optional(Type.String({ maxLength: 35 })),
+  uiLocale: Type.Optional(UiLocaleSchema),
+});
+type ListQueryT = { size?: number; more?: string; filters?: string[]; timeZone?: string; dataLocale?: string; uiLocale?: string };
+
+const SearchQuery = Type.Composite([ListQuery, Type.Object({
+  query: Type.Optional(Type.String({ maxLength: 1024 })),
+  parentId: Type.Optional(Type.String({ maxLength: 2048 })),
+})]);
+
+const MAX_ID = 2048;
+
+export async function assetRoutes(app: FastifyInstance): Promise<void> {
+  const hub = app.hub;
+  const cursors = new CursorSealer(hub.keys, hub.clock);
+
+  const providerOf = (dam: ProviderSession): Provider => hub.providers.get(dam.providerId)!;
+
+  /** Validated, clamped options and the provider cursor unsealed against this exact query. */
+  const listOptions = (req: FastifyRequest, provider: Provider, bindingParts: (string | null)[]): { opts: ListOptions; binding: string } => {
+    const q = req.query as ListQueryT;
+    const { defaultSize, maxSize } = provider.descriptor.paging;
+    const size = !q.size ? defaultSize : Math.min(q.size, maxSize);
+    if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
+    const filters = [...new Set(q.filters ?? [])].sort();
+    const p = principalOf(req);
+    const binding = CursorSealer.binding([p.user.id, provider.descriptor.id, ...bindingParts, filters, q.dataLocale ?? null]);
+    const more = q.more ? cursors.unseal(q.more, binding) : null;
+    return { opts: { size, more, filters, timeZone: q.timeZone ?? null, dataLocale: q.dataLocale ?? null, uiLocale: q.uiLocale ?? 'en' }, binding };
+  };
+
+  const sealPage = <T extends AssetPage>(page: T, binding: string): T => {
+    const out = { ...page };
+    if (page.more === undefined || page.more === null || page.more === '') delete out.more;
+    else out.more = cursors.seal(page.more, binding);
+    return out;
+  };
+
+  app.get('/assets/folder/*', {
+    config: { auth: 'content' },
+    schema: {
+      tags: ['assets'],
+      summary: 'Browse a folder: subfolders and a page of assets (folderId "root" for the top)',
+      security: ContentAuth,
+      params: Type.Object({ '*': Type.String({ description: 'folder id, URL-encoded' }) }),
+      querystring: ListQuery,
+      response: responses(Type.Ref('FolderResult')),
+    },
+  }, async (req) => {
+    const dam = damOf(req);
+    const provider = providerOf(dam);
+    requireCapability(provider.descriptor, 'browse', 'folder browsing');
+    const folderId = idParam((req.params as { '*': string })['*'], 'folderId');
+    const { opts, binding } = listOptions(req, provider, ['folder', folderId]);
+    const page = await call(provider, () => provider.browse!(dam, folderId, opts));
+    return { ...sealPage(page, binding), capabilities: { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false } };
+  });
+
+  app.get('/assets/search', {
+    config: { auth: 'content' },
+    schema: {
+      tags: ['assets'],
+      summary: 'Keyword search (paged with more; filters from a previous response)',
+      security: ContentAuth,
+      querystring: SearchQuery,
+      response: responses(Type.Ref('SearchResult')),
+    },
+  }, async (req) => {
+    const dam = damOf(req);
+    const provider = providerOf(dam);
+    requireCapability(provider.descriptor, 'search', 'keyword search');
+    const q = req.query as { query?: string; parentId?: string };
+    const query = (q.query ?? '').trim();
+    const parentId = q.parentId ? idParam(q.parentId, 'parentId') : null;
+    const { opts, binding } = listOptions(req, provider, ['search', query, parentId]);
+    const page = await call(provider, () => provider.search!(dam, { query, parentId }, opts));
+    return { ...sealPage(page, binding), capabilities: { canAddAsset: false } };
+  });
+
+  app.post('/assets/search', {
+    config: { auth: 'content' },
+    schema: {
+      tags: ['assets'],
+      summary: 'Search by image: body {dataBase64} holds a data URI, an http(s) URL or a downloadUrl from a result',
+      security: ContentAuth,
+      querystring: ListQuery,
+      body: Type.Object({ dataBase64: Type.String({ minLength: 1 }) }),
+      response: responses(Type.Ref('SearchResult')),
+    },
+  }, async (req) => {
+    const dam = damOf(req);
+    const provider = providerOf(dam);
+    requireCapability(provider.descriptor, 'similarSearch', 'search by image');
+    const { dataBase64 } = req.body as { dataBase64: string };
+    const image = await decodeImageReference(dataBase64, hub);
+    const { opts, binding } = listOptions(req, provider, ['image', CursorSealer.binding([image.toString('base64')])]);
+    const page = await call(provider, () => provider.searchByImage!(dam, image, opts));
+    return { ...sealPage(page, binding), capabilities: { canAddAsset: false } };
+  });
+
+  app.get('/assets/asset/*', {
+    config: { auth: 'content' },
+    schema: {
+      tags: ['assets'],
+      summary: 'One asset with its metadata, renditions and URLs',
+      security: ContentAuth,
+      params: Type.Object({ '*': Type.String() }),
+      querystring: Type.Object({ uiLocale: Type.Optional(UiLocaleSchema), timeZone: Type.Optional(Type.String({ maxLength: 64 })) }),
+      response: responses(Type.Ref('Asset')),
+    },
+  }, async (req) => {
+    const dam = damOf(req);
+    const provider = providerOf(dam);
+    if (!provider.asset) throw integrationError('integration-not-implemented', provider.descriptor.id, 'reading one asset');
+    const assetId = idParam((req.params as { '*': string })['*'], 'assetId');
+    const q = req.query as { uiLocale?: string; timeZone?: string };
+    if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
+    return call(provider, () => provider.asset!(dam, assetId, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
+  });
+
+  app.get('/assets/assetversions/*', {
+    config: { auth: 'content' },
+    schema: {
+      tags: ['assets'],
+      summary: 'Version history of an asset (newest first; withMaster=true includes the current version)',
+      security: ContentAuth,
+      params: Type.Object({ '*': Type.String() }),
+      querystring: Type.Object({ withMaster: Type.Optional(Type.Boolean()), uiLocale: Type.Optional(UiLocaleSchema) }),
+      response: responses(Type.Ref('VersionsResult')),
+    },
+  }, async (req) => {
+    const dam = damOf(req);
+    const provider = providerOf(dam);
+    requireCapability(provider.descriptor, 'versions', 'asset versions');
+    const assetId = idParam((req.params as { '*': string })['*'], 'assetId');
+    const q = req.query as { withMaster?: boolean; uiLocale?: string };
+    return call(provider, () => provider.versions!(dam, assetId, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
+  });
+
+  // Signed media URLs: the URL is the credential (an <img> cannot send headers).
+  const mediaParams = Type.Object({ provider: Type.String({ maxLength: 64 }), assetId: Type.String({ maxLength: 256 }), version: Type.Integer({ minimum: 1 }), rendition: Type.Optional(Type.String({ maxLength: 32 })) });
+  const mediaQuery = Type.Object({ exp: Type.Optional(Type.String()), k: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) });
+  const serveMedia = async (req: FastifyRequest, reply: FastifyReply) => {
+    const p = req.params as { provider: string; assetId: string; version: number; rendition?: string };
+    hub.mediaUrls.verify(req.url.split('?')[0]!, req.query as Record<string, string>);
+    const provider = hub.providers.get(p.provider);
+    if (!provider?.media) throw integrationError('integration-not-available', p.provider, 'no media for this provider');
+    const media = await call(provider, () => provider.media!({ assetId: p.assetId, version: p.version, rendition: p.rendition ?? 'original' }));
+    return sendMedia(req, reply, media, p.rendition ? 'inline' : 'attachment');
+  };
+  app.get('/assets/download/:provider/:assetId/:version', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Original bytes (signed URL from downloadUrl)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
+  app.get('/assets/thumbnail/:provider/:assetId/:version/:rendition', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Rendition bytes (signed URL from thumbnailUrl or conversions)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
+}
+
+/** Runs a provider operation: hub errors pass through, anything else is a bug logged as hub-internal-error. */
+async function call<T>(provider: Provider, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (isHubError(e)) throw e;
+    throw Object.assign(hubError('hub-internal-error', `provider ${provider.descriptor.id} failed`), { cause: e });
+  }
+}
+
+function idParam(raw: string, name: string): string {
+  if (!raw) throw validationError(`${name} is required`);
+  if (raw.length > MAX_ID) throw validationError(`${name} is longer than ${MAX_ID} characters`);
+  if (raw.includes('\0')) throw validationError(`${name} contains a NUL byte`);
+  return raw;
+}
+
+const tzCache = new Map<string, boolean>();
+function validTimeZone(tz: string): boolean {
+  let ok = tzCache.get(tz);
+  if (ok === undefined) {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: tz });
+      ok = true;
+    } catch {
+      ok = false;
+    }
+    if (tzCache.size < 1000) tzCache.set(tz, ok);
+  }
+  return ok;
+}
+
+/** Streams a media file with ETag, conditional GET and single byte ranges (RFC 9110). */
+function sendMedia(req: FastifyRequest, reply: FastifyReply, m: MediaFile, disposition: 'inline' | 'attachment') {
+  reply.header('etag', m.etag);
+  reply.header('cache-control', 'private, max-age=3600');
+  reply.header('accept-ranges', 'bytes');
+  reply.header('content-disposition', `${disposition}; filename*=UTF-8''${encodeURIComponent(m.fileName)}`);
+  reply.type(m.mimeType);
+  const inm = req.headers['if-none-match'];
+  if (inm && inm.split(',').some((t) => t.trim() === m.etag || t.trim() === '*')) return reply.code(304).send();
+  const size = m.kind === 'file' ? m.size : m.body.length;
+  if (m.kind === 'file') reply.header('last-modified', new Date(m.lastModified).toUTCString());
+  let start = 0;
+  let end = size - 1;
+  const range = req.headers.range;
+  const ifRange = req.headers['if-range'];
+  if (range && (!ifRange || ifRange === m.etag)) {
+    const r = rangeParser(size, range, { combine: true });
+    if (r === -1) {
+      reply.header('content-range', `bytes */${size}`);
+      throw hubError('hub-validation-error', `range not satisfiable for a ${size}-byte file`, { status: 416, message: 'The requested range is not satisfiable.' });
+    }
+    if (r !== -2 && r.length === 1) {
+      start = r[0]!.start;
+      end = r[0]!.end;
+      reply.code(206).header('content-range', `bytes ${start}-${end}/${size}`);
+    }
+  }
+  reply.header('content-length', String(size === 0 ? 0 : end - start + 1));
+  if (req.method === 'HEAD') return reply.send();
+  if (m.kind === 'inline') return reply.send(m.body.subarray(start, end + 1));
+  if (size === 0) return reply.send('');
+  return reply.send(fs.createReadStream(m.path, { start, end }));
+}

@@ -1,0 +1,249 @@
+/**
+ * The real `damhub` command line as a child process (SPEC.md section 7): exit codes 0/1/2, one
+ * clear error line on stderr, `partners add|list|remove` and `keys rotate` against a data dir.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { makeKey, type TestKey } from './helpers/partner.js';
+
+/** Tests run from dist/test/, so the repository root is two levels up. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = path.join(ROOT, 'bin', 'damhub.js');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function damhub(...args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env };
+    delete env.DAMHUB_DATA_DIR;
+    delete env.DAMHUB_ADMIN_KEY;
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The first stderr line is the error: "damhub: <message>", one line. */
+function errorLine(r: Run): string {
+  const first = r.stderr.split('\n')[0]!;
+  assert.match(first, /^damhub: \S.*$/, `stderr: ${r.stderr}`);
+  return first;
+}
+
+const dirs: string[] = [];
+function tmp(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-cli-'));
+  dirs.push(d);
+  return d;
+}
+after(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+describe('usage errors exit 2', () => {
+  test('no arguments → usage, exit 2', async () => {
+    const r = await damhub();
+    assert.equal(r.code, 2);
+    assert.match(r.stdout + r.stderr, /usage:/);
+    assert.match(r.stdout + r.stderr, /damhub partners add/);
+  });
+
+  test('help → usage, exit 0', async () => {
+    const r = await damhub('help');
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /^usage:/);
+  });
+
+  test('unknown command → exit 2 with a one-line error on stderr', async () => {
+    const r = await damhub('frobnicate');
+    assert.equal(r.code, 2);
+    assert.equal(errorLine(r), 'damhub: unknown command "frobnicate"');
+    assert.equal(r.stdout, '');
+    assert.ok(!/\n\s+at /.test(r.stderr), 'no stack trace');
+    // The error is on one line; what follows is the usage text.
+    assert.equal(r.stderr.split('\n').filter((l) => l.startsWith('damhub:')).length, 1);
+  });
+
+  test('partners add without --issuer → exit 2 naming --issuer', async () => {
+    const r = await damhub('partners', 'add', '--jwks-url', 'https://x.example/jwks', '--data', tmp());
+    assert.equal(r.code, 2);
+    assert.match(errorLine(r), /--issuer/);
+  });
+
+  test('partners add with neither or both of --jwks-url/--jwks-file → exit 2', async () => {
+    const data = tmp();
+    const neither = await damhub('partners', 'add', '--issuer', 'https://x.example/', '--data', data);
+    assert.equal(neither.code, 2);
+    assert.match(errorLine(neither), /--jwks-url or --jwks-file/);
+    const both = await damhub('partners', 'add', '--issuer', 'https://x.example/', '--jwks-url', 'https://x.example/jwks', '--jwks-file', 'f.json', '--data', data);
+    assert.equal(both.code, 2);
+  });
+
+  test('an unknown flag, a bad number or an unknown subcommand → exit 2', async () => {
+    const data = tmp();
+    const flag = await damhub('partners', 'list', '--colour', 'blue', '--data', data);
+    assert.equal(flag.code, 2);
+    errorLine(flag);
+    const num = await damhub('partners', 'add', '--issuer', 'https://x.example/', '--jwks-url', 'https://x.example/jwks', '--rate-limit', 'many', '--data', data);
+    assert.equal(num.code, 2);
+    assert.match(errorLine(num), /--rate-limit/);
+    const sub = await damhub('partners', 'frob');
+    assert.equal(sub.code, 2);
+    const keys = await damhub('keys', 'frob');
+    assert.equal(keys.code, 2);
+    const remove = await damhub('partners', 'remove', '--data', data);
+    assert.equal(remove.code, 2, 'remove needs an id');
+  });
+});
+
+describe('partners add | list | remove', () => {
+  let data: string;
+  let jwksFile: string;
+  let key: TestKey;
+  let added: Record<string, any>;
+  const issuer = 'https://cli-partner.example/';
+
+  before(async () => {
+    data = tmp();
+    key = await makeKey();
+    jwksFile = path.join(tmp(), 'jwks.json');
+    fs.writeFileSync(jwksFile, JSON.stringify({ keys: [key.publicJwk] }));
+  });
+
+  test('add → exit 0 and the partner as JSON on stdout', async () => {
+    const r = await damhub('partners', 'add', '--issuer', issuer, '--jwks-file', jwksFile, '--data', data);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr, '');
+    added = JSON.parse(r.stdout);
+    assert.equal(added.issuer, issuer);
+    assert.equal(added.name, issuer);
+    assert.equal(added.audience, 'urn:damhub');
+    assert.equal(added.maxTokenAge, 3600);
+    assert.equal(added.rateLimit, 60);
+    assert.equal(added.enabled, true);
+    assert.equal(added.jwksUrl, null);
+    assert.deepEqual(added.jwks, { keys: [key.publicJwk] });
+    assert.equal(typeof added.id, 'string');
+    assert.ok(fs.existsSync(path.join(data, 'hub.sqlite')));
+  });
+
+  test('list shows it', async () => {
+    const r = await damhub('partners', 'list', '--data', data);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trim().split('\n');
+    assert.equal(lines.length, 1);
+    assert.deepEqual(lines[0]!.split('\t'), [added.id, 'enabled', issuer, 'urn:damhub', 'inline JWKS']);
+  });
+
+  test('add with every option and a JWKS URL', async () => {
+    const r = await damhub('partners', 'add', '--issuer', 'https://second.example', '--jwks-url', 'https://second.example/jwks.json',
+      '--audience', 'urn:second', '--name', 'Second', '--id', 'second', '--max-token-age', '120', '--rate-limit', '5',
+      '--origin', 'https://app.second.example', '--origin', 'http://localhost:5173', '--data', data);
+    assert.equal(r.code, 0, r.stderr);
+    const p = JSON.parse(r.stdout);
+    assert.deepEqual({ ...p, createdAt: 0, updatedAt: 0 }, {
+      id: 'second', name: 'Second', issuer: 'https://second.example', audience: 'urn:second', jwksUrl: 'https://second.example/jwks.json', jwks: null,
+      maxTokenAge: 120, rateLimit: 5, allowedOrigins: ['https://app.second.example', 'http://localhost:5173'], enabled: true, createdAt: 0, updatedAt: 0,
+    });
+    const list = await damhub('partners', 'list', '--data', data);
+    assert.deepEqual(list.stdout.trim().split('\n').map((l) => l.split('\t')[0]).sort(), [added.id, 'second'].sort());
+    assert.match(list.stdout, /^second\tenabled\thttps:\/\/second\.example\turn:second\thttps:\/\/second\.example\/jwks\.json$/m);
+  });
+
+  test('adding the same issuer again → exit 1 with one error line, nothing added', async () => {
+    const r = await damhub('partners', 'add', '--issuer', issuer, '--jwks-url', 'https://other.example/jwks', '--data', data);
+    assert.equal(r.code, 1);
+    assert.match(errorLine(r), /already exists/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.equal(r.stdout, '');
+    const list = await damhub('partners', 'list', '--data', data);
+    assert.equal(list.stdout.trim().split('\n').length, 2);
+  });
+
+  test('invalid values the registration rules reject → exit 1', async () => {
+    const badUrl = await damhub('partners', 'add', '--issuer', 'https://bad.example/', '--jwks-url', 'ftp://bad.example/jwks', '--data', data);
+    assert.equal(badUrl.code, 1);
+    assert.match(errorLine(badUrl), /jwksUrl/);
+    const badAge = await damhub('partners', 'add', '--issuer', 'https://bad.example/', '--jwks-url', 'https://bad.example/jwks', '--max-token-age', '0', '--data', data);
+    assert.equal(badAge.code, 1);
+    assert.match(errorLine(badAge), /maxTokenAge/);
+  });
+
+  test('--jwks-file pointing to a non-JSON file → exit 1', async () => {
+    const notJson = path.join(tmp(), 'jwks.txt');
+    fs.writeFileSync(notJson, 'this is not JSON');
+    const r = await damhub('partners', 'add', '--issuer', 'https://nojson.example/', '--jwks-file', notJson, '--data', data);
+    assert.equal(r.code, 1);
+    assert.match(errorLine(r), /JWKS file/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+    assert.ok(!/\n\s+at /.test(r.stderr), 'no stack trace');
+  });
+
+  test('--jwks-file that does not exist, or holds JSON that is not a JWKS → exit 1', async () => {
+    const missing = await damhub('partners', 'add', '--issuer', 'https://nofile.example/', '--jwks-file', path.join(tmp(), 'absent.json'), '--data', data);
+    assert.equal(missing.code, 1);
+    errorLine(missing);
+    const notJwks = path.join(tmp(), 'not-jwks.json');
+    fs.writeFileSync(notJwks, JSON.stringify({ hello: 'world' }));
+    const r = await damhub('partners', 'add', '--issuer', 'https://notjwks.example/', '--jwks-file', notJwks, '--data', data);
+    assert.equal(r.code, 1);
+    assert.match(errorLine(r), /jwks/i);
+  });
+
+  test('remove ID → exit 0; removing again → exit 1', async () => {
+    const r = await damhub('partners', 'remove', added.id, '--data', data);
+    assert.equal(r.code, 0, r.stderr);
+    const list = await damhub('partners', 'list', '--data', data);
+    assert.ok(!list.stdout.includes(issuer));
+    assert.match(list.stdout, /^second\t/m);
+
+    const again = await damhub('partners', 'remove', added.id, '--data', data);
+    assert.equal(again.code, 1);
+    assert.match(errorLine(again), new RegExp(`no partner with id ${added.id}`));
+  });
+
+  test('list of an empty data dir prints nothing', async () => {
+    const r = await damhub('partners', 'list', '--data', tmp());
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '');
+  });
+});
+
+describe('keys rotate', () => {
+  interface StoredKey { kid: string; use: string; k: string; createdAt: number }
+  const read = (data: string) => JSON.parse(fs.readFileSync(path.join(data, 'keys.json'), 'utf8')) as StoredKey[];
+
+  test('twice → keys.json holds the new keys first and keeps the old ones', async () => {
+    const data = tmp();
+    const first = await damhub('keys', 'rotate', '--data', data);
+    assert.equal(first.code, 0, first.stderr);
+    const ring1 = read(data);
+    assert.deepEqual(ring1.map((k) => k.use), ['sig', 'enc']);
+    assert.equal(first.stdout.trim(), `new keys: ${ring1[0]!.kid}, ${ring1[1]!.kid}; restart the hub to use them`);
+
+    const second = await damhub('keys', 'rotate', '--data', data);
+    assert.equal(second.code, 0, second.stderr);
+    const ring2 = read(data);
+    assert.equal(ring2.length, 4);
+    assert.deepEqual(ring2.map((k) => k.use), ['sig', 'enc', 'sig', 'enc']);
+    assert.deepEqual(ring2.slice(2), ring1, 'the old keys are kept, unchanged, after the new ones');
+    assert.ok(!ring1.some((k) => k.kid === ring2[0]!.kid || k.kid === ring2[1]!.kid), 'new kids');
+    assert.notEqual(ring2[0]!.k, ring1[0]!.k);
+    assert.match(second.stdout, new RegExp(`new keys: ${ring2[0]!.kid}, ${ring2[1]!.kid}`));
+    if (process.platform !== 'win32') assert.equal(fs.statSync(path.join(data, 'keys.json')).mode & 0o777, 0o600);
+    assert.deepEqual(fs.readdirSync(data).filter((f) => f.endsWith('.tmp')), [], 'no temp files left behind');
+  });
+});

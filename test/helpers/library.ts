@@ -1,0 +1,79 @@
+/**
+ * A hub with the embedded library over a generated folder tree, a library account, and a user
+ * signed in to both the hub and the library (through the real sign-in form).
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { addAccount } from '../../src/providers/library/accounts.js';
+import { startTestHub, tempDir, type TestHub } from './hub.js';
+
+export interface LibraryHarness {
+  t: TestHub;
+  root: string;
+  access: string;
+  dam: string;
+  headers: Record<string, string>;
+  get(url: string): Promise<{ status: number; body: any; headers: Record<string, unknown>; raw: Buffer }>;
+  post(url: string, body: unknown): Promise<{ status: number; body: any }>;
+}
+
+/** A small JPEG of a flat colour (distinct colours give distinct files and hashes). */
+export async function solidJpeg(width: number, height: number, rgb: [number, number, number]): Promise<Buffer> {
+  return sharp({ create: { width, height, channels: 3, background: { r: rgb[0], g: rgb[1], b: rgb[2] } } }).jpeg({ quality: 80 }).toBuffer();
+}
+
+export function writeFiles(root: string, files: Record<string, Buffer | string>): void {
+  for (const [rel, content] of Object.entries(files)) {
+    const file = path.join(root, rel);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, content);
+  }
+}
+
+export async function signInToLibrary(t: TestHub, access: string, user: string, password: string): Promise<string> {
+  const start = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=library&polling=true', headers: { authorization: `Bearer ${access}` } });
+  assert.equal(start.statusCode, 200, start.body);
+  const { redirect_uri, state } = start.json();
+  const form = new URL(redirect_uri);
+  const page = await t.app.inject({ method: 'GET', url: form.pathname + form.search });
+  assert.equal(page.statusCode, 200);
+  assert.match(page.body, /<form method="post"/);
+  const submit = await t.app.inject({
+    method: 'POST', url: '/api/v1/auth/library/signin',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ state, username: user, password }).toString(),
+  });
+  assert.equal(submit.statusCode, 200, submit.body);
+  const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
+  const tokens = poll.json();
+  assert.ok(tokens.access_token, poll.body);
+  return tokens.access_token;
+}
+
+export async function startLibraryHub(files: Record<string, Buffer | string>, opts: { folders?: string[] } = {}): Promise<LibraryHarness> {
+  const root = tempDir('damhub-lib-');
+  writeFiles(root, files);
+  const t = await startTestHub({ config: { libraryDir: root, userRateLimitPerMin: 0 } });
+  await t.hub.start();
+  await addAccount(t.hub.library!.index, 'alice', 'correct horse', opts.folders ?? [], t.clock.now());
+  const { access_token } = await t.login();
+  const dam = await signInToLibrary(t, access_token, 'alice', 'correct horse');
+  const headers = { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${dam}` };
+  return {
+    t, root, access: access_token, dam, headers,
+    async get(url) {
+      const r = await t.app.inject({ method: 'GET', url, headers });
+      let body: any = null;
+      try {
+        body = r.json();
+      } catch { /* not JSON */ }
+      return { status: r.statusCode, body, headers: r.headers, raw: r.rawPayload };
+    },
+    async post(url, body) {
+      const r = await t.app.inject({ method: 'POST', url, headers, payload: body as object });
+      return { status: r.statusCode, body: r.json() };
+    },
+  };
+}
