@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
-import { fileAttributesHash, hashFile } from '../src/providers/library/hashes.js';
+import exifr from 'exifr';
+import { fileAttributesHash, hashFile, hashStream } from '../src/providers/library/hashes.js';
 import { extractMetadata, formatResolution, kindOf, parseExifDateTime } from '../src/providers/library/metadata.js';
 import {
   insertJpegSegment, jpegWithMetadata, photoshopIptcSegment, iptcIim, pngWithMetadata, webpWithMetadata, writeTree, xmpPacket,
@@ -69,6 +70,23 @@ describe('hashFile', () => {
       assert.deepEqual(await hashFile(file), expectedHashes(buf));
     });
   }
+
+  test('chunks that straddle 4 MiB and 16 MiB boundaries are split correctly', async () => {
+    const buf = randomBytes(17 * MiB + 5);
+    const sizes = [1, 4 * MiB - 2, 3, 999_983, 4 * MiB + 7, 65_537, 12 * MiB];
+    const chunks: Buffer[] = [];
+    for (let at = 0, i = 0; at < buf.length; i++) {
+      const size = sizes[i % sizes.length];
+      chunks.push(buf.subarray(at, at + size));
+      at += size;
+    }
+    assert.equal(Buffer.concat(chunks).length, buf.length);
+    assert.deepEqual(await hashStream(chunks), expectedHashes(buf));
+    // Byte-sized chunks around the first block boundary.
+    const small = randomBytes(4 * MiB + 3);
+    const bytewise = [small.subarray(0, 4 * MiB - 2), ...[...small.subarray(4 * MiB - 2)].map((b) => Buffer.from([b]))];
+    assert.deepEqual(await hashStream(bytewise), expectedHashes(small));
+  });
 
   test('an empty file: Split4MB is the SHA-256 of the empty concatenation', async () => {
     const h = await hashFile(write('empty.bin', Buffer.alloc(0)));
@@ -329,6 +347,12 @@ describe('extractMetadata: IPTC character sets', () => {
   test('"Latin-1" 0x80-0x9F bytes are read as Windows-1252 punctuation', async () => {
     const m = await extractMetadata(await jpegFile({ iptcCharset: 'latin1', iptc: { caption: Buffer.from([0x93, 0x48, 0x69, 0x94, 0x20, 0x96, 0x20, 0x80]) } }));
     assert.equal(m.caption, '“Hi” – €');
+  });
+
+  test('the fixture APP13 segment is read by an independent reader (exifr)', async () => {
+    const jpeg = await jpegWithMetadata({ iptcCharset: 'latin1', iptc: { headline: 'Plain', keywords: ['k1', 'k2'], writer: 'W' } });
+    const parsed = await exifr.parse(jpeg, { tiff: false, iptc: true, mergeOutput: false });
+    assert.deepEqual(parsed.iptc, { ApplicationRecordVersion: '\x00\x04', Keywords: ['k1', 'k2'], Headline: 'Plain', Writer: 'W' });
   });
 
   test('an IPTC block after other Photoshop resources, with a named resource, is found', async () => {

@@ -17,6 +17,8 @@ import type { Stores } from '../stores/types.js';
 import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, type ProviderTokens } from './provider-tokens.js';
 import type { HubPrincipal } from './sessions.js';
 
+const COLLECT_GRACE_MS = 60_000;
+
 export interface DamLoginOptions {
   stateTtlSec: number;
   accessTtlSec: number;
@@ -69,7 +71,9 @@ export class DamLogin implements LoginHost {
     if (s.status === 'consumed') return { error: 'this login was already completed and its tokens handed out' };
     if (s.status === 'failed') return { error: s.error ?? 'the sign-in failed' };
     if (s.status === 'cancelled') return { error: 'the sign-in was cancelled' };
-    if (this.clock.now() >= s.expiresAt) return { error: 'the login expired (5 minutes); start a new login' };
+    // A sign-in completed in time can still be collected shortly after the 5 minutes (a poll in flight).
+    const late = this.clock.now() >= s.expiresAt + (s.status === 'completed' ? COLLECT_GRACE_MS : 0);
+    if (late) return { error: 'the login expired (5 minutes); start a new login' };
     if (s.status === 'pending') return {};
     const result = await this.stores.logins.consume(state);
     if (!result) return { error: 'this login was already completed and its tokens handed out' };

@@ -49,6 +49,11 @@ export class SessionService {
     return p;
   }
 
+  /** For /auth/refreshToken with a DAM refresh token: the (possibly expired) access token's session must still be live. */
+  async assertLive(claims: HubClaims): Promise<void> {
+    await this.principal(claims);
+  }
+
   private async principal(claims: HubClaims): Promise<HubPrincipal> {
     const [session, user, partner] = await Promise.all([
       this.stores.sessions.get(claims.sid),

@@ -87,7 +87,12 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     const token = bearer(Array.isArray(header) ? header[0] : header);
     if (!token) throw hubError('provider-access-token-missing', 'send the refresh token as "provider-authorization: Bearer <refresh token>"');
     reply.header('cache-control', 'no-store');
-    return looksLikeJwe(token) ? hub.connections.refresh(token, claims) : hub.sessions.refresh(claims, token);
+    if (looksLikeJwe(token)) {
+      // A DAM connection is renewed only for a live hub session (not after logout or user/partner removal).
+      await hub.sessions.assertLive(claims);
+      return hub.connections.refresh(token, claims);
+    }
+    return hub.sessions.refresh(claims, token);
   });
 
   app.get('/auth/logout', {

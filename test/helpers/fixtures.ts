@@ -118,23 +118,23 @@ export interface JpegFixture extends ImageFixture {
 
 /** A JPEG (default 64x48 gradient) with the requested EXIF, XMP and IPTC. */
 export async function jpegWithMetadata(opts: JpegFixture = {}): Promise<Buffer> {
-  const jpeg = await (await withMetadata(opts)).jpeg({ quality: 85 }).toBuffer();
+  const jpeg = await (await tagged(opts)).jpeg({ quality: 85 }).toBuffer();
   if (!opts.iptc) return jpeg;
   return insertJpegSegment(jpeg, photoshopIptcSegment(iptcIim(opts.iptc, opts.iptcCharset ?? 'utf-8')));
 }
 
 /** A PNG (sharp writes EXIF as an eXIf chunk and XMP as a zTXt chunk; PNG has no IPTC). */
 export async function pngWithMetadata(opts: ImageFixture = {}): Promise<Buffer> {
-  return (await withMetadata(opts)).png().toBuffer();
+  return (await tagged(opts)).png().toBuffer();
 }
 
 /** A WebP with the same metadata (EXIF and XMP chunks of the RIFF container). */
 export async function webpWithMetadata(opts: ImageFixture = {}): Promise<Buffer> {
-  return (await withMetadata(opts)).webp().toBuffer();
+  return (await tagged(opts)).webp().toBuffer();
 }
 
 /** The shared pipeline: pixels, density, EXIF, orientation, ICC profile, XMP. */
-async function withMetadata(opts: ImageFixture): Promise<Sharp> {
+async function tagged(opts: ImageFixture): Promise<Sharp> {
   const { exif = {}, colour = 'srgb' } = opts;
   if (colour === 'gray' && exif.orientation !== undefined) throw new Error('a gray fixture cannot carry an orientation (withMetadata converts to sRGB)');
   let img = await withDensity(gradient(opts.width ?? 64, opts.height ?? 48), exif.resolution);

@@ -38,9 +38,13 @@ const READ_CHUNK = MiB;
  */
 export async function hashFile(path: string, signal?: AbortSignal): Promise<FileHashes> {
   signal?.throwIfAborted();
+  return hashStream(fs.createReadStream(path, { highWaterMark: READ_CHUNK, signal }) as AsyncIterable<Buffer>);
+}
+
+/** The same digests over any byte stream (an upload, a remote download), chunked however it comes. */
+export async function hashStream(chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<FileHashes> {
   const digests = new DigestSet();
-  const stream = fs.createReadStream(path, { highWaterMark: READ_CHUNK, signal });
-  for await (const chunk of stream as AsyncIterable<Buffer>) digests.update(chunk);
+  for await (const chunk of chunks) digests.update(chunk);
   return digests.result();
 }
 
@@ -57,7 +61,7 @@ class DigestSet {
   private readonly prefix = new PrefixDigest(FIRST_PREFIX_SIZE);
   private size = 0;
 
-  update(chunk: Buffer): void {
+  update(chunk: Uint8Array): void {
     for (const h of this.whole) h.update(chunk);
     this.crc = zlib.crc32(chunk, this.crc);
     this.split.update(chunk);
@@ -90,7 +94,7 @@ class BlockDigest {
 
   constructor(private readonly blockSize: number) {}
 
-  update(chunk: Buffer): void {
+  update(chunk: Uint8Array): void {
     let offset = 0;
     while (offset < chunk.length) {
       const take = Math.min(this.blockSize - this.filled, chunk.length - offset);
@@ -124,7 +128,7 @@ class PrefixDigest {
     this.remaining = limit;
   }
 
-  update(chunk: Buffer): void {
+  update(chunk: Uint8Array): void {
     if (this.remaining === 0) return;
     const part = chunk.length <= this.remaining ? chunk : chunk.subarray(0, this.remaining);
     this.hash.update(part);

@@ -291,9 +291,9 @@ function mapXmp(xmp: XmpPacket | undefined, iccProfileDescription: string | unde
 }
 
 /**
- * exif.orientation is the EXIF Orientation code as a decimal string ("1".."8", e.g. "6" = rotate
- * 90° clockwise to display), not a label: it is what clients and the seed's other connectors
- * compare against. exif.width/height are the EXIF pixel dimensions, else the image's own.
+ * exif.orientation is the EXIF Orientation code as a decimal string ("1".."8"; "6" = rotate 90°
+ * clockwise to display), not exifr's English label ("Rotate 90 CW"): a stable value clients can
+ * switch on. exif.width/height are the EXIF pixel dimensions, else the image's own.
  */
 function mapExif(tags: Record<string, unknown>, image: { width?: number; height?: number }, warnings: string[]): Exif {
   const out: Exif = {};
@@ -440,8 +440,14 @@ function iptcResource(buf: Buffer, start: number): Buffer | undefined {
   return undefined;
 }
 
-/** Record 1 dataset 90 (CodedCharacterSet) value that declares UTF-8: ESC % G. */
-const UTF8_DECLARATION = Buffer.from([0x1b, 0x25, 0x47]);
+/**
+ * Does a CodedCharacterSet (1:90) value declare UTF-8? The ISO 2022 designations: ESC % G, or
+ * ESC % / G|H|I (UTF-8 with an implementation level). Anything else, or no 1:90, is Latin-1.
+ */
+function declaresUtf8(value: Buffer): boolean {
+  const s = value.toString('latin1');
+  return s === '\x1b%G' || /^\x1b%\/[GHI]$/.test(s);
+}
 
 /** IIM datasets: 0x1C, record, dataset, 2-byte big-endian length (or an extended length). */
 function decodeIim(iim: Buffer): IptcDatasets {
@@ -462,7 +468,7 @@ function decodeIim(iim: Buffer): IptcDatasets {
     raw.push({ record, dataset, data: iim.subarray(dataAt, Math.min(dataAt + length, iim.length)) });
     off = dataAt + length;
   }
-  const utf8 = raw.some((d) => d.record === 1 && d.dataset === 90 && d.data.equals(UTF8_DECLARATION));
+  const utf8 = raw.some((d) => d.record === 1 && d.dataset === 90 && declaresUtf8(d.data));
   const values = new Map<number, string[]>();
   for (const d of raw) {
     if (d.record !== 2) continue;
