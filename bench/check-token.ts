@@ -12,10 +12,12 @@ const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3'
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-'));
 const hubPort = 18181;
 const barePort = 18182;
+const fastifyPort = 18183;
 const hubUrl = `http://127.0.0.1:${hubPort}`;
 
 const hub = await startChild([`${REPO_ROOT}bin/damhub.js`, 'serve', '--demo', '--port', String(hubPort), '--data', dir], 'damhub listening', { DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0' });
 let bare;
+let fastify;
 try {
   const { jwt } = (await (await fetch(`${hubUrl}/demo/partner-token`, { method: 'POST' })).json()) as { jwt: string };
   const { access_token } = (await (await fetch(`${hubUrl}/api/v1/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${jwt}` } })).json()) as { access_token: string };
@@ -25,20 +27,25 @@ try {
   fs.writeFileSync(bodyFile, Buffer.from(await sample.arrayBuffer()));
   bare = await startChild([`${REPO_ROOT}dist/bench/bare-server.js`, String(barePort), bodyFile, sample.headers.get('content-type')!], 'bare listening');
 
+  fastify = await startChild([`${REPO_ROOT}dist/bench/fastify-server.js`, String(fastifyPort), bodyFile, sample.headers.get('content-type')!], 'fastify listening');
+
   const opts = { rounds: Number(values.rounds), durationSec: Number(values.duration), connections: Number(values.connections) };
   const r = await sideBySide(
     { name: 'damhub checkToken', url: `${hubUrl}/api/v1/auth/checkToken`, headers },
     { name: 'bare node:http', url: `http://127.0.0.1:${barePort}/`, headers },
-    opts,
+    { ...opts, extra: [{ name: 'bare Fastify', url: `http://127.0.0.1:${fastifyPort}/`, headers }] },
   );
   console.log(`checkToken benchmark: ${opts.rounds} alternating rounds × ${opts.durationSec} s, ${opts.connections} connections, ${os.cpus().length} cores, node ${process.version}`);
   console.log(table([
     ['side', 'req/s (median)', 'p50 ms', 'p99 ms'],
     ['damhub', r.subject.rps, r.subject.p50, r.subject.p99],
     ['bare node:http', r.baseline.rps, r.baseline.p50, r.baseline.p99],
+    ['bare Fastify', r.extra['bare Fastify']!.rps, r.extra['bare Fastify']!.p50, r.extra['bare Fastify']!.p99],
   ]));
-  console.log(`ratio damhub / bare = ${r.ratio.toFixed(3)} (target ≥ 0.6)`);
+  console.log(`per-round ratios damhub / bare node:http: ${r.ratios.map((x) => x.toFixed(3)).join(', ')}`);
+  console.log(`median ratio damhub / bare node:http = ${r.ratio.toFixed(3)} (target ≥ 0.6); bare Fastify / bare node:http = ${(r.extra['bare Fastify']!.rps / r.baseline.rps).toFixed(3)}`);
 } finally {
   hub.kill('SIGTERM');
   bare?.kill('SIGTERM');
+  fastify?.kill('SIGTERM');
 }

@@ -48,22 +48,34 @@ export interface Side {
   headers: Record<string, string>;
 }
 
-/** Alternates subject and baseline for `rounds`, after one warm-up each; returns medians. */
-export async function sideBySide(subject: Side, baseline: Side, opts: { rounds: number; durationSec: number; connections: number }) {
-  await load(subject.url, subject.headers, 2, opts.connections);
-  await load(baseline.url, baseline.headers, 2, opts.connections);
-  const runs: Record<string, LoadResult[]> = { [subject.name]: [], [baseline.name]: [] };
+/**
+ * Alternates the sides for `rounds` after one warm-up each; returns per-side medians and the
+ * median of the per-round ratios subject/baseline (adjacent runs share the machine's drift).
+ */
+export async function sideBySide(subject: Side, baseline: Side, opts: { rounds: number; durationSec: number; connections: number; extra?: Side[] }) {
+  const sides = [subject, baseline, ...(opts.extra ?? [])];
+  for (const side of sides) await load(side.url, side.headers, 2, opts.connections);
+  const runs: Record<string, LoadResult[]> = Object.fromEntries(sides.map((s) => [s.name, []]));
+  const ratios: number[] = [];
   for (let i = 0; i < opts.rounds; i++) {
-    for (const side of i % 2 ? [baseline, subject] : [subject, baseline]) {
+    const round: Record<string, LoadResult> = {};
+    for (const side of i % 2 ? [...sides].reverse() : sides) {
       const r = await load(side.url, side.headers, opts.durationSec, opts.connections);
       if (r.errors || r.non2xx) throw new Error(`${side.name}: ${r.errors} errors, ${r.non2xx} non-2xx responses`);
       runs[side.name]!.push(r);
+      round[side.name] = r;
     }
+    ratios.push(round[subject.name]!.rps / round[baseline.name]!.rps);
   }
   const summary = (rs: LoadResult[]) => ({ rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
-  const s = summary(runs[subject.name]!);
-  const b = summary(runs[baseline.name]!);
-  return { subject: s, baseline: b, ratio: s.rps / b.rps, runs };
+  return {
+    subject: summary(runs[subject.name]!),
+    baseline: summary(runs[baseline.name]!),
+    extra: Object.fromEntries((opts.extra ?? []).map((s) => [s.name, summary(runs[s.name]!)])),
+    ratio: median(ratios),
+    ratios,
+    runs,
+  };
 }
 
 export function table(rows: [string, ...(string | number)[]][]): string {

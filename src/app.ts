@@ -50,11 +50,6 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   });
   app.decorate('hub', hub);
 
-  // Callback-style hooks: on the hottest path they skip a promise per request.
-  app.addHook('onRequest', (req, reply, done) => {
-    reply.header('x-request-id', req.id);
-    done();
-  });
   registerErrorHandling(app);
   registerSecurityHeaders(app);
   registerAuth(app);

@@ -74,7 +74,6 @@ export class Hub {
     this.hubTokens = new HubTokens(this.keys, this.clock, config.accessTokenTtlSec, config.refreshTokenTtlSec);
     this.providerTokens = new ProviderTokens(this.keys, this.clock);
     this.exchange = new TokenExchange(this.stores, this.jwks, this.hubTokens, this.clock, config.refreshTokenTtlSec);
-    this.sessions = new SessionService(this.stores, this.hubTokens, this.clock, config.refreshTokenTtlSec, config.refreshGraceSec);
     this.damLogin = new DamLogin(this.stores, this.providers, this.providerTokens, this.clock, {
       stateTtlSec: config.loginStateTtlSec,
       accessTtlSec: config.providerTokenTtlSec,
@@ -82,6 +81,8 @@ export class Hub {
       publicUrl: config.publicUrl,
       hashSecret: loadOrCreateSecret(config.dataDir, 'user-hash.key', null),
     });
+    this.sessions = new SessionService(this.stores, this.hubTokens, this.clock, config.refreshTokenTtlSec, config.refreshGraceSec,
+      (partnerId, sub) => this.damLogin.userHash(partnerId, 'hub', sub));
     this.connections = new ProviderConnections(this.providerTokens, this.providers, config.providerTokenTtlSec, config.providerRefreshTtlSec);
   }
 

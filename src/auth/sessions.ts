@@ -15,6 +15,8 @@ export interface HubPrincipal {
   partner: Partner;
   session: Session;
   claims: HubClaims;
+  /** Stable opaque hash of (partner, sub), computed once per authentication. */
+  userHash: string;
 }
 
 export class SessionService {
@@ -26,10 +28,17 @@ export class SessionService {
     private readonly clock: Clock,
     private readonly refreshTtlSec: number,
     private readonly graceSec: number,
+    private readonly userHash: (partnerId: string, sub: string) => string,
     principalCacheMs = 1000,
   ) {
     this.cache = new PrincipalCache(clock, principalCacheMs);
     stores.onInvalidate(() => this.cache.clear());
+  }
+
+  /** The principal of a token verified within the last second, without any async work (the hot path). */
+  cached(authorization: string | undefined): HubPrincipal | undefined {
+    const token = authorization ? bearer(authorization) : null;
+    return token ? this.cache.get(token) : undefined;
   }
 
   /** Authorization: Bearer <access token> → the live session behind it. */
@@ -63,7 +72,7 @@ export class SessionService {
     if (!session || session.revokedAt !== null) throw hubError('hub-access-token-invalid', 'the session was ended (logout or revocation); exchange again');
     if (!user || user.partnerId !== claims.pid) throw hubError('hub-access-token-invalid', 'the user no longer exists');
     if (!partner || !partner.enabled) throw hubError('hub-access-token-invalid', 'the partner was disabled or removed');
-    return { user, partner, session, claims };
+    return { user, partner, session, claims, userHash: this.userHash(partner.id, user.sub) };
   }
 
   /** /auth/refreshToken: the current access token may have expired, so only its signature is checked. */

@@ -14,11 +14,20 @@ export function registerOps(app: FastifyInstance): void {
     registers: [registry],
   });
 
+  // Label children are cached per route/status: prom-client would otherwise hash the labels on every request.
+  const counters = new Map<string, ReturnType<typeof requests.labels>>();
+  const timers = new Map<string, ReturnType<typeof duration.labels>>();
   app.addHook('onResponse', (req, reply, done) => {
     // The route pattern, not the URL, so ids and tokens never become label values.
     const route = req.routeOptions.url ?? 'unmatched';
-    requests.inc({ method: req.method, route, status: String(reply.statusCode) });
-    duration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+    const key = `${req.method} ${route}`;
+    const ckey = `${key} ${reply.statusCode}`;
+    let c = counters.get(ckey);
+    if (!c) counters.set(ckey, (c = requests.labels({ method: req.method, route, status: String(reply.statusCode) })));
+    c.inc();
+    let h = timers.get(key);
+    if (!h) timers.set(key, (h = duration.labels({ method: req.method, route })));
+    h.observe(reply.elapsedTime / 1000);
     done();
   });
 

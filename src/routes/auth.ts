@@ -67,7 +67,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       source: 'damhub',
       user: { id: p.user.id, name: p.user.name ?? p.user.email, email: p.user.email, givenName: p.user.givenName, familyName: p.user.familyName },
       account: { id: p.partner.id, name: p.partner.name, issuer: p.partner.issuer },
-      userHash: hub.damLogin.userHash(p.partner.id, 'hub', p.user.sub),
+      userHash: p.userHash,
       expiresAt: p.claims.exp * 1000,
     };
   });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { DemoPartner } from '../demo/partner.js';
+import { sendHtml } from '../http/security-headers.js';
 
 const STATIC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'src', 'demo', 'static');
 
@@ -11,7 +12,7 @@ export async function demoRoutes(app: FastifyInstance): Promise<void> {
   const demo = await DemoPartner.setup(app.hub);
   const page = (file: string, type: string) => {
     const body = fs.readFileSync(path.join(STATIC, file));
-    return async (_req: unknown, reply: import('fastify').FastifyReply) => reply.type(type).send(body);
+    return async (_req: unknown, reply: import('fastify').FastifyReply) => (type.startsWith('text/html') ? sendHtml(reply, 200, body) : reply.type(type).send(body));
   };
   app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/demo'));
   app.get('/demo', { schema: { hide: true } }, page('index.html', 'text/html; charset=utf-8'));

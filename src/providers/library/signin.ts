@@ -3,7 +3,8 @@
  * completes the hub's login state; five wrong passwords fail it. Names are not disclosed: an
  * unknown user costs the same scrypt work as a wrong password.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import { sendHtml } from '../../http/security-headers.js';
 import type { LoginHost } from '../contract.js';
 import { dummyHash, verifyPassword } from './accounts.js';
 import type { LibraryIndex } from './index-store.js';
@@ -30,7 +31,7 @@ export function signinRoutes(app: FastifyInstance, host: LoginHost, index: Libra
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
 
-  const html = (reply: FastifyReply, status: number, s: string) => reply.code(status).type('text/html; charset=utf-8').send(s);
+  const html = sendHtml;
   const form = (state: string, error: string | null, name = '') => page('Sign in to the library', `
     <h1>Sign in to the library</h1>
     ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
