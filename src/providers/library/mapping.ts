@@ -22,17 +22,8 @@ export function versionToAsset(row: AssetRow, v: VersionRow, ctx: MappingContext
   return build(row, { version: v.version, size: v.size, mtimeMs: v.mtimeMs, mimeType: v.mimeType, width: v.width, height: v.height, hashes: v.hashes, meta: v.meta, comment: v.comment }, ctx);
 }
 
-interface VersionView {
-  version: number;
-  size: number;
-  mtimeMs: number;
-  mimeType: string;
-  width: number | null;
-  height: number | null;
-  hashes: AssetRow['hashes'];
-  meta: AssetRow['meta'];
-  comment: string | undefined;
-}
+/** What differs between versions of one asset. */
+type VersionView = Pick<VersionRow, 'version' | 'size' | 'mtimeMs' | 'mimeType' | 'width' | 'height' | 'hashes' | 'meta'> & { comment: string | undefined };
 
 function build(row: AssetRow, v: VersionView, ctx: MappingContext): Asset {
   const url = (rendition: string) => ctx.urls.url('library', { assetId: row.id, version: v.version, rendition });

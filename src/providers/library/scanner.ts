@@ -37,7 +37,7 @@ export function assetIdFor(relPath: string): string {
 export class LibraryScanner {
   private readonly blobDir: string;
   private running: Promise<ScanReport> | null = null;
-  private again = false;
+  private queued: Promise<ScanReport> | null = null;
 
   constructor(
     readonly root: string,
@@ -54,20 +54,22 @@ export class LibraryScanner {
     return path.join(this.blobDir, blob.slice(0, 2), blob);
   }
 
-  /** One scan at a time; a scan requested while one runs is coalesced into one more afterwards. */
+  /**
+   * One scan at a time. A scan requested while one runs waits for it and then runs once more (all
+   * requests made meanwhile share that one), so what changed before the call is always seen.
+   */
   scan(opts: { concurrency?: number; onProgress?: (p: ScanProgress) => void } = {}): Promise<ScanReport> {
-    if (this.running) {
-      this.again = true;
+    if (!this.running) {
+      this.running = this.doScan(opts).finally(() => {
+        this.running = null;
+      });
       return this.running;
     }
-    this.running = this.doScan(opts).finally(() => {
-      this.running = null;
-      if (this.again) {
-        this.again = false;
-        void this.scan(opts);
-      }
+    this.queued ??= this.running.catch(() => undefined).then(() => {
+      this.queued = null;
+      return this.scan(opts);
     });
-    return this.running;
+    return this.queued;
   }
 
   private async doScan(opts: { concurrency?: number; onProgress?: (p: ScanProgress) => void }): Promise<ScanReport> {
