@@ -83,7 +83,7 @@ export function sendError(err: HubError, req: FastifyRequest, reply: FastifyRepl
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((e, req, reply) => {
     const err = toHubError(e);
-    if (err.status >= 500) req.log.error({ err: e, code: err.code }, 'request failed');
+    if (err.status >= 500) req.log.error({ err: e, code: err.code, requestId: req.id }, 'request failed');
     else req.log.info({ code: err.code, details: err.details }, 'request rejected');
     return sendError(err, req, reply);
   });
