@@ -6,6 +6,7 @@
 import Database from 'better-sqlite3';
 import type { FileHashes } from './hashes.js';
 import type { ExtractedMetadata } from './metadata.js';
+import { SearchEngine, type SearchDoc, type SearchField } from './search-engine.js';
 
 export interface AssetRow {
   id: string;
@@ -65,14 +66,12 @@ export interface ListQuery {
   /** Folders an account is limited to (recursive scopes); null = unrestricted. */
   allowedRoots: string[] | null;
   filters: ActiveFilters;
-  /** FTS5 match expression, or null for a plain listing. */
-  match: string | null;
   limit: number;
   /** Keyset position: the sort key and id of the last row of the previous page. */
   after: { key: number | string; id: string } | null;
 }
 
-const MIGRATIONS = [
+const MIGRATIONS: (string | ((db: Database.Database) => void))[] = [
   `
   CREATE TABLE folders (path TEXT PRIMARY KEY, parent TEXT, name TEXT NOT NULL) WITHOUT ROWID;
   CREATE INDEX folders_parent ON folders(parent, name);
@@ -123,7 +122,28 @@ const MIGRATIONS = [
   );
   CREATE TABLE accounts (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL, folders TEXT NOT NULL, created_at INTEGER NOT NULL);
   `,
+  // 2: keyword search moves to the in-memory engine (search-engine.ts). Each asset keeps its
+  // searchable text, and a change sequence lets every process's engine catch up incrementally.
+  (db) => {
+    db.exec(`
+      DROP TABLE assets_fts;
+      ALTER TABLE assets ADD COLUMN search_text TEXT NOT NULL DEFAULT '';
+      ALTER TABLE assets ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX assets_change_seq ON assets(change_seq);
+      CREATE TABLE removed_assets (seq INTEGER PRIMARY KEY, asset_rowid INTEGER NOT NULL);
+      CREATE TABLE index_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+      INSERT INTO index_meta (key, value) VALUES ('change_seq', 0), ('removed_pruned_below', 0);
+    `);
+    const rows = db.prepare('SELECT rowid, name, folder_path, meta FROM assets').all() as { rowid: number; name: string; folder_path: string; meta: string }[];
+    const upd = db.prepare('UPDATE assets SET search_text = ?, change_seq = ? WHERE rowid = ?');
+    let seq = 0;
+    for (const r of rows) upd.run(searchText(r.name, r.folder_path, JSON.parse(r.meta)), ++seq, r.rowid);
+    db.prepare("UPDATE index_meta SET value = ? WHERE key = 'change_seq'").run(seq);
+  },
 ];
+
+/** Removal log entries kept for other processes' engines to catch up with; older ones are pruned. */
+const REMOVED_LOG_KEEP = 100_000;
 
 export class LibraryIndex {
   readonly db: Database.Database;
@@ -138,7 +158,9 @@ export class LibraryIndex {
     const version = this.db.pragma('user_version', { simple: true }) as number;
     for (let v = version; v < MIGRATIONS.length; v++) {
       this.db.transaction(() => {
-        this.db.exec(MIGRATIONS[v]!);
+        const m = MIGRATIONS[v]!;
+        if (typeof m === 'string') this.db.exec(m);
+        else m(this.db);
         this.db.pragma(`user_version = ${v + 1}`);
       })();
     }
@@ -151,6 +173,10 @@ export class LibraryIndex {
       assetByPath: db.prepare('SELECT * FROM assets WHERE rel_path = ?'),
       fileStates: db.prepare('SELECT rel_path, size, mtime_ms FROM assets'),
       versions: db.prepare('SELECT * FROM versions WHERE asset_id = ? ORDER BY version DESC'),
+      nextSeq: db.prepare("UPDATE index_meta SET value = value + 1 WHERE key = 'change_seq' RETURNING value").pluck(),
+      changedSince: db.prepare('SELECT rowid, folder_path, kind, ext, year, orientation, mtime_ms, search_text FROM assets WHERE change_seq > ? ORDER BY change_seq'),
+      removedSince: db.prepare('SELECT asset_rowid FROM removed_assets WHERE seq > ? ORDER BY seq').pluck(),
+      metaValue: db.prepare('SELECT value FROM index_meta WHERE key = ?').pluck(),
       account: db.prepare('SELECT * FROM accounts WHERE id = ?'),
       accountByName: db.prepare('SELECT * FROM accounts WHERE name = ?'),
     };
@@ -223,33 +249,21 @@ export class LibraryIndex {
           previous.hashes ? JSON.stringify(previous.hashes) : null, JSON.stringify(previous.meta), previous.blob, previous.comment, previous.createdAt);
       }
       const old = this.db.prepare('SELECT rowid FROM assets WHERE id = ?').get(a.id) as { rowid: number } | undefined;
-      if (old) {
-        this.db.prepare('DELETE FROM assets_fts WHERE rowid = ?').run(old.rowid);
-        this.db.prepare('DELETE FROM asset_keywords WHERE asset_rowid = ?').run(old.rowid);
-      }
+      if (old) this.db.prepare('DELETE FROM asset_keywords WHERE asset_rowid = ?').run(old.rowid);
       const year = yearOf(a);
       const orientation = a.width && a.height ? (a.width > a.height ? 'landscape' : a.width < a.height ? 'portrait' : 'square') : null;
-      const row = this.db.prepare(`INSERT INTO assets (id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at)
-        VALUES (@id, @relPath, @folderPath, @name, @ext, @size, @mtimeMs, @createdMs, @mimeType, @kind, @width, @height, @year, @orientation, @version, @versionComment, @meta, @hashes, @blob, @indexedAt)
+      const row = this.db.prepare(`INSERT INTO assets (id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at, search_text, change_seq)
+        VALUES (@id, @relPath, @folderPath, @name, @ext, @size, @mtimeMs, @createdMs, @mimeType, @kind, @width, @height, @year, @orientation, @version, @versionComment, @meta, @hashes, @blob, @indexedAt, @searchText, @seq)
         ON CONFLICT (id) DO UPDATE SET rel_path=excluded.rel_path, folder_path=excluded.folder_path, name=excluded.name, ext=excluded.ext, size=excluded.size,
           mtime_ms=excluded.mtime_ms, created_ms=excluded.created_ms, mime=excluded.mime, kind=excluded.kind, width=excluded.width, height=excluded.height,
           year=excluded.year, orientation=excluded.orientation, version=excluded.version, version_comment=excluded.version_comment, meta=excluded.meta,
-          hashes=excluded.hashes, blob=excluded.blob, indexed_at=excluded.indexed_at
+          hashes=excluded.hashes, blob=excluded.blob, indexed_at=excluded.indexed_at, search_text=excluded.search_text, change_seq=excluded.change_seq
         RETURNING rowid`).get({
         ...a, year, orientation, meta: JSON.stringify(a.meta), hashes: a.hashes ? JSON.stringify(a.hashes) : null,
+        searchText: searchText(a.name, a.folderPath, a.meta), seq: this.stmts.nextSeq.get() as number,
       }) as { rowid: number };
       const kwIns = this.db.prepare('INSERT OR IGNORE INTO asset_keywords (asset_rowid, keyword) VALUES (?, ?)');
       for (const k of a.meta.keywords) kwIns.run(row.rowid, k.toLowerCase());
-      const m = a.meta;
-      this.db.prepare('INSERT INTO assets_fts (rowid, name, path, title, caption, keywords, other) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-        row.rowid,
-        a.name.replace(/[._-]+/g, ' '),
-        a.folderPath.replace(/[/._-]+/g, ' '),
-        m.title ?? '',
-        m.caption ?? '',
-        [...m.keywords, ...m.categories].join(' '),
-        [m.copyright, ...Object.values(m.iptc ?? {}), ...Object.values(m.xmp ?? {}), m.exif?.cameraModel].filter((v) => typeof v === 'string').join(' '),
-      );
     })();
   }
 
@@ -257,9 +271,56 @@ export class LibraryIndex {
     this.db.transaction(() => {
       const r = this.db.prepare('SELECT rowid FROM assets WHERE rel_path = ?').get(relPath) as { rowid: number } | undefined;
       if (!r) return;
-      this.db.prepare('DELETE FROM assets_fts WHERE rowid = ?').run(r.rowid);
       this.db.prepare('DELETE FROM assets WHERE rowid = ?').run(r.rowid);
+      this.db.prepare('INSERT INTO removed_assets (seq, asset_rowid) VALUES (?, ?)').run(this.stmts.nextSeq.get() as number, r.rowid);
     })();
+  }
+
+  /** Keeps the removal log bounded; an engine further behind than what is kept rebuilds. */
+  pruneRemovalLog(): void {
+    const seq = this.stmts.metaValue.get('change_seq') as number;
+    const below = seq - REMOVED_LOG_KEEP;
+    if (below <= 0) return;
+    this.db.transaction(() => {
+      if (this.db.prepare('DELETE FROM removed_assets WHERE seq < ?').run(below).changes > 0) {
+        this.db.prepare("UPDATE index_meta SET value = max(value, ?) WHERE key = 'removed_pruned_below'").run(below);
+      }
+    })();
+  }
+
+  // ── keyword search ───────────────────────────────────────────────────────────────────────
+  private engine: SearchEngine | null = null;
+  private engineSeq = 0;
+
+  /**
+   * The search engine, current with every committed change, including those of other processes
+   * on the same index file (`damhub index` beside a running hub): built on first use, then caught
+   * up from the change sequence on every call (an indexed lookup that finds nothing when idle).
+   */
+  searchEngine(): SearchEngine {
+    if (this.engine && (this.stmts.metaValue.get('removed_pruned_below') as number) > this.engineSeq + 1) this.engine = null;
+    if (!this.engine) {
+      this.engine = new SearchEngine();
+      this.engineSeq = 0;
+    } else {
+      for (const rowid of this.stmts.removedSince.iterate(this.engineSeq) as Iterable<number>) this.engine.remove(rowid);
+    }
+    const seq = this.stmts.metaValue.get('change_seq') as number;
+    for (const r of this.stmts.changedSince.iterate(this.engineSeq) as Iterable<Record<string, unknown>>) this.engine.upsert(searchDoc(r));
+    this.engineSeq = seq;
+    if (this.engine.deadDocuments > 10_000 && this.engine.deadDocuments > this.engine.size) this.engine.compact();
+    return this.engine;
+  }
+
+  /** Asset rows by row id, in the order given (missing ones skipped). */
+  assetsByRowids(rowids: number[]): AssetRow[] {
+    if (!rowids.length) return [];
+    const rows = this.db.prepare(`SELECT * FROM assets WHERE rowid IN (${rowids.map(() => '?').join(',')})`).all(...rowids) as Record<string, unknown>[];
+    const byRowid = new Map(rows.map((r) => [r.rowid as number, r]));
+    return rowids.flatMap((id) => {
+      const r = byRowid.get(id);
+      return r ? [toAsset(r)] : [];
+    });
   }
 
   versions(assetId: string): VersionRow[] {
@@ -281,8 +342,8 @@ export class LibraryIndex {
 
   // ── listing and search ───────────────────────────────────────────────────────────────────
   /**
-   * One page of assets in keyset order plus the exact total and facet counts.
-   * Browse orders by name (then id); search by relevance (bm25, then id).
+   * One page of a folder listing in keyset order (name, then id) plus the exact total and facet
+   * counts. Keyword search is the search engine's (searchEngine()).
    */
   list(q: ListQuery): { rows: AssetRow[]; total: number; sortKeys: (number | string)[]; facets: Record<FacetKey, { value: string; count: number }[]> } {
     const where: string[] = [];
@@ -321,14 +382,10 @@ export class LibraryIndex {
       }
       return parts;
     };
-    const from = q.match ? 'assets_fts f JOIN assets a ON a.rowid = f.rowid' : 'assets a';
-    if (q.match) {
-      where.push('assets_fts MATCH @match');
-      params.match = q.match;
-    }
+    const from = 'assets a';
     const base = [...where, ...facetWhere(null)];
     const whereSql = base.length ? `WHERE ${base.join(' AND ')}` : '';
-    const sortExpr = q.match ? 'bm25(assets_fts, 10.0, 2.0, 8.0, 4.0, 6.0, 1.0)' : 'a.name';
+    const sortExpr = 'a.name';
     let pageWhere = whereSql;
     if (q.after) {
       params.afterKey = q.after.key;
@@ -378,6 +435,41 @@ export class LibraryIndex {
 
 export const FACETS: FacetKey[] = ['type', 'ext', 'keyword', 'year', 'orientation'];
 const FACET_COLUMN: Record<Exclude<FacetKey, 'keyword'>, string> = { type: 'kind', ext: 'ext', year: 'year', orientation: 'orientation' };
+
+const SEP = '\u001f';
+const KW_SEP = '\u001e';
+const TEXT_FIELDS: SearchField[] = ['name', 'path', 'title', 'caption', 'keywords', 'other'];
+
+/** An asset's searchable text: the engine's six fields, then its facet keywords. */
+function searchText(name: string, folderPath: string, m: Omit<ExtractedMetadata, 'warnings'>): string {
+  const clean = (v: string) => v.replace(/[\u001e\u001f]/g, ' ');
+  const fields = [
+    name,
+    folderPath,
+    m.title ?? '',
+    m.caption ?? '',
+    [...m.keywords, ...m.categories].join(' '),
+    [m.copyright, ...Object.values(m.iptc ?? {}), ...Object.values(m.xmp ?? {}), m.exif?.cameraModel].filter((v) => typeof v === 'string').join(' '),
+  ];
+  return [...fields.map(clean), m.keywords.map((k) => clean(k.toLowerCase())).join(KW_SEP)].join(SEP);
+}
+
+function searchDoc(r: Record<string, unknown>): SearchDoc {
+  const parts = String(r.search_text).split(SEP);
+  const fields = {} as Record<SearchField, string>;
+  TEXT_FIELDS.forEach((f, i) => (fields[f] = parts[i] ?? ''));
+  return {
+    rowid: r.rowid as number,
+    folderPath: r.folder_path as string,
+    kind: r.kind as string,
+    ext: r.ext as string,
+    year: (r.year as number | null) ?? null,
+    orientation: (r.orientation as string | null) ?? null,
+    mtimeMs: r.mtime_ms as number,
+    fields,
+    keywords: parts[6] ? parts[6].split(KW_SEP) : [],
+  };
+}
 
 function yearOf(a: AssetRow): number | null {
   const t = a.meta.exif?.dateTimeOriginal ?? a.mtimeMs;

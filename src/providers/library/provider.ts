@@ -16,6 +16,7 @@ import { label } from './labels.js';
 import { toAsset, versionToAsset } from './mapping.js';
 import { iconSvg, Renditions, RENDITIONS, type RenditionName } from './renditions.js';
 import { isInside, LibraryScanner, type ScanReport } from './scanner.js';
+import { tokenize, type EngineQuery, type RankParams } from './search-engine.js';
 import { signinRoutes } from './signin.js';
 
 export const LIBRARY_ID = 'library';
@@ -73,6 +74,7 @@ export class LibraryProvider implements Provider {
   /** Cheap rescan (size/mtime) after a restart, then a watcher that rescans on changes. */
   async start(): Promise<ScanReport> {
     const report = await this.scanner.scan();
+    this.index.searchEngine(); // built now rather than on the first search
     if (this.opts.watch) {
       try {
         this.watcher = fs.watch(this.opts.root, { recursive: true }, () => this.scheduleRescan());
@@ -149,7 +151,7 @@ export class LibraryProvider implements Provider {
     const folder = this.index.folder(rel);
     if (!folder) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${folderId}`);
     if (roots && !roots.some((r) => isWithin(rel, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not open ${folderId}`);
-    const page = this.page({ folderPath: rel, recursive: false, allowedRoots: null, match: null }, opts);
+    const page = this.page({ folderPath: rel, recursive: false, allowedRoots: null }, opts);
     return {
       id: rel === '' ? 'root' : `/${rel}`,
       name: rel === '' ? 'Library' : folder.name,
@@ -168,10 +170,31 @@ export class LibraryProvider implements Provider {
       if (acc.folders.length && scope !== '' && !acc.folders.some((r) => isWithin(scope, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not search ${q.parentId}`);
     }
     const allowedRoots = acc.folders.length ? acc.folders.filter((r) => scope === '' || isWithin(r, scope)) : null;
-    return { folders: [], ...this.page({ folderPath: scope, recursive: true, allowedRoots, match: ftsQuery(q.query) }, opts) };
+    const filters = parseFilters(opts.filters);
+    const words = searchWords(q.query);
+    let after: EngineQuery['after'] = null;
+    let params: RankParams | null = null;
+    if (opts.more) {
+      const c = parseSearchCursor(opts.more, words.length);
+      after = { key: c.k, rowid: c.r };
+      params = c.p ?? null;
+    }
+    const r = this.index.searchEngine().search({ words, folderPath: scope, allowedRoots, filters, limit: opts.size + 1, after, params });
+    const rows = this.index.assetsByRowids(r.rowids.slice(0, opts.size));
+    const hasMore = r.rowids.length > opts.size;
+    const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
+    const last = opts.size - 1;
+    const cursor: SearchCursor = { k: r.keys[last]!, r: r.rowids[last]!, ...(r.params ? { p: r.params } : {}) };
+    return {
+      folders: [],
+      assets: rows.map((a) => toAsset(a, ctx)),
+      filters: buildFilters(r.facets, filters, opts.uiLocale),
+      totalAssetsCount: r.total,
+      ...(hasMore ? { more: JSON.stringify(cursor) } : {}),
+    };
   }
 
-  private page(base: { folderPath: string; recursive: boolean; allowedRoots: string[] | null; match: string | null }, opts: ListOptions): Omit<AssetPage, 'folders'> {
+  private page(base: { folderPath: string; recursive: boolean; allowedRoots: string[] | null }, opts: ListOptions): Omit<AssetPage, 'folders'> {
     const filters = parseFilters(opts.filters);
     let after: { key: number | string; id: string } | null = null;
     if (opts.more) {
@@ -275,11 +298,32 @@ function isWithin(rel: string, root: string): boolean {
   return root === '' || rel === root || rel.startsWith(`${root}/`);
 }
 
-/** User words → an FTS5 expression: every word must match, as a prefix; quotes neutralise FTS syntax. */
-export function ftsQuery(q: string): string | null {
-  const words = q.normalize('NFKC').match(/[\p{L}\p{N}]+/gu) ?? [];
-  if (!words.length) return null;
-  return words.slice(0, 16).map((w) => `"${w}"*`).join(' ');
+/** The query's words, folded like indexed text; each must match as a prefix. At most 16 count. */
+export function searchWords(q: string): string[] {
+  return [...new Set(tokenize(q))].slice(0, 16);
+}
+
+/** A search page's position: sort key and row id of its last asset, and the ranking parameters. */
+interface SearchCursor {
+  k: number;
+  r: number;
+  p?: RankParams;
+}
+
+function parseSearchCursor(more: string, words: number): SearchCursor {
+  const bad = () => validationError('more: not a cursor of this search; start again from the first page');
+  let c: SearchCursor;
+  try {
+    c = JSON.parse(more) as SearchCursor;
+  } catch {
+    throw bad();
+  }
+  if (typeof c !== 'object' || c === null || !Number.isFinite(c.k) || !Number.isInteger(c.r)) throw bad();
+  if (words > 0) {
+    const p = c.p;
+    if (!p || !Number.isFinite(p.avgdl) || !Array.isArray(p.idf) || p.idf.length !== words || !p.idf.every(Number.isFinite)) throw bad();
+  }
+  return c;
 }
 
 function parseFilters(ids: string[]): ActiveFilters {

@@ -115,6 +115,7 @@ export class LibraryScanner {
     this.index.ensureFolder('');
     for (const f of folders) this.index.ensureFolder(f);
     this.index.pruneFolders(folders);
+    this.index.pruneRemovalLog();
     return report;
   }
 

@@ -1,0 +1,590 @@
+/**
+ * The library's keyword search engine: an in-memory inverted index with columnar facet values,
+ * fed from the index's assets table (see LibraryIndex.searchEngine) and answering one query with
+ * the page, the exact total and every facet count in a single pass over typed arrays.
+ *
+ * Why not SQLite FTS5 alone: at a million assets a common word matches half of them, and an exact
+ * `count(*)`, a bm25 sort and five GROUP BYs over 500,000 rows cost SQLite hundreds of
+ * milliseconds; the same work over typed arrays is a few (docs/benchmarks.md).
+ *
+ * Semantics (docs/library.md): every query word must match, as a prefix, after Unicode folding
+ * (NFKD, marks removed, lower case). Ranking is BM25F over six weighted fields; ties break by the
+ * asset's row id. A search without words lists the newest first (modified, descending).
+ */
+import type { ActiveFilters, FacetKey } from './index-store.js';
+
+/** Field weights of BM25F: a word in the name or title counts for more than one in the path. */
+export const FIELD_WEIGHTS = { name: 10, path: 2, title: 8, caption: 4, keywords: 6, other: 1 } as const;
+export type SearchField = keyof typeof FIELD_WEIGHTS;
+const FIELDS = Object.keys(FIELD_WEIGHTS) as SearchField[];
+const K1 = 1.2;
+const B = 0.75;
+const FACET_OPTIONS = 30;
+
+export interface SearchDoc {
+  rowid: number;
+  folderPath: string;
+  kind: string;
+  ext: string;
+  year: number | null;
+  orientation: string | null;
+  mtimeMs: number;
+  fields: Record<SearchField, string>;
+  /** Facet values of the keyword facet (lower case). */
+  keywords: string[];
+}
+
+/** Scoring parameters of a result list, carried in its cursor so that later pages rank alike. */
+export interface RankParams {
+  idf: number[];
+  avgdl: number;
+}
+
+export interface EngineQuery {
+  /** Query words (already folded by `tokenize`), each matched as a prefix; empty = all. */
+  words: string[];
+  /** Folder to scope to, including sub-folders ('' = the whole library). */
+  folderPath: string;
+  /** Folders an account is limited to; null = unrestricted. */
+  allowedRoots: string[] | null;
+  filters: ActiveFilters;
+  limit: number;
+  /** Keyset position: the sort key and row id of the last row of the previous page. */
+  after: { key: number; rowid: number } | null;
+  /** The first page's parameters (from the cursor), so that a changing index keeps paging stable. */
+  params: RankParams | null;
+}
+
+export interface EngineResult {
+  rowids: number[];
+  keys: number[];
+  total: number;
+  facets: Record<FacetKey, { value: string; count: number }[]>;
+  params: RankParams | null;
+}
+
+/** Unicode folding shared by documents and queries: NFKD, marks dropped, lower case, letter/digit runs. */
+export function tokenize(s: string): string[] {
+  if (!s) return [];
+  return s.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/** A growable posting list: document numbers in increasing order with their weighted term frequency. */
+class Postings {
+  docs = new Int32Array(2);
+  tf = new Float32Array(2);
+  n = 0;
+
+  push(doc: number, tf: number): void {
+    if (this.n === this.docs.length) {
+      const docs = new Int32Array(this.n * 2);
+      docs.set(this.docs);
+      this.docs = docs;
+      const t = new Float32Array(this.n * 2);
+      t.set(this.tf);
+      this.tf = t;
+    }
+    this.docs[this.n] = doc;
+    this.tf[this.n] = tf;
+    this.n++;
+  }
+
+  /** Index of `doc`, or -1 (binary search). */
+  find(doc: number): number {
+    let lo = 0;
+    let hi = this.n - 1;
+    const docs = this.docs;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const v = docs[mid]!;
+      if (v < doc) lo = mid + 1;
+      else if (v > doc) hi = mid - 1;
+      else return mid;
+    }
+    return -1;
+  }
+}
+
+/** Facet values ↔ small integer codes; code 0 is "no value". */
+class Dictionary {
+  readonly codes = new Map<string, number>();
+  readonly values: string[] = [''];
+
+  code(v: string | null): number {
+    if (v === null || v === '') return 0;
+    let c = this.codes.get(v);
+    if (c === undefined) {
+      c = this.values.length;
+      this.values.push(v);
+      this.codes.set(v, c);
+    }
+    return c;
+  }
+}
+
+function grow<T extends Int32Array | Uint8Array | Float32Array | Float64Array | Uint16Array>(a: T, size: number): T {
+  if (a.length >= size) return a;
+  const b = new (a.constructor as new (n: number) => T)(Math.max(size, a.length * 2));
+  b.set(a);
+  return b;
+}
+
+export class SearchEngine {
+  // Per document (dense numbers 0..n-1; a changed asset gets a new number, the old one dies).
+  private n = 0;
+  private rowid = new Int32Array(1024);
+  private alive = new Uint8Array(1024);
+  private dl = new Float32Array(1024);
+  private mtime = new Float64Array(1024);
+  private folder = new Int32Array(1024);
+  private kind = new Uint16Array(1024);
+  private ext = new Uint16Array(1024);
+  private year = new Uint16Array(1024);
+  private orientation = new Uint16Array(1024);
+  private kwStart = new Int32Array(1024);
+  private kwLen = new Uint16Array(1024);
+  private kwData = new Int32Array(4096);
+  private kwUsed = 0;
+  private readonly docOf = new Map<number, number>();
+  private live = 0;
+  private dlSum = 0;
+
+  private readonly terms = new Map<string, Postings>();
+  /** Terms in sorted order for prefix ranges, plus terms added since the last sort. */
+  private sorted: string[] = [];
+  private recent: string[] = [];
+
+  private readonly dicts: Record<FacetKey | 'folder', Dictionary> = {
+    folder: new Dictionary(), type: new Dictionary(), ext: new Dictionary(), keyword: new Dictionary(), year: new Dictionary(), orientation: new Dictionary(),
+  };
+
+  // Scratch space reused by queries (the engine is synchronous: one query at a time).
+  private tfDense = new Float32Array(0);
+  private cand = new Int32Array(0);
+  private candScore = new Float64Array(0);
+
+  get size(): number {
+    return this.live;
+  }
+
+  get deadDocuments(): number {
+    return this.n - this.live;
+  }
+
+  has(rowid: number): boolean {
+    return this.docOf.has(rowid);
+  }
+
+  /** Adds or replaces the document of an asset row. */
+  upsert(doc: SearchDoc): void {
+    this.remove(doc.rowid);
+    const d = this.n++;
+    if (d >= this.rowid.length) this.growDocs(d + 1);
+    this.rowid[d] = doc.rowid;
+    this.alive[d] = 1;
+    this.mtime[d] = doc.mtimeMs;
+    this.folder[d] = this.dicts.folder.code(doc.folderPath === '' ? '/' : doc.folderPath);
+    this.kind[d] = this.dicts.type.code(doc.kind);
+    this.ext[d] = this.dicts.ext.code(doc.ext || null);
+    this.year[d] = this.dicts.year.code(doc.year === null ? null : String(doc.year));
+    this.orientation[d] = this.dicts.orientation.code(doc.orientation);
+    const kws = [...new Set(doc.keywords.map((k) => k.toLowerCase()).filter(Boolean))].slice(0, 1000);
+    this.kwData = grow(this.kwData, this.kwUsed + kws.length);
+    this.kwStart[d] = this.kwUsed;
+    this.kwLen[d] = kws.length;
+    for (const k of kws) this.kwData[this.kwUsed++] = this.dicts.keyword.code(k);
+
+    const tf = new Map<string, number>();
+    let dl = 0;
+    for (const f of FIELDS) {
+      const w = FIELD_WEIGHTS[f];
+      for (const t of tokenize(doc.fields[f])) {
+        tf.set(t, (tf.get(t) ?? 0) + w);
+        dl += w;
+      }
+    }
+    this.dl[d] = dl;
+    for (const [t, w] of tf) {
+      let p = this.terms.get(t);
+      if (!p) {
+        p = new Postings();
+        this.terms.set(t, p);
+        this.recent.push(t);
+      }
+      p.push(d, w);
+    }
+    this.docOf.set(doc.rowid, d);
+    this.live++;
+    this.dlSum += dl;
+  }
+
+  remove(rowid: number): void {
+    const d = this.docOf.get(rowid);
+    if (d === undefined) return;
+    this.docOf.delete(rowid);
+    this.alive[d] = 0;
+    this.live--;
+    this.dlSum -= this.dl[d]!;
+  }
+
+  /**
+   * Renumbers the live documents and drops dead postings. Worth it once dead documents are a
+   * large share (the library calls it when they outnumber the live ones).
+   */
+  compact(): void {
+    const map = new Int32Array(this.n).fill(-1);
+    let m = 0;
+    for (let d = 0; d < this.n; d++) if (this.alive[d]) map[d] = m++;
+    const cols = ['rowid', 'dl', 'mtime', 'folder', 'kind', 'ext', 'year', 'orientation', 'kwLen'] as const;
+    const kwData = new Int32Array(Math.max(16, this.kwUsed));
+    let kwUsed = 0;
+    for (let d = 0; d < this.n; d++) {
+      const to = map[d]!;
+      if (to < 0) continue;
+      for (const c of cols) (this[c] as Int32Array)[to] = (this[c] as Int32Array)[d]!;
+      const s = this.kwStart[d]!;
+      const len = this.kwLen[d]!;
+      kwData.set(this.kwData.subarray(s, s + len), kwUsed);
+      this.kwStart[to] = kwUsed;
+      kwUsed += len;
+      this.alive[to] = 1;
+      this.docOf.set(this.rowid[to]!, to);
+    }
+    this.alive.fill(0, m, this.n);
+    this.kwData = kwData;
+    this.kwUsed = kwUsed;
+    this.n = m;
+    for (const [t, p] of this.terms) {
+      let k = 0;
+      for (let i = 0; i < p.n; i++) {
+        const to = map[p.docs[i]!]!;
+        if (to < 0) continue;
+        p.docs[k] = to;
+        p.tf[k] = p.tf[i]!;
+        k++;
+      }
+      p.n = k;
+      if (k === 0) this.terms.delete(t);
+    }
+    this.sorted = [...this.terms.keys()].sort();
+    this.recent = [];
+  }
+
+  private growDocs(size: number): void {
+    this.rowid = grow(this.rowid, size);
+    this.alive = grow(this.alive, size);
+    this.dl = grow(this.dl, size);
+    this.mtime = grow(this.mtime, size);
+    this.folder = grow(this.folder, size);
+    this.kind = grow(this.kind, size);
+    this.ext = grow(this.ext, size);
+    this.year = grow(this.year, size);
+    this.orientation = grow(this.orientation, size);
+    this.kwStart = grow(this.kwStart, size);
+    this.kwLen = grow(this.kwLen, size);
+  }
+
+  /** The posting lists of every term starting with `prefix`. */
+  private expand(prefix: string): Postings[] {
+    if (this.recent.length > 4096 || (this.recent.length && !this.sorted.length)) {
+      this.sorted = [...this.terms.keys()].sort();
+      this.recent = [];
+    }
+    const out: Postings[] = [];
+    const s = this.sorted;
+    let lo = 0;
+    let hi = s.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (s[mid]! < prefix) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < s.length && s[i]!.startsWith(prefix); i++) {
+      const p = this.terms.get(s[i]!);
+      if (p?.n) out.push(p);
+    }
+    for (const t of this.recent) {
+      if (!t.startsWith(prefix)) continue;
+      const p = this.terms.get(t);
+      if (p?.n) out.push(p);
+    }
+    return out;
+  }
+
+  private scratch(size: number): void {
+    if (this.tfDense.length < size) this.tfDense = new Float32Array(Math.max(size, this.tfDense.length * 2));
+    if (this.cand.length < size) {
+      this.cand = new Int32Array(Math.max(size, this.cand.length * 2));
+      this.candScore = new Float64Array(this.cand.length);
+    }
+  }
+
+  search(q: EngineQuery): EngineResult {
+    this.scratch(this.n);
+    const folderMask = this.folderMask(q.folderPath, q.allowedRoots);
+    let count = 0;
+    let params: RankParams | null = null;
+    const cand = this.cand;
+    const candScore = this.candScore;
+
+    if (q.words.length) {
+      const words = q.words.map((w, i) => ({ i, lists: this.expand(w) }));
+      const avgdl = q.params?.avgdl ?? (this.live ? this.dlSum / this.live : 1);
+      const idf: number[] = new Array(words.length).fill(0);
+      // Rarest word first: it bounds the candidates every later word is checked against.
+      const order = [...words].sort((a, b) => sum(a.lists) - sum(b.lists));
+      if (order[0]!.lists.length === 0) count = 0;
+      else {
+        for (let wi = 0; wi < order.length; wi++) {
+          const { i, lists } = order[wi]!;
+          count = this.applyWord(lists, wi === 0, count, avgdl, (df) => (idf[i] = q.params?.idf[i] ?? Math.log(1 + (this.live - df + 0.5) / (df + 0.5))));
+          if (count === 0) break;
+        }
+      }
+      params = { idf, avgdl };
+    } else {
+      for (let d = 0; d < this.n; d++) {
+        if (!this.alive[d]) continue;
+        cand[count] = d;
+        candScore[count++] = this.mtime[d]!;
+      }
+    }
+    return { ...this.collect(count, folderMask, q), params };
+  }
+
+  /**
+   * Scores one query word into the candidates: the first word makes them, a later word keeps
+   * those it also matches. A single posting list of a later word is probed by binary search when
+   * the candidates are few; otherwise the word's frequencies are spread into a dense array.
+   */
+  private applyWord(lists: Postings[], first: boolean, count: number, avgdl: number, setIdf: (df: number) => number): number {
+    const cand = this.cand;
+    const candScore = this.candScore;
+    const dlArr = this.dl;
+    const alive = this.alive;
+    const norm = (tf: number, d: number) => (tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * dlArr[d]!) / avgdl));
+    if (!first && lists.length === 1 && count * 20 < lists[0]!.n) {
+      const p = lists[0]!;
+      const idf = setIdf(p.n);
+      let k = 0;
+      for (let c = 0; c < count; c++) {
+        const d = cand[c]!;
+        const at = p.find(d);
+        if (at < 0) continue;
+        cand[k] = d;
+        candScore[k++] = candScore[c]! + idf * norm(p.tf[at]!, d);
+      }
+      return k;
+    }
+    if (first && lists.length === 1) {
+      const p = lists[0]!;
+      const idf = setIdf(p.n);
+      let k = 0;
+      for (let i = 0; i < p.n; i++) {
+        const d = p.docs[i]!;
+        if (!alive[d]) continue;
+        cand[k] = d;
+        candScore[k++] = idf * norm(p.tf[i]!, d);
+      }
+      return k;
+    }
+    // Dense: spread the word's (summed, for a prefix matching several terms) frequencies.
+    const tfDense = this.tfDense;
+    let df = 0;
+    for (const p of lists) {
+      const docs = p.docs;
+      const tfs = p.tf;
+      for (let i = 0; i < p.n; i++) {
+        const d = docs[i]!;
+        if (!alive[d]) continue;
+        if (tfDense[d] === 0) df++;
+        tfDense[d] += tfs[i]!;
+      }
+    }
+    const idf = setIdf(df);
+    let k = 0;
+    if (first) {
+      for (const p of lists) {
+        const docs = p.docs;
+        for (let i = 0; i < p.n; i++) {
+          const d = docs[i]!;
+          const tf = tfDense[d]!;
+          if (tf === 0) continue;
+          cand[k] = d;
+          candScore[k++] = idf * norm(tf, d);
+          tfDense[d] = 0;
+        }
+      }
+    } else {
+      for (let c = 0; c < count; c++) {
+        const d = cand[c]!;
+        const tf = tfDense[d]!;
+        if (tf === 0) continue;
+        cand[k] = d;
+        candScore[k++] = candScore[c]! + idf * norm(tf, d);
+      }
+      for (const p of lists) for (let i = 0; i < p.n; i++) tfDense[p.docs[i]!] = 0;
+    }
+    return k;
+  }
+
+  /** Which folders (by code) are in scope; null when every folder is. */
+  private folderMask(folderPath: string, roots: string[] | null): Uint8Array | null {
+    if (folderPath === '' && roots === null) return null;
+    const values = this.dicts.folder.values;
+    const mask = new Uint8Array(values.length);
+    const within = (p: string, r: string) => r === '' || p === r || p.startsWith(`${r}/`);
+    for (let c = 1; c < values.length; c++) {
+      const p = values[c] === '/' ? '' : values[c]!;
+      mask[c] = within(p, folderPath) && (roots === null || roots.some((r) => within(p, r))) ? 1 : 0;
+    }
+    return mask;
+  }
+
+  /**
+   * One pass over the candidates: scope, filters, facet counts (each facet counted under every
+   * other active filter, so options of one facet stay selectable), the exact total and the top
+   * `limit` after the keyset position (key descending, row id ascending).
+   */
+  private collect(count: number, folderMask: Uint8Array | null, q: EngineQuery): Omit<EngineResult, 'params'> {
+    const { dicts } = this;
+    const counts = {
+      type: new Int32Array(dicts.type.values.length), ext: new Int32Array(dicts.ext.values.length), keyword: new Int32Array(dicts.keyword.values.length),
+      year: new Int32Array(dicts.year.values.length), orientation: new Int32Array(dicts.orientation.values.length),
+    };
+    const mask = (f: FacetKey): Uint8Array | null => {
+      const vals = q.filters[f];
+      if (!vals?.length) return null;
+      const m = new Uint8Array(dicts[f].values.length);
+      for (const v of vals) {
+        const c = dicts[f].codes.get(v);
+        if (c !== undefined) m[c] = 1;
+      }
+      return m;
+    };
+    const mType = mask('type');
+    const mExt = mask('ext');
+    const mKw = mask('keyword');
+    const mYear = mask('year');
+    const mOri = mask('orientation');
+    const { kind, ext, year, orientation, folder, kwStart, kwLen, kwData, rowid } = this;
+    const cType = counts.type;
+    const cExt = counts.ext;
+    const cKw = counts.keyword;
+    const cYear = counts.year;
+    const cOri = counts.orientation;
+    const cand = this.cand;
+    const candScore = this.candScore;
+    const heap = new TopK(q.limit);
+    const after = q.after;
+    let total = 0;
+
+    for (let c = 0; c < count; c++) {
+      const d = cand[c]!;
+      if (folderMask && !folderMask[folder[d]!]) continue;
+      let fails = 0;
+      let failed = 0; // 1 type, 2 ext, 3 keyword, 4 year, 5 orientation
+      if (mType && !mType[kind[d]!]) { fails++; failed = 1; }
+      if (mExt && !mExt[ext[d]!]) { fails++; failed = 2; }
+      if (mYear && !mYear[year[d]!]) { fails++; failed = 4; }
+      if (mOri && !mOri[orientation[d]!]) { fails++; failed = 5; }
+      if (fails > 1) continue;
+      const ks = kwStart[d]!;
+      const ke = ks + kwLen[d]!;
+      if (mKw) {
+        let hit = false;
+        for (let i = ks; i < ke; i++) if (mKw[kwData[i]!]) { hit = true; break; }
+        if (!hit) { fails++; failed = 3; }
+      }
+      if (fails === 0) {
+        total++;
+        cType[kind[d]!]!++;
+        cExt[ext[d]!]!++;
+        cYear[year[d]!]!++;
+        cOri[orientation[d]!]!++;
+        for (let i = ks; i < ke; i++) cKw[kwData[i]!]!++;
+        const key = candScore[c]!;
+        const r = rowid[d]!;
+        if (after && !(key < after.key || (key === after.key && r > after.rowid))) continue;
+        heap.offer(key, r);
+      } else if (fails === 1) {
+        if (failed === 1) cType[kind[d]!]!++;
+        else if (failed === 2) cExt[ext[d]!]!++;
+        else if (failed === 4) cYear[year[d]!]!++;
+        else if (failed === 5) cOri[orientation[d]!]!++;
+        else for (let i = ks; i < ke; i++) cKw[kwData[i]!]!++;
+      }
+    }
+    const facets = {} as EngineResult['facets'];
+    for (const f of ['type', 'ext', 'keyword', 'year', 'orientation'] as FacetKey[]) facets[f] = topOptions(counts[f], dicts[f].values);
+    const { keys, rowids } = heap.sorted();
+    return { rowids, keys, total, facets };
+  }
+}
+
+function sum(lists: Postings[]): number {
+  let s = 0;
+  for (const p of lists) s += p.n;
+  return s;
+}
+
+function topOptions(counts: Int32Array, values: string[]): { value: string; count: number }[] {
+  const out: { value: string; count: number }[] = [];
+  for (let c = 1; c < counts.length; c++) if (counts[c]! > 0) out.push({ value: values[c]!, count: counts[c]! });
+  out.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+  return out.slice(0, FACET_OPTIONS);
+}
+
+/** The best `k` (key descending, row id ascending) of a stream, in a binary heap whose top is the worst kept. */
+class TopK {
+  private readonly keys: Float64Array;
+  private readonly ids: Int32Array;
+  private n = 0;
+
+  constructor(private readonly k: number) {
+    this.keys = new Float64Array(Math.max(1, k));
+    this.ids = new Int32Array(Math.max(1, k));
+  }
+
+  /** a ranks below b. */
+  private worse(ka: number, ia: number, kb: number, ib: number): boolean {
+    return ka < kb || (ka === kb && ia > ib);
+  }
+
+  offer(key: number, id: number): void {
+    if (this.k <= 0) return;
+    const { keys, ids } = this;
+    if (this.n < this.k) {
+      let i = this.n++;
+      while (i > 0) {
+        const p = (i - 1) >> 1;
+        if (!this.worse(key, id, keys[p]!, ids[p]!)) break;
+        keys[i] = keys[p]!;
+        ids[i] = ids[p]!;
+        i = p;
+      }
+      keys[i] = key;
+      ids[i] = id;
+      return;
+    }
+    if (!this.worse(keys[0]!, ids[0]!, key, id)) return;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= this.n) break;
+      const r = l + 1;
+      const w = r < this.n && this.worse(keys[r]!, ids[r]!, keys[l]!, ids[l]!) ? r : l;
+      if (!this.worse(keys[w]!, ids[w]!, key, id)) break;
+      keys[i] = keys[w]!;
+      ids[i] = ids[w]!;
+      i = w;
+    }
+    keys[i] = key;
+    ids[i] = id;
+  }
+
+  sorted(): { keys: number[]; rowids: number[] } {
+    const idx = [...Array(this.n).keys()].sort((a, b) => (this.worse(this.keys[a]!, this.ids[a]!, this.keys[b]!, this.ids[b]!) ? 1 : -1));
+    return { keys: idx.map((i) => this.keys[i]!), rowids: idx.map((i) => this.ids[i]!) };
+  }
+}
