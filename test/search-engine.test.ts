@@ -1,0 +1,207 @@
+/**
+ * The library's search engine against a naive reference implementation on random documents,
+ * plus its index integration (change sequence, other processes, compaction).
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import test from 'node:test';
+import { LibraryIndex, type ActiveFilters, type AssetRow, type FacetKey } from '../src/providers/library/index-store.js';
+import { SearchEngine, tokenize, type EngineQuery, type SearchDoc } from '../src/providers/library/search-engine.js';
+import { tempDir } from './helpers/hub.js';
+
+/** A small deterministic PRNG (mulberry32), so a failure reproduces from its seed. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = ['sun', 'sunset', 'sunny', 'beach', 'boat', 'boats', 'harbour', 'café', 'mountain', 'snow', 'city', 'night', 'red', 'blue'];
+const FOLDERS = ['', 'A', 'A/x', 'A/y', 'B', 'B/z'];
+
+function randomDoc(r: () => number, rowid: number): SearchDoc {
+  const pick = <T>(a: readonly T[]) => a[Math.floor(r() * a.length)]!;
+  const words = (n: number) => Array.from({ length: Math.floor(r() * n) }, () => pick(WORDS)).join(' ');
+  return {
+    rowid,
+    folderPath: pick(FOLDERS),
+    kind: pick(['image', 'image', 'document']),
+    ext: pick(['jpg', 'png', 'pdf']),
+    year: r() < 0.1 ? null : 2020 + Math.floor(r() * 4),
+    orientation: pick(['landscape', 'portrait', 'square', null]),
+    mtimeMs: Math.floor(r() * 1000) * 1000,
+    fields: { name: `${words(3)}.jpg`, path: words(2), title: words(2), caption: words(4), keywords: words(3), other: words(2) },
+    keywords: [...new Set(Array.from({ length: Math.floor(r() * 4) }, () => pick(['sea', 'sky', 'boats', 'people', 'Night'])))],
+  };
+}
+
+/** The reference: the same rules written the slow, obvious way. */
+function reference(docs: Map<number, SearchDoc>, q: EngineQuery) {
+  const within = (p: string, root: string) => root === '' || p === root || p.startsWith(`${root}/`);
+  const value = (d: SearchDoc, f: FacetKey): string[] => {
+    if (f === 'keyword') return [...new Set(d.keywords.map((k) => k.toLowerCase()))];
+    const v = f === 'type' ? d.kind : f === 'ext' ? d.ext : f === 'year' ? (d.year === null ? null : String(d.year)) : d.orientation;
+    return v ? [v] : [];
+  };
+  const passes = (d: SearchDoc, skip: FacetKey | null) => (Object.entries(q.filters) as [FacetKey, string[]][])
+    .every(([f, vals]) => f === skip || !vals.length || value(d, f).some((v) => vals.includes(v)));
+  const inScope = [...docs.values()].filter((d) => within(d.folderPath, q.folderPath) && (!q.allowedRoots || q.allowedRoots.some((root) => within(d.folderPath, root))));
+  const matches = inScope.filter((d) => {
+    const tokens = Object.values(d.fields).flatMap(tokenize);
+    return q.words.every((w) => tokens.some((t) => t.startsWith(w)));
+  });
+  const hits = matches.filter((d) => passes(d, null));
+  const facets = {} as Record<FacetKey, Map<string, number>>;
+  for (const f of ['type', 'ext', 'keyword', 'year', 'orientation'] as FacetKey[]) {
+    const m = new Map<string, number>();
+    for (const d of matches) if (passes(d, f)) for (const v of value(d, f)) m.set(v, (m.get(v) ?? 0) + 1);
+    facets[f] = m;
+  }
+  return { ids: new Set(hits.map((d) => d.rowid)), facets };
+}
+
+function randomQuery(r: () => number): EngineQuery {
+  const pick = <T>(a: readonly T[]) => a[Math.floor(r() * a.length)]!;
+  const words = Array.from({ length: Math.floor(r() * 3) }, () => {
+    const w = tokenize(pick(WORDS))[0]!;
+    return r() < 0.3 ? w.slice(0, 2) : w;
+  });
+  const filters: ActiveFilters = {};
+  if (r() < 0.3) filters.type = [pick(['image', 'document'])];
+  if (r() < 0.3) filters.ext = [pick(['jpg', 'png', 'pdf']), pick(['jpg', 'png'])];
+  if (r() < 0.3) filters.keyword = [pick(['sea', 'sky', 'boats', 'night'])];
+  if (r() < 0.2) filters.year = [pick(['2020', '2021', '2022'])];
+  if (r() < 0.2) filters.orientation = [pick(['landscape', 'portrait'])];
+  return {
+    words,
+    folderPath: pick(['', '', 'A', 'B']),
+    allowedRoots: r() < 0.2 ? [pick(['A/x', 'B', 'A'])] : null,
+    filters,
+    limit: 1 + Math.floor(r() * 7),
+    after: null,
+    params: null,
+  };
+}
+
+/** Every page of a query, following keyset positions like the provider's cursor does. */
+function traverse(engine: SearchEngine, q: EngineQuery) {
+  const ids: number[] = [];
+  let first = engine.search(q);
+  const totals = [first.total];
+  let page = first;
+  for (let guard = 0; guard < 1000; guard++) {
+    ids.push(...page.rowids);
+    if (page.rowids.length < q.limit) break;
+    const last = page.rowids.length - 1;
+    page = engine.search({ ...q, after: { key: page.keys[last]!, rowid: page.rowids[last]! }, params: first.params });
+    totals.push(page.total);
+  }
+  return { first, ids, totals };
+}
+
+test('random documents and queries: hits, totals, paging and facet counts equal the reference', () => {
+  for (const seed of [1, 2, 3, 4, 5]) {
+    const r = rng(seed);
+    const engine = new SearchEngine();
+    const docs = new Map<number, SearchDoc>();
+    for (let i = 1; i <= 300; i++) {
+      const d = randomDoc(r, i);
+      docs.set(i, d);
+      engine.upsert(d);
+    }
+    // Changes: some removed, some replaced.
+    for (let i = 0; i < 40; i++) {
+      const id = 1 + Math.floor(r() * 300);
+      if (r() < 0.5) {
+        docs.delete(id);
+        engine.remove(id);
+      } else {
+        const d = randomDoc(r, id);
+        docs.set(id, d);
+        engine.upsert(d);
+      }
+    }
+    for (let qi = 0; qi < 60; qi++) {
+      const q = randomQuery(r);
+      const ref = reference(docs, q);
+      const { first, ids, totals } = traverse(engine, q);
+      const where = `seed ${seed} query ${qi} ${JSON.stringify({ ...q, after: undefined })}`;
+      assert.equal(first.total, ref.ids.size, where);
+      assert.ok(totals.every((t) => t === ref.ids.size), `${where}: the total is the same on every page`);
+      assert.equal(ids.length, new Set(ids).size, `${where}: no asset twice across pages`);
+      assert.deepEqual(new Set(ids), ref.ids, where);
+      for (const [f, m] of Object.entries(ref.facets) as [FacetKey, Map<string, number>][]) {
+        const expected = [...m.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 30).map(([value, count]) => ({ value, count }));
+        assert.deepEqual(first.facets[f], expected, `${where}: facet ${f}`);
+      }
+    }
+    // Compaction renumbers documents without changing any answer.
+    const q = { words: ['b'], folderPath: '', allowedRoots: null, filters: {}, limit: 500, after: null, params: null };
+    const before = engine.search(q);
+    engine.compact();
+    assert.equal(engine.deadDocuments, 0);
+    const after = engine.search(q);
+    assert.deepEqual(after.rowids, before.rowids);
+    assert.deepEqual(after.facets, before.facets);
+  }
+});
+
+test('ranking: a word in the name outranks the same word in the path; ties break by row id; no words = newest first', () => {
+  const engine = new SearchEngine();
+  const base = { kind: 'image', ext: 'jpg', year: 2024, orientation: 'landscape', keywords: [] };
+  const empty = { name: '', path: '', title: '', caption: '', keywords: '', other: '' };
+  engine.upsert({ ...base, rowid: 1, folderPath: 'Harbour', mtimeMs: 3000, fields: { ...empty, name: 'x.jpg', path: 'Harbour' } });
+  engine.upsert({ ...base, rowid: 2, folderPath: 'B', mtimeMs: 1000, fields: { ...empty, name: 'harbour.jpg', path: 'B' } });
+  engine.upsert({ ...base, rowid: 3, folderPath: 'B', mtimeMs: 2000, fields: { ...empty, name: 'harbour.jpg', path: 'B' } });
+  const q: EngineQuery = { words: ['harb'], folderPath: '', allowedRoots: null, filters: {}, limit: 10, after: null, params: null };
+  assert.deepEqual(engine.search(q).rowids, [2, 3, 1]);
+  assert.deepEqual(engine.search({ ...q, words: [] }).rowids, [1, 3, 2]);
+  assert.deepEqual(engine.search({ ...q, words: ['zzz'] }).rowids, []);
+  assert.deepEqual(tokenize('Ünïcödé_Café-Straße 日本 写真.JPG'), ['unicode', 'cafe', 'straße', '日本', '写真', 'jpg']);
+});
+
+test('later pages keep the first page ranking while the index changes between them', () => {
+  const engine = new SearchEngine();
+  const empty = { name: '', path: '', title: '', caption: '', keywords: '', other: '' };
+  const doc = (rowid: number, name: string): SearchDoc => ({ rowid, folderPath: '', kind: 'image', ext: 'jpg', year: null, orientation: null, mtimeMs: rowid, keywords: [], fields: { ...empty, name } });
+  for (let i = 1; i <= 20; i++) engine.upsert(doc(i, `sea ${'word '.repeat(i % 5)}`));
+  const q: EngineQuery = { words: ['sea'], folderPath: '', allowedRoots: null, filters: {}, limit: 5, after: null, params: null };
+  const p1 = engine.search(q);
+  // Many new documents change the word's idf and the average length.
+  for (let i = 100; i < 200; i++) engine.upsert(doc(i, i % 2 ? 'sea' : 'other words entirely here'));
+  const last = p1.rowids.length - 1;
+  const p2 = engine.search({ ...q, after: { key: p1.keys[last]!, rowid: p1.rowids[last]! }, params: p1.params });
+  for (const id of p2.rowids) assert.ok(!p1.rowids.includes(id), 'nothing from page 1 repeats');
+  const fresh = engine.search({ ...q, limit: 1000 });
+  assert.equal(p2.total, fresh.total, 'the total is current');
+});
+
+test('the index feeds the engine through its change sequence, also from another process', async () => {
+  const dir = tempDir('damhub-engine-');
+  const file = path.join(dir, 'library.sqlite');
+  const writer = new LibraryIndex(file);
+  const reader = new LibraryIndex(file); // another process's connection to the same file
+  const row = (i: number, name: string, keywords: string[] = []): AssetRow => ({
+    id: `asset${String(i).padStart(17, '0')}`, relPath: `F/${name}`, folderPath: 'F', name, ext: 'jpg', size: 1, mtimeMs: i, createdMs: i,
+    mimeType: 'image/jpeg', kind: 'image', width: 2, height: 1, version: 1, versionComment: null,
+    meta: { keywords, categories: [], iptc: {}, xmp: {} } as unknown as AssetRow['meta'], hashes: null, blob: null, indexedAt: i,
+  });
+  const search = (idx: LibraryIndex, words: string[]) => idx.searchEngine().search({ words, folderPath: '', allowedRoots: null, filters: {}, limit: 10, after: null, params: null });
+  writer.upsertAsset(row(1, 'lighthouse.jpg', ['Coast']), null);
+  assert.equal(search(reader, ['lighth']).total, 1);
+  assert.deepEqual(search(reader, []).facets.keyword, [{ value: 'coast', count: 1 }]);
+  writer.upsertAsset(row(2, 'lighthouse at night.jpg'), null);
+  writer.upsertAsset(row(1, 'renamed.jpg'), null);
+  assert.equal(search(reader, ['lighth']).total, 1, 'a change replaces the old text');
+  assert.equal(search(reader, ['renamed']).total, 1);
+  writer.removeAsset('F/lighthouse at night.jpg');
+  assert.equal(search(reader, ['lighth']).total, 0, 'a removal reaches the other connection');
+  assert.equal(search(writer, []).total, 1);
+  writer.close();
+  reader.close();
+});
