@@ -441,7 +441,7 @@ const KW_SEP = '\u001e';
 const TEXT_FIELDS: SearchField[] = ['name', 'path', 'title', 'caption', 'keywords', 'other'];
 
 /** An asset's searchable text: the engine's six fields, then its facet keywords. */
-function searchText(name: string, folderPath: string, m: Omit<ExtractedMetadata, 'warnings'>): string {
+export function searchText(name: string, folderPath: string, m: Omit<ExtractedMetadata, 'warnings'>): string {
   const clean = (v: string) => v.replace(/[\u001e\u001f]/g, ' ');
   const fields = [
     name,

@@ -63,30 +63,62 @@ export interface EngineResult {
   params: RankParams | null;
 }
 
+const ASCII = /^[\x00-\x7f]*$/;
+const ASCII_WORD = /[a-z0-9]+/g;
+
 /** Unicode folding shared by documents and queries: NFKD, marks dropped, lower case, letter/digit runs. */
 export function tokenize(s: string): string[] {
   if (!s) return [];
+  // Plain ASCII (most file names and much metadata) needs no Unicode folding.
+  if (ASCII.test(s)) return s.toLowerCase().match(ASCII_WORD) ?? [];
   return s.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
-/** A growable posting list: document numbers in increasing order with their weighted term frequency. */
+/**
+ * A growable posting list: document numbers in increasing order with their weighted term
+ * frequency. Most terms of a real library occur once (file numbers, rare names), so a single
+ * entry lives in two fields; typed arrays exist from the second entry on, or when a query
+ * reads the list (`view`).
+ */
 class Postings {
-  docs = new Int32Array(2);
-  tf = new Float32Array(2);
-  n = 0;
+  docs: Int32Array = EMPTY_I32;
+  tf: Float32Array = EMPTY_F32;
+  n = 1;
+  private d0: number;
+  private t0: number;
+
+  constructor(doc: number, tf: number) {
+    this.d0 = doc;
+    this.t0 = tf;
+  }
 
   push(doc: number, tf: number): void {
-    if (this.n === this.docs.length) {
-      const docs = new Int32Array(this.n * 2);
-      docs.set(this.docs);
+    if (this.n === this.docs.length || this.docs.length === 0) {
+      const cap = Math.max(4, this.n * 2);
+      const docs = new Int32Array(cap);
+      const t = new Float32Array(cap);
+      if (this.docs.length === 0) {
+        docs[0] = this.d0;
+        t[0] = this.t0;
+      } else {
+        docs.set(this.docs);
+        t.set(this.tf);
+      }
       this.docs = docs;
-      const t = new Float32Array(this.n * 2);
-      t.set(this.tf);
       this.tf = t;
     }
     this.docs[this.n] = doc;
     this.tf[this.n] = tf;
     this.n++;
+  }
+
+  /** The list with its typed arrays present (a single entry is materialised on first read). */
+  view(): this {
+    if (this.docs.length === 0 && this.n > 0) {
+      this.docs = Int32Array.of(this.d0);
+      this.tf = Float32Array.of(this.t0);
+    }
+    return this;
   }
 
   /** Index of `doc`, or -1 (binary search). */
@@ -104,6 +136,8 @@ class Postings {
     return -1;
   }
 }
+const EMPTY_I32 = new Int32Array(0);
+const EMPTY_F32 = new Float32Array(0);
 
 /** Facet values ↔ small integer codes; code 0 is "no value". */
 class Dictionary {
@@ -137,10 +171,14 @@ export class SearchEngine {
   private dl = new Float32Array(1024);
   private mtime = new Float64Array(1024);
   private folder = new Int32Array(1024);
-  private kind = new Uint16Array(1024);
-  private ext = new Uint16Array(1024);
-  private year = new Uint16Array(1024);
-  private orientation = new Uint16Array(1024);
+  /**
+   * The document's (type, extension, year, orientation) as one code: a library has few distinct
+   * combinations, so a query decides each filter once per combination, and the pass over the
+   * matches counts one combination per document instead of four facet values.
+   */
+  private combo = new Int32Array(1024);
+  private readonly combos = new Map<string, number>();
+  private comboValues: number[][] = []; // combo → [type, ext, year, orientation] codes
   private kwStart = new Int32Array(1024);
   private kwLen = new Uint16Array(1024);
   private kwData = new Int32Array(4096);
@@ -150,6 +188,7 @@ export class SearchEngine {
   private dlSum = 0;
 
   private readonly terms = new Map<string, Postings>();
+  private readonly termScratch = new Map<string, number>();
   /** Terms in sorted order for prefix ranges, plus terms added since the last sort. */
   private sorted: string[] = [];
   private recent: string[] = [];
@@ -184,17 +223,31 @@ export class SearchEngine {
     this.alive[d] = 1;
     this.mtime[d] = doc.mtimeMs;
     this.folder[d] = this.dicts.folder.code(doc.folderPath === '' ? '/' : doc.folderPath);
-    this.kind[d] = this.dicts.type.code(doc.kind);
-    this.ext[d] = this.dicts.ext.code(doc.ext || null);
-    this.year[d] = this.dicts.year.code(doc.year === null ? null : String(doc.year));
-    this.orientation[d] = this.dicts.orientation.code(doc.orientation);
-    const kws = [...new Set(doc.keywords.map((k) => k.toLowerCase()).filter(Boolean))].slice(0, 1000);
-    this.kwData = grow(this.kwData, this.kwUsed + kws.length);
+    const t = this.dicts.type.code(doc.kind);
+    const e = this.dicts.ext.code(doc.ext || null);
+    const y = this.dicts.year.code(doc.year === null ? null : String(doc.year));
+    const o = this.dicts.orientation.code(doc.orientation);
+    const key = `${t},${e},${y},${o}`;
+    let combo = this.combos.get(key);
+    if (combo === undefined) {
+      combo = this.comboValues.length;
+      this.comboValues.push([t, e, y, o]);
+      this.combos.set(key, combo);
+    }
+    this.combo[d] = combo;
+    this.kwData = grow(this.kwData, this.kwUsed + Math.min(doc.keywords.length, 1000));
     this.kwStart[d] = this.kwUsed;
-    this.kwLen[d] = kws.length;
-    for (const k of kws) this.kwData[this.kwUsed++] = this.dicts.keyword.code(k);
+    for (const k of doc.keywords) {
+      const code = this.dicts.keyword.code(k.toLowerCase());
+      if (code === 0 || this.kwUsed - this.kwStart[d]! >= 1000) continue;
+      let seen = false;
+      for (let i = this.kwStart[d]!; i < this.kwUsed; i++) if (this.kwData[i] === code) seen = true;
+      if (!seen) this.kwData[this.kwUsed++] = code;
+    }
+    this.kwLen[d] = this.kwUsed - this.kwStart[d]!;
 
-    const tf = new Map<string, number>();
+    const tf = this.termScratch;
+    tf.clear();
     let dl = 0;
     for (const f of FIELDS) {
       const w = FIELD_WEIGHTS[f];
@@ -207,11 +260,9 @@ export class SearchEngine {
     for (const [t, w] of tf) {
       let p = this.terms.get(t);
       if (!p) {
-        p = new Postings();
-        this.terms.set(t, p);
+        this.terms.set(t, new Postings(d, w));
         this.recent.push(t);
-      }
-      p.push(d, w);
+      } else p.push(d, w);
     }
     this.docOf.set(doc.rowid, d);
     this.live++;
@@ -235,7 +286,7 @@ export class SearchEngine {
     const map = new Int32Array(this.n).fill(-1);
     let m = 0;
     for (let d = 0; d < this.n; d++) if (this.alive[d]) map[d] = m++;
-    const cols = ['rowid', 'dl', 'mtime', 'folder', 'kind', 'ext', 'year', 'orientation', 'kwLen'] as const;
+    const cols = ['rowid', 'dl', 'mtime', 'folder', 'combo', 'kwLen'] as const;
     const kwData = new Int32Array(Math.max(16, this.kwUsed));
     let kwUsed = 0;
     for (let d = 0; d < this.n; d++) {
@@ -255,6 +306,7 @@ export class SearchEngine {
     this.kwUsed = kwUsed;
     this.n = m;
     for (const [t, p] of this.terms) {
+      p.view();
       let k = 0;
       for (let i = 0; i < p.n; i++) {
         const to = map[p.docs[i]!]!;
@@ -276,10 +328,7 @@ export class SearchEngine {
     this.dl = grow(this.dl, size);
     this.mtime = grow(this.mtime, size);
     this.folder = grow(this.folder, size);
-    this.kind = grow(this.kind, size);
-    this.ext = grow(this.ext, size);
-    this.year = grow(this.year, size);
-    this.orientation = grow(this.orientation, size);
+    this.combo = grow(this.combo, size);
     this.kwStart = grow(this.kwStart, size);
     this.kwLen = grow(this.kwLen, size);
   }
@@ -301,12 +350,12 @@ export class SearchEngine {
     }
     for (let i = lo; i < s.length && s[i]!.startsWith(prefix); i++) {
       const p = this.terms.get(s[i]!);
-      if (p?.n) out.push(p);
+      if (p?.n) out.push(p.view());
     }
     for (const t of this.recent) {
       if (!t.startsWith(prefix)) continue;
       const p = this.terms.get(t);
-      if (p?.n) out.push(p);
+      if (p?.n) out.push(p.view());
     }
     return out;
   }
@@ -362,7 +411,10 @@ export class SearchEngine {
     const candScore = this.candScore;
     const dlArr = this.dl;
     const alive = this.alive;
-    const norm = (tf: number, d: number) => (tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * dlArr[d]!) / avgdl));
+    // BM25 saturation tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)), with the constants hoisted.
+    const c0 = K1 * (1 - B);
+    const c1 = (K1 * B) / avgdl;
+    const norm = (tf: number, d: number) => (tf * (K1 + 1)) / (tf + c0 + c1 * dlArr[d]!);
     if (!first && lists.length === 1 && count * 20 < lists[0]!.n) {
       const p = lists[0]!;
       const idf = setIdf(p.n);
@@ -447,11 +499,7 @@ export class SearchEngine {
    * `limit` after the keyset position (key descending, row id ascending).
    */
   private collect(count: number, folderMask: Uint8Array | null, q: EngineQuery): Omit<EngineResult, 'params'> {
-    const { dicts } = this;
-    const counts = {
-      type: new Int32Array(dicts.type.values.length), ext: new Int32Array(dicts.ext.values.length), keyword: new Int32Array(dicts.keyword.values.length),
-      year: new Int32Array(dicts.year.values.length), orientation: new Int32Array(dicts.orientation.values.length),
-    };
+    const { dicts, comboValues } = this;
     const mask = (f: FacetKey): Uint8Array | null => {
       const vals = q.filters[f];
       if (!vals?.length) return null;
@@ -462,57 +510,70 @@ export class SearchEngine {
       }
       return m;
     };
-    const mType = mask('type');
-    const mExt = mask('ext');
+    // Per combination: which of the four column filters it fails (bit i = COMBO_FACETS[i]).
+    const comboMasks = COMBO_FACETS.map(mask);
+    const nCombos = comboValues.length;
+    const comboFail = new Uint8Array(nCombos);
+    for (let c = 0; c < nCombos; c++) {
+      let bits = 0;
+      for (let i = 0; i < 4; i++) if (comboMasks[i] && !comboMasks[i]![comboValues[c]![i]!]) bits |= 1 << i;
+      comboFail[c] = bits;
+    }
     const mKw = mask('keyword');
-    const mYear = mask('year');
-    const mOri = mask('orientation');
-    const { kind, ext, year, orientation, folder, kwStart, kwLen, kwData, rowid } = this;
-    const cType = counts.type;
-    const cExt = counts.ext;
-    const cKw = counts.keyword;
-    const cYear = counts.year;
-    const cOri = counts.orientation;
+    // full[c]: matches of combination c passing every filter; partial[c]: matches failing only
+    // the one column filter that c fails (they count for that facet alone).
+    const full = new Int32Array(nCombos);
+    const partial = new Int32Array(nCombos);
+    const cKw = new Int32Array(dicts.keyword.values.length);
+    const { folder, kwStart, kwLen, kwData, rowid, combo } = this;
     const cand = this.cand;
     const candScore = this.candScore;
     const heap = new TopK(q.limit);
     const after = q.after;
+    const afterKey = after?.key ?? Infinity;
+    const afterRow = after?.rowid ?? -1;
     let total = 0;
 
     for (let c = 0; c < count; c++) {
       const d = cand[c]!;
-      if (folderMask && !folderMask[folder[d]!]) continue;
-      let fails = 0;
-      let failed = 0; // 1 type, 2 ext, 3 keyword, 4 year, 5 orientation
-      if (mType && !mType[kind[d]!]) { fails++; failed = 1; }
-      if (mExt && !mExt[ext[d]!]) { fails++; failed = 2; }
-      if (mYear && !mYear[year[d]!]) { fails++; failed = 4; }
-      if (mOri && !mOri[orientation[d]!]) { fails++; failed = 5; }
-      if (fails > 1) continue;
+      if (folderMask !== null && folderMask[folder[d]!] === 0) continue;
+      const cb = combo[d]!;
+      const fail = comboFail[cb]!;
+      if (fail !== 0 && (fail & (fail - 1)) !== 0) continue; // fails two or more filters
       const ks = kwStart[d]!;
       const ke = ks + kwLen[d]!;
-      if (mKw) {
-        let hit = false;
-        for (let i = ks; i < ke; i++) if (mKw[kwData[i]!]) { hit = true; break; }
-        if (!hit) { fails++; failed = 3; }
+      let kwPass = true;
+      if (mKw !== null) {
+        kwPass = false;
+        for (let i = ks; i < ke; i++) if (mKw[kwData[i]!] === 1) { kwPass = true; break; }
       }
-      if (fails === 0) {
-        total++;
-        cType[kind[d]!]!++;
-        cExt[ext[d]!]!++;
-        cYear[year[d]!]!++;
-        cOri[orientation[d]!]!++;
-        for (let i = ks; i < ke; i++) cKw[kwData[i]!]!++;
-        const key = candScore[c]!;
-        const r = rowid[d]!;
-        if (after && !(key < after.key || (key === after.key && r > after.rowid))) continue;
-        heap.offer(key, r);
-      } else if (fails === 1) {
-        if (failed === 1) cType[kind[d]!]!++;
-        else if (failed === 2) cExt[ext[d]!]!++;
-        else if (failed === 4) cYear[year[d]!]!++;
-        else if (failed === 5) cOri[orientation[d]!]!++;
-        else for (let i = ks; i < ke; i++) cKw[kwData[i]!]!++;
+      if (fail !== 0) {
+        if (kwPass) partial[cb]!++;
+        continue;
+      }
+      // Passes every column filter: its keywords count for the keyword facet.
+      for (let i = ks; i < ke; i++) cKw[kwData[i]!]!++;
+      if (!kwPass) continue;
+      full[cb]!++;
+      total++;
+      const key = candScore[c]!;
+      const r = rowid[d]!;
+      if (key > afterKey || (key === afterKey && r <= afterRow)) continue;
+      if (heap.full && (key < heap.worstKey || (key === heap.worstKey && r > heap.worstId))) continue;
+      heap.offer(key, r);
+    }
+
+    const counts: Record<FacetKey, Int32Array> = {
+      type: new Int32Array(dicts.type.values.length), ext: new Int32Array(dicts.ext.values.length), keyword: cKw,
+      year: new Int32Array(dicts.year.values.length), orientation: new Int32Array(dicts.orientation.values.length),
+    };
+    for (let c = 0; c < nCombos; c++) {
+      const v = comboValues[c]!;
+      const fail = comboFail[c]!;
+      for (let i = 0; i < 4; i++) {
+        // A facet counts the matches passing all other filters: full ones, and those failing only it.
+        const n = full[c]! + (fail === 1 << i ? partial[c]! : 0);
+        if (n) counts[COMBO_FACETS[i]!][v[i]!]! += n;
       }
     }
     const facets = {} as EngineResult['facets'];
@@ -521,6 +582,9 @@ export class SearchEngine {
     return { rowids, keys, total, facets };
   }
 }
+
+/** The facets held in a document's combination code, in bit order. */
+const COMBO_FACETS: Exclude<FacetKey, 'keyword'>[] = ['type', 'ext', 'year', 'orientation'];
 
 function sum(lists: Postings[]): number {
   let s = 0;
@@ -540,6 +604,16 @@ class TopK {
   private readonly keys: Float64Array;
   private readonly ids: Int32Array;
   private n = 0;
+  /** Whether k are kept; then worstKey/worstId is the entry a newcomer must beat. */
+  get full(): boolean {
+    return this.n === this.k;
+  }
+  get worstKey(): number {
+    return this.keys[0]!;
+  }
+  get worstId(): number {
+    return this.ids[0]!;
+  }
 
   constructor(private readonly k: number) {
     this.keys = new Float64Array(Math.max(1, k));

@@ -1,0 +1,273 @@
+/**
+ * Keyword search over a large synthetic library (issue 3): p50/p95 latency of
+ * `GET /api/v1/assets/search` through HTTP (engine, exact total, five facets, page of 50 mapped
+ * assets with signed URLs), side by side with the bare SQLite FTS5 query over the same text
+ * in-process (MATCH, bm25 order, LIMIT 51, and count(*) — no facets, no mapping).
+ *
+ *   node dist/bench/search.js [--assets 1000000] [--rounds 3] [--data /work/bench-data]
+ *
+ * The data set is generated once per size and reused (it takes minutes at a million).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import Database from 'better-sqlite3';
+import { addAccount } from '../src/providers/library/accounts.js';
+import { LibraryIndex, searchText } from '../src/providers/library/index-store.js';
+import { signInToLibrary } from '../test/helpers/library.js';
+import { startTestHub } from '../test/helpers/hub.js';
+import { median } from './lib.js';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ''), process.argv[i + 1]!);
+const N = Number(args.get('assets') ?? 1_000_000);
+const ROUNDS = Number(args.get('rounds') ?? 3);
+const BASE = path.resolve(args.get('data') ?? '/work/bench-data', `search-${N}`);
+const DATA_VERSION = 'v1';
+
+// ── synthetic library ────────────────────────────────────────────────────────────────────
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SYL = ['ka', 'ro', 'mi', 'su', 'te', 'na', 'lo', 'pi', 'da', 've', 'gu', 'shi', 'bre', 'tor', 'quin', 'ax', 'el', 'ym', 'or', 'ule'];
+/** 30,000 distinct pseudo-words; word i is drawn with Zipf probability ∝ 1/(i+1). */
+const VOCAB = (() => {
+  const out = new Set<string>();
+  const r = rng(7);
+  while (out.size < 30_000) out.add(Array.from({ length: 2 + Math.floor(r() * 3) }, () => SYL[Math.floor(r() * SYL.length)]).join(''));
+  return [...out].filter((w) => w !== 'photo');
+})();
+const KEYWORDS = VOCAB.slice(5000, 7000);
+
+function zipf(n: number, s = 1): Float64Array {
+  const cdf = new Float64Array(n);
+  let acc = 0;
+  for (let i = 0; i < n; i++) cdf[i] = acc += 1 / Math.pow(i + 1, s);
+  for (let i = 0; i < n; i++) cdf[i]! /= acc;
+  return cdf;
+}
+function draw(cdf: Float64Array, u: number): number {
+  let lo = 0;
+  let hi = cdf.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (cdf[mid]! < u) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+const EXTS: [string, string, string, number][] = [['jpg', 'image/jpeg', 'image', 0.7], ['png', 'image/png', 'image', 0.15], ['tif', 'image/tiff', 'image', 0.05], ['pdf', 'application/pdf', 'document', 0.05], ['mp4', 'video/mp4', 'video', 0.05]];
+
+function generate(file: string, ftsFile: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const index = new LibraryIndex(file);
+  const fts = new Database(ftsFile);
+  fts.pragma('journal_mode = OFF');
+  fts.pragma('synchronous = OFF');
+  fts.exec(`CREATE VIRTUAL TABLE bench_fts USING fts5(name, path, title, caption, keywords, other, content='', tokenize='unicode61 remove_diacritics 2', prefix='2 3')`);
+  const db = index.db;
+  db.pragma('synchronous = OFF');
+  const r = rng(42);
+  const words = zipf(VOCAB.length, 1.0);
+  const kws = zipf(KEYWORDS.length, 1.1);
+  const w = () => VOCAB[draw(words, r())]!;
+  const ins = db.prepare(`INSERT INTO assets (id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at, search_text, change_seq)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, NULL, ?, NULL, NULL, ?, ?, ?)`);
+  const ftsIns = fts.prepare('INSERT INTO bench_fts (rowid, name, path, title, caption, keywords, other) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const folders = new Set<string>();
+  const t0 = performance.now();
+  const batch = 20_000;
+  for (let start = 0; start < N; start += batch) {
+    const rows: unknown[][] = [];
+    const ftsRows: unknown[][] = [];
+    for (let i = start; i < Math.min(N, start + batch); i++) {
+      const folder = `Dept ${1 + Math.floor(r() * 20)}/Project ${w()}`.slice(0, 40);
+      folders.add(folder);
+      let u = r();
+      const ext = EXTS.find((e) => (u -= e[3]) < 0) ?? EXTS[0]!;
+      const name = `IMG_${String(i).padStart(7, '0')} ${w()} ${w()}.${ext[0]}`;
+      const title = `${w()} ${w()} ${w()}`;
+      const caption = [...Array.from({ length: 8 }, w), ...(r() < 0.55 ? ['photo'] : [])].join(' ');
+      const keywords = [...new Set(Array.from({ length: 1 + Math.floor(r() * 4) }, () => KEYWORDS[draw(kws, r())]!))];
+      const width = 1000 + Math.floor(r() * 4000);
+      const height = 1000 + Math.floor(r() * 4000);
+      const year = 2010 + Math.floor(r() * 16);
+      const mtime = Date.UTC(year, Math.floor(r() * 12), 1 + Math.floor(r() * 28));
+      const meta = { mimeType: ext[1], kind: ext[2], width, height, title, caption, keywords, categories: [], exif: {}, iptc: {}, xmp: {} };
+      const text = searchText(name, folder, meta as never);
+      const orientation = width > height ? 'landscape' : width < height ? 'portrait' : 'square';
+      rows.push([`a${String(i).padStart(21, '0')}`, `${folder}/${name}`, folder, name, ext[0], 100_000 + Math.floor(r() * 5e6), mtime, mtime, ext[1], ext[2], width, height, year, orientation, JSON.stringify(meta), mtime, text, i + 1]);
+      const f = text.split('\u001f');
+      ftsRows.push([i + 1, f[0], f[1], f[2], f[3], f[4], f[5]]);
+    }
+    db.transaction(() => {
+      for (const row of rows) ins.run(...row);
+    })();
+    fts.transaction(() => {
+      for (const row of ftsRows) ftsIns.run(...row);
+    })();
+    if ((start / batch) % 10 === 0) process.stdout.write(`\r  generated ${start + rows.length} / ${N} (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+  }
+  db.prepare("UPDATE index_meta SET value = ? WHERE key = 'change_seq'").run(N);
+  db.transaction(() => {
+    for (const f of folders) index.ensureFolder(f);
+  })();
+  fts.exec("INSERT INTO bench_fts(bench_fts) VALUES('optimize')");
+  fts.close();
+  index.close();
+  process.stdout.write('\n');
+}
+
+// ── query mix ────────────────────────────────────────────────────────────────────────────
+interface Q {
+  category: 'rare' | 'mid' | 'common';
+  query: string;
+  filters: string[];
+}
+
+function queryMix(): Q[] {
+  const r = rng(99);
+  const pick = (lo: number, hi: number) => VOCAB[lo + Math.floor(r() * (hi - lo))]!;
+  const qs: Q[] = [];
+  for (let i = 0; i < 12; i++) qs.push({ category: 'rare', query: pick(15_000, 29_000), filters: [] });
+  for (let i = 0; i < 4; i++) qs.push({ category: 'rare', query: `${pick(15_000, 29_000)} photo`, filters: [] });
+  for (let i = 0; i < 6; i++) qs.push({ category: 'mid', query: pick(20, 300), filters: [] });
+  for (let i = 0; i < 4; i++) qs.push({ category: 'mid', query: pick(20, 300), filters: ['type:image'] });
+  for (let i = 0; i < 3; i++) qs.push({ category: 'mid', query: `${pick(20, 300)} ${pick(5, 50)}`, filters: [] });
+  for (let i = 0; i < 3; i++) qs.push({ category: 'mid', query: pick(300, 2000).slice(0, 4), filters: [] });
+  qs.push({ category: 'common', query: 'photo', filters: [] });
+  qs.push({ category: 'common', query: 'photo', filters: ['ext:jpg', 'year:2020'] });
+  qs.push({ category: 'common', query: 'photo', filters: [`keyword:${KEYWORDS[0]}`] });
+  qs.push({ category: 'common', query: `photo ${pick(0, 5)}`, filters: [] });
+  qs.push({ category: 'common', query: pick(0, 3), filters: ['orientation:landscape'] });
+  qs.push({ category: 'common', query: '', filters: ['type:image'] });
+  return qs;
+}
+
+/** The same words as the hub's search, as an FTS5 expression. */
+function ftsExpr(q: string): string | null {
+  const words = q.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return words.length ? words.map((w) => `"${w}"*`).join(' ') : null;
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+};
+const vmHWM = () => Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 1024;
+const vmRSS = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 1024;
+
+async function main(): Promise<void> {
+  const dataDir = path.join(BASE, 'data');
+  const libFile = path.join(dataDir, 'library', 'library.sqlite');
+  const ftsFile = path.join(BASE, 'fts.sqlite');
+  const manifest = path.join(BASE, 'manifest.json');
+  if (!fs.existsSync(manifest) || JSON.parse(fs.readFileSync(manifest, 'utf8')).version !== DATA_VERSION) {
+    fs.rmSync(BASE, { recursive: true, force: true });
+    console.log(`generating ${N.toLocaleString('en')} synthetic assets into ${BASE}`);
+    generate(libFile, ftsFile);
+    fs.writeFileSync(manifest, JSON.stringify({ version: DATA_VERSION, assets: N }));
+  }
+  const emptyRoot = path.join(BASE, 'empty-root');
+  fs.mkdirSync(emptyRoot, { recursive: true });
+
+  // The hub, in this process, on a real loopback socket. Its library is not rescanned (the
+  // synthetic assets have no files); the engine is built from the index as at a hub's start.
+  const t = await startTestHub({ dataDir, config: { libraryDir: emptyRoot, userRateLimitPerMin: 0 } });
+  const index = t.hub.library!.index;
+  const rssBefore = vmRSS();
+  const t0 = performance.now();
+  const engine = index.searchEngine();
+  const loadMs = performance.now() - t0;
+  const rssEngine = vmRSS();
+  console.log(`engine: ${engine.size.toLocaleString('en')} assets loaded in ${(loadMs / 1000).toFixed(1)} s; RSS ${rssBefore.toFixed(0)} → ${rssEngine.toFixed(0)} MiB`);
+  if (!index.accountByName('bench')) await addAccount(index, 'bench', 'bench-password', [], t.clock.now());
+  const { access_token } = await t.login({ sub: 'bench-user' });
+  const dam = await signInToLibrary(t, access_token, 'bench', 'bench-password');
+  const address = await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const headers = { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${dam}` };
+
+  const fts = new Database(ftsFile, { readonly: true });
+  const ftsTop = fts.prepare('SELECT rowid, bm25(bench_fts, 10.0, 2.0, 8.0, 4.0, 6.0, 1.0) AS s FROM bench_fts WHERE bench_fts MATCH ? ORDER BY s LIMIT 51');
+  const ftsCount = fts.prepare('SELECT count(*) FROM bench_fts WHERE bench_fts MATCH ?').pluck();
+
+  const mix = queryMix();
+  const totals = new Map<string, number>();
+  const hub = async (q: Q): Promise<number> => {
+    const qs = new URLSearchParams({ query: q.query, size: '50' });
+    for (const f of q.filters) qs.append('filters', f);
+    const s = performance.now();
+    const res = await fetch(`${address}/api/v1/assets/search?${qs}`, { headers });
+    const body = (await res.json()) as { totalAssetsCount: number; assets: unknown[] };
+    const ms = performance.now() - s;
+    if (res.status !== 200) throw new Error(`search ${JSON.stringify(q)} → ${res.status} ${JSON.stringify(body)}`);
+    totals.set(`${q.query}|${q.filters}`, body.totalAssetsCount);
+    return ms;
+  };
+  const bare = (q: Q): number => {
+    const expr = ftsExpr(q.query);
+    const s = performance.now();
+    if (expr) {
+      ftsTop.all(expr);
+      ftsCount.get(expr);
+    }
+    return performance.now() - s;
+  };
+
+  // Warm-up: one pass each (JIT, SQLite page cache).
+  for (const q of mix) {
+    await hub(q);
+    bare(q);
+  }
+  const byCat = (xs: { q: Q; ms: number }[], c: string) => xs.filter((x) => c === 'all' || x.q.category === c).map((x) => x.ms);
+  const hubAll: { q: Q; ms: number }[] = [];
+  const bareAll: { q: Q; ms: number }[] = [];
+  const roundRatios: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const h: { q: Q; ms: number }[] = [];
+    const b: { q: Q; ms: number }[] = [];
+    const runHub = async () => {
+      for (const q of mix) h.push({ q, ms: await hub(q) });
+    };
+    const runBare = () => {
+      for (const q of mix) b.push({ q, ms: bare(q) });
+    };
+    if (round % 2 === 0) {
+      await runHub();
+      runBare();
+    } else {
+      runBare();
+      await runHub();
+    }
+    hubAll.push(...h);
+    bareAll.push(...b);
+    roundRatios.push(pct(h.map((x) => x.ms), 95) / pct(b.map((x) => x.ms), 95));
+    console.log(`round ${round + 1}: hub p95 ${pct(h.map((x) => x.ms), 95).toFixed(2)} ms, bare FTS p95 ${pct(b.map((x) => x.ms), 95).toFixed(2)} ms`);
+  }
+
+  console.log(`\n${N.toLocaleString('en')} assets, ${mix.length} queries × ${ROUNDS} rounds (page of 50, exact totals, five facets on the hub side)`);
+  console.log('| queries | hub p50 ms | hub p95 ms | bare FTS p50 ms | bare FTS p95 ms |');
+  console.log('|---|---|---|---|---|');
+  for (const c of ['rare', 'mid', 'common', 'all']) {
+    const h = byCat(hubAll, c);
+    const b = byCat(bareAll, c);
+    console.log(`| ${c} (${h.length / ROUNDS}) | ${pct(h, 50).toFixed(2)} | ${pct(h, 95).toFixed(2)} | ${pct(b, 50).toFixed(2)} | ${pct(b, 95).toFixed(2)} |`);
+  }
+  console.log(`per-round p95 ratios hub / bare FTS: ${roundRatios.map((r) => r.toFixed(2)).join(', ')} → median ${median(roundRatios).toFixed(2)}`);
+  const common = mix.filter((q) => q.category === 'common').map((q) => `${JSON.stringify(q.query)}${q.filters.length ? ` [${q.filters}]` : ''}: ${totals.get(`${q.query}|${q.filters}`)?.toLocaleString('en')}`);
+  console.log(`totals of the common queries: ${common.join('; ')}`);
+  console.log(`RSS: ${vmRSS().toFixed(0)} MiB now, peak ${vmHWM().toFixed(0)} MiB (hub and engine in this process; the engine added ${(rssEngine - rssBefore).toFixed(0)} MiB)`);
+  fts.close();
+  await t.close();
+}
+
+await main();
