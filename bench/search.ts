@@ -182,7 +182,10 @@ async function main(): Promise<void> {
 
   // The hub, in this process, on a real loopback socket. Its library is not rescanned (the
   // synthetic assets have no files); the engine is built from the index as at a hub's start.
-  const t = await startTestHub({ dataDir, config: { libraryDir: emptyRoot, userRateLimitPerMin: 0 } });
+  // A fresh hub data dir per run (keys, partner, sessions) whose library index is the generated one.
+  const hubDir = fs.mkdtempSync(path.join(BASE, 'hub-'));
+  fs.symlinkSync(path.join(dataDir, 'library'), path.join(hubDir, 'library'));
+  const t = await startTestHub({ dataDir: hubDir, config: { libraryDir: emptyRoot, userRateLimitPerMin: 0 } });
   const index = t.hub.library!.index;
   const rssBefore = vmRSS();
   const t0 = performance.now();
@@ -268,6 +271,7 @@ async function main(): Promise<void> {
   console.log(`RSS: ${vmRSS().toFixed(0)} MiB now, peak ${vmHWM().toFixed(0)} MiB (hub and engine in this process; the engine added ${(rssEngine - rssBefore).toFixed(0)} MiB)`);
   fts.close();
   await t.close();
+  fs.rmSync(hubDir, { recursive: true, force: true });
 }
 
 await main();
