@@ -298,18 +298,25 @@ export class LibraryIndex {
    * up from the change sequence on every call (an indexed lookup that finds nothing when idle).
    */
   searchEngine(): SearchEngine {
-    if (this.engine && (this.stmts.metaValue.get('removed_pruned_below') as number) > this.engineSeq + 1) this.engine = null;
-    if (!this.engine) {
-      this.engine = new SearchEngine();
-      this.engineSeq = 0;
-    } else {
-      for (const rowid of this.stmts.removedSince.iterate(this.engineSeq) as Iterable<number>) this.engine.remove(rowid);
-    }
-    const seq = this.stmts.metaValue.get('change_seq') as number;
-    for (const r of this.stmts.changedSince.iterate(this.engineSeq) as Iterable<Record<string, unknown>>) this.engine.upsert(searchDoc(r));
-    this.engineSeq = seq;
-    if (this.engine.deadDocuments > 10_000 && this.engine.deadDocuments > this.engine.size) this.engine.compact();
-    return this.engine;
+    // One read transaction: the sequence, the removals and the changed rows are one snapshot.
+    this.db.transaction(() => {
+      if (this.engine && (this.stmts.metaValue.get('removed_pruned_below') as number) > this.engineSeq + 1) this.engine = null;
+      const seq = this.stmts.metaValue.get('change_seq') as number;
+      if (this.engine && seq === this.engineSeq) return;
+      let built = false;
+      if (!this.engine) {
+        this.engine = new SearchEngine();
+        this.engineSeq = 0;
+        built = true;
+      } else {
+        for (const rowid of this.stmts.removedSince.iterate(this.engineSeq) as Iterable<number>) this.engine.remove(rowid);
+      }
+      for (const r of this.stmts.changedSince.iterate(this.engineSeq) as Iterable<Record<string, unknown>>) this.engine.upsert(searchDoc(r));
+      this.engineSeq = seq;
+      if (built) this.engine.trim();
+      else if (this.engine.deadDocuments > 10_000 && this.engine.deadDocuments > this.engine.size) this.engine.compact();
+    })();
+    return this.engine!;
   }
 
   /** Asset rows by row id, in the order given (missing ones skipped). */

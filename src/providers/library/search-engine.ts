@@ -82,7 +82,7 @@ export function tokenize(s: string): string[] {
  */
 class Postings {
   docs: Int32Array = EMPTY_I32;
-  tf: Float32Array = EMPTY_F32;
+  tf: Uint16Array = EMPTY_U16;
   n = 1;
   private d0: number;
   private t0: number;
@@ -96,7 +96,7 @@ class Postings {
     if (this.n === this.docs.length || this.docs.length === 0) {
       const cap = Math.max(4, this.n * 2);
       const docs = new Int32Array(cap);
-      const t = new Float32Array(cap);
+      const t = new Uint16Array(cap);
       if (this.docs.length === 0) {
         docs[0] = this.d0;
         t[0] = this.t0;
@@ -112,11 +112,19 @@ class Postings {
     this.n++;
   }
 
+  /** Drops the growth slack (after a bulk build). */
+  trim(): void {
+    if (this.docs.length > this.n) {
+      this.docs = this.docs.slice(0, this.n);
+      this.tf = this.tf.slice(0, this.n);
+    }
+  }
+
   /** The list with its typed arrays present (a single entry is materialised on first read). */
   view(): this {
     if (this.docs.length === 0 && this.n > 0) {
       this.docs = Int32Array.of(this.d0);
-      this.tf = Float32Array.of(this.t0);
+      this.tf = Uint16Array.of(this.t0);
     }
     return this;
   }
@@ -137,7 +145,7 @@ class Postings {
   }
 }
 const EMPTY_I32 = new Int32Array(0);
-const EMPTY_F32 = new Float32Array(0);
+const EMPTY_U16 = new Uint16Array(0);
 
 /** Facet values ↔ small integer codes; code 0 is "no value". */
 class Dictionary {
@@ -257,7 +265,8 @@ export class SearchEngine {
       }
     }
     this.dl[d] = dl;
-    for (const [t, w] of tf) {
+    for (const [t, weighted] of tf) {
+      const w = Math.min(weighted, 65_535);
       let p = this.terms.get(t);
       if (!p) {
         this.terms.set(t, new Postings(d, w));
@@ -276,6 +285,16 @@ export class SearchEngine {
     this.alive[d] = 0;
     this.live--;
     this.dlSum -= this.dl[d]!;
+  }
+
+  /** Releases the slack of growable arrays; worth it after building from a whole index. */
+  trim(): void {
+    for (const p of this.terms.values()) p.trim();
+    this.kwData = this.kwData.slice(0, Math.max(16, this.kwUsed));
+    if (this.recent.length) {
+      this.sorted = [...this.terms.keys()].sort();
+      this.recent = [];
+    }
   }
 
   /**
