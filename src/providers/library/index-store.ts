@@ -290,6 +290,8 @@ export class LibraryIndex {
 
   // ── keyword search ───────────────────────────────────────────────────────────────────────
   private engine: SearchEngine | null = null;
+  /** Prepared `rowid IN (?, …)` lookups by arity (pages are at most a few hundred). */
+  private readonly byRowidStmts = new Map<number, Database.Statement>();
   private engineSeq = 0;
 
   /**
@@ -322,7 +324,12 @@ export class LibraryIndex {
   /** Asset rows by row id, in the order given (missing ones skipped). */
   assetsByRowids(rowids: number[]): AssetRow[] {
     if (!rowids.length) return [];
-    const rows = this.db.prepare(`SELECT * FROM assets WHERE rowid IN (${rowids.map(() => '?').join(',')})`).all(...rowids) as Record<string, unknown>[];
+    let stmt = this.byRowidStmts.get(rowids.length);
+    if (!stmt) {
+      stmt = this.db.prepare(`SELECT * FROM assets WHERE rowid IN (${rowids.map(() => '?').join(',')})`);
+      if (rowids.length <= 256) this.byRowidStmts.set(rowids.length, stmt);
+    }
+    const rows = stmt.all(...rowids) as Record<string, unknown>[];
     const byRowid = new Map(rows.map((r) => [r.rowid as number, r]));
     return rowids.flatMap((id) => {
       const r = byRowid.get(id);

@@ -611,11 +611,25 @@ function sum(lists: Postings[]): number {
   return s;
 }
 
+/** The FACET_OPTIONS largest counts (count descending, value ascending), without sorting them all. */
 function topOptions(counts: Int32Array, values: string[]): { value: string; count: number }[] {
-  const out: { value: string; count: number }[] = [];
-  for (let c = 1; c < counts.length; c++) if (counts[c]! > 0) out.push({ value: values[c]!, count: counts[c]! });
-  out.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
-  return out.slice(0, FACET_OPTIONS);
+  const top: { value: string; count: number }[] = [];
+  const before = (a: { value: string; count: number }, b: { value: string; count: number }) => a.count > b.count || (a.count === b.count && a.value < b.value);
+  for (let c = 1; c < counts.length; c++) {
+    const n = counts[c]!;
+    if (n === 0) continue;
+    if (top.length === FACET_OPTIONS && n < top[FACET_OPTIONS - 1]!.count) continue;
+    const o = { value: values[c]!, count: n };
+    if (top.length === FACET_OPTIONS && !before(o, top[FACET_OPTIONS - 1]!)) continue;
+    let i = top.length < FACET_OPTIONS ? top.length : FACET_OPTIONS - 1;
+    if (top.length < FACET_OPTIONS) top.push(o);
+    while (i > 0 && before(o, top[i - 1]!)) {
+      top[i] = top[i - 1]!;
+      i--;
+    }
+    top[i] = o;
+  }
+  return top;
 }
 
 /** The best `k` (key descending, row id ascending) of a stream, in a binary heap whose top is the worst kept. */
