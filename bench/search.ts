@@ -266,6 +266,8 @@ async function main(): Promise<void> {
     console.log(`| ${c} (${h.length / ROUNDS}) | ${pct(h, 50).toFixed(2)} | ${pct(h, 95).toFixed(2)} | ${pct(b, 50).toFixed(2)} | ${pct(b, 95).toFixed(2)} |`);
   }
   console.log(`per-round p95 ratios hub / bare FTS: ${roundRatios.map((r) => r.toFixed(2)).join(', ')} → median ${median(roundRatios).toFixed(2)}`);
+  const perQuery = mix.map((q) => ({ q, ms: median(hubAll.filter((x) => x.q === q).map((x) => x.ms)), total: totals.get(`${q.query}|${q.filters}`) ?? 0 }));
+  console.log(`slowest on the hub (median ms, total): ${perQuery.sort((a, b) => b.ms - a.ms).slice(0, 5).map((x) => `${JSON.stringify(x.q.query)}${x.q.filters.length ? ` [${x.q.filters}]` : ''} ${x.ms.toFixed(1)} (${x.total.toLocaleString('en')})`).join('; ')}`);
   const common = mix.filter((q) => q.category === 'common').map((q) => `${JSON.stringify(q.query)}${q.filters.length ? ` [${q.filters}]` : ''}: ${totals.get(`${q.query}|${q.filters}`)?.toLocaleString('en')}`);
   console.log(`totals of the common queries: ${common.join('; ')}`);
   console.log(`RSS: ${vmRSS().toFixed(0)} MiB now, peak ${vmHWM().toFixed(0)} MiB (hub and engine in this process; the engine added ${(rssEngine - rssBefore).toFixed(0)} MiB)`);

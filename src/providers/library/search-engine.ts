@@ -474,7 +474,16 @@ export class SearchEngine {
     }
     const idf = setIdf(df);
     let k = 0;
-    if (first) {
+    if (first && sum(lists) * 2 > this.n) {
+      // Many postings: one sequential sweep of the dense array beats revisiting every list.
+      for (let d = 0; d < this.n; d++) {
+        const tf = tfDense[d]!;
+        if (tf === 0) continue;
+        cand[k] = d;
+        candScore[k++] = idf * norm(tf, d);
+        tfDense[d] = 0;
+      }
+    } else if (first) {
       for (const p of lists) {
         const docs = p.docs;
         for (let i = 0; i < p.n; i++) {
