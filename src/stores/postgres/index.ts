@@ -44,6 +44,8 @@ const types = {
 const UNAVAILABLE_CLASSES = /^(08|53|57|58)/;
 
 function isUnavailable(e: unknown): boolean {
+  // Our own errors raised inside a transaction (a conflict) are answers, not outages.
+  if (e instanceof StoreConflictError || e instanceof StoreUnavailableError) return false;
   const code = (e as { code?: unknown })?.code;
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return UNAVAILABLE_CLASSES.test(code);
   // Everything else pg throws from a query is about the connection: ECONNREFUSED, ECONNRESET,
