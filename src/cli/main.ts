@@ -96,8 +96,9 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     dataDir: path.resolve(pick('data', 'DAMHUB_DATA_DIR') ?? '.damhub'),
     libraryDir: pick('library', 'DAMHUB_LIBRARY') ? path.resolve(pick('library', 'DAMHUB_LIBRARY')!) : null,
     demo: values.demo === true || env.DAMHUB_DEMO === '1' || env.DAMHUB_DEMO === 'true',
-    databaseUrl: pick('database-url', 'DATABASE_URL') ?? null,
-    redisUrl: pick('redis-url', 'REDIS_URL') ?? null,
+    databaseUrl: pick('database-url', 'DATABASE_URL') || null,
+    redisUrl: pick('redis-url', 'REDIS_URL') || null,
+    redisKeyPrefix: env.DAMHUB_REDIS_PREFIX || 'damhub:',
     adminKey: env.DAMHUB_ADMIN_KEY ?? null,
     logLevel: env.DAMHUB_LOG_LEVEL ?? 'info',
   };
@@ -137,15 +138,15 @@ function openStore(values: StoreFlags): Promise<Stores> {
   const dir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
   return openStores({
     dataDir: dir,
-    databaseUrl: values['database-url'] ?? process.env.DATABASE_URL ?? null,
-    redisUrl: values['redis-url'] ?? process.env.REDIS_URL ?? null,
-  });
+    databaseUrl: values['database-url'] || process.env.DATABASE_URL || null,
+    redisUrl: values['redis-url'] || process.env.REDIS_URL || null,
+  }, { keyPrefix: process.env.DAMHUB_REDIS_PREFIX || 'damhub:' });
 }
 
 /** Applies pending schema migrations (PostgreSQL; the SQLite store migrates whenever it is opened). */
 async function migrateCommand(args: string[]): Promise<number> {
   const { values } = parse(args, { ...dataOpt, 'database-url': { type: 'string' } });
-  const url = values['database-url'] ?? process.env.DATABASE_URL;
+  const url = values['database-url'] || process.env.DATABASE_URL;
   if (!url) {
     const dir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });

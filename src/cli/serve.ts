@@ -13,7 +13,7 @@ export async function serve(config: HubConfig): Promise<number> {
     await ensureDemoLibrary(config.libraryDir!);
   }
   // SQLite in the data dir, or PostgreSQL + Redis (connected and migrated here, before serving).
-  const stores = await openStores(config);
+  const stores = await openStores(config, { keyPrefix: config.redisKeyPrefix });
   let hub: Hub;
   try {
     hub = new Hub(config, { stores });
@@ -36,6 +36,7 @@ export async function serve(config: HubConfig): Promise<number> {
   const base = config.publicUrl;
   process.stdout.write([
     `damhub listening on ${address}`,
+    `  stores:         ${config.databaseUrl ? 'PostgreSQL + Redis (cluster mode)' : `SQLite in ${config.dataDir}`}`,
     config.demo ? `  demo page:      ${base}/demo` : null,
     config.libraryDir ? `  library:        ${config.libraryDir} (${hub.library?.index.fileStates().size ?? 0} files indexed)` : null,
     config.demo && hub.library ? `  library login:  demo / demo-password` : null,
