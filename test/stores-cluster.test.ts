@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ClusterStores, clusterMode, openStores, StoreConfigError } from '../src/stores/index.js';
 import { createPgPool, migratePg } from '../src/stores/postgres/index.js';
@@ -12,7 +14,7 @@ import { PG_MIGRATIONS } from '../src/stores/postgres/migrations.js';
 import { SqliteStores } from '../src/stores/sqlite/index.js';
 import { StoreUnavailableError } from '../src/stores/types.js';
 import { closedPort, clusterEnv, type ClusterEnv } from './stores-env.js';
-import { storeSuite } from './stores-suite.js';
+import { partnerInput, storeSuite } from './stores-suite.js';
 import { tempDir } from './helpers/hub.js';
 
 storeSuite('postgres + redis', async () => {
@@ -133,6 +135,53 @@ describe('cluster stores: migrations, configuration, outages', () => {
     } finally {
       await admin.end();
       await s.close();
+    }
+  });
+
+  test('Redis connections cut under a node: quick 503s, then it recovers by itself, invalidation included', async (t) => {
+    if (!env) return t.skip('backing services unavailable');
+    const name = `damhub-test-${randomUUID().slice(0, 8)}`;
+    const opts = { databaseUrl: env.databaseUrl, redisUrl: env.redisUrl, keyPrefix: env.keyPrefix };
+    const a = await ClusterStores.open({ ...opts, connectionName: name });
+    const b = await ClusterStores.open(opts);
+    const admin = new Redis(env.redisUrl, { maxRetriesPerRequest: 1 });
+    admin.on('error', () => {});
+    try {
+      let invalidated = 0;
+      a.onInvalidate(() => invalidated++);
+      // Kill both of a's connections (commands and subscription), found by their name.
+      const list = (await admin.client('LIST')) as string;
+      const ids = list.split('\n').filter((l) => l.includes(` name=${name} `)).map((l) => /^id=(\d+)/.exec(l)![1]!);
+      assert.equal(ids.length, 2, list);
+      for (const id of ids) await admin.client('KILL', 'ID', id);
+
+      // Until the reconnect, calls fail fast with the unavailable error (or already succeed).
+      const deadline = Date.now() + 10_000;
+      let recovered = false;
+      while (Date.now() < deadline) {
+        try {
+          await a.rateLimits.hit(`rl-${name}`, 100, 60_000, Date.now());
+          recovered = true;
+          break;
+        } catch (e) {
+          assert.ok(e instanceof StoreUnavailableError, String(e));
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      assert.ok(recovered, 'the node reconnected by itself');
+      // The resubscribed node clears its caches (messages may have been missed) and hears b again.
+      const until = Date.now() + 10_000;
+      while (invalidated === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(invalidated > 0, 'a reconnect of the subscription invalidates the caches');
+      const before = invalidated;
+      const p = await b.partners.create(partnerInput(), Date.now());
+      await b.partners.remove(p.id);
+      while (invalidated === before && Date.now() < until + 5000) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(invalidated > before, 'invalidation from another node arrives after the reconnect');
+    } finally {
+      admin.disconnect();
+      await a.close();
+      await b.close();
     }
   });
 });

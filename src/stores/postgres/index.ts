@@ -57,6 +57,7 @@ function isUnavailable(e: unknown): boolean {
 function isBrokenConnection(e: unknown): boolean {
   const code = (e as { code?: unknown })?.code;
   const msg = (e as Error)?.message ?? '';
+  if (/timeout/i.test(msg)) return false; // a slow server gets no second wait
   return code === '57P01' || code === 'ECONNRESET' || code === 'EPIPE' || /terminated/i.test(msg);
 }
 

@@ -25,6 +25,8 @@ export interface RedisStoreOptions {
   keyPrefix?: string;
   connectTimeoutMs?: number;
   commandTimeoutMs?: number;
+  /** CLIENT SETNAME of this node's connections (default `damhub`), to find them in CLIENT LIST. */
+  connectionName?: string;
 }
 
 /** Login states stay an hour past expiry so a late poll still hears "expired" (as the SQLite sweep). */
@@ -106,6 +108,7 @@ async function call<T>(p: Promise<T>): Promise<T> {
 export function createRedis(url: string, o: RedisStoreOptions = {}): Scripted {
   const options: RedisOptions = {
     lazyConnect: true,
+    connectionName: o.connectionName ?? 'damhub',
     connectTimeout: o.connectTimeoutMs ?? 2000,
     commandTimeout: o.commandTimeoutMs ?? 2000,
     // Fail fast while disconnected (503 at once) instead of queueing requests behind an outage.
