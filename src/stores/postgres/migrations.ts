@@ -48,6 +48,7 @@ export const PG_MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX sessions_user ON sessions (user_id);
       CREATE INDEX sessions_partner ON sessions (partner_id);
       CREATE INDEX sessions_expires ON sessions (expires_at);
+      CREATE INDEX sessions_revoked ON sessions (revoked_at) WHERE revoked_at IS NOT NULL;
     `,
   },
 ];
