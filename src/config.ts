@@ -12,8 +12,11 @@ export interface HubConfig {
   publicUrl: string;
   /** Register the demo partner and serve the demo page. */
   demo: boolean;
+  /** Cluster mode (both or neither): PostgreSQL for durable state, Redis for shared short-lived state. */
   databaseUrl: string | null;
   redisUrl: string | null;
+  /** Prefix of every Redis key and channel of this hub (several hubs may share one Redis). */
+  redisKeyPrefix: string;
   /** Admin bearer key; generated into the data dir when not given. */
   adminKey: string | null;
   bodyLimitBytes: number;
@@ -49,6 +52,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     demo: false,
     databaseUrl: null,
     redisUrl: null,
+    redisKeyPrefix: 'damhub:',
     adminKey: null,
     bodyLimitBytes: 16 * 1024 * 1024,
     accessTokenTtlSec: 3600,
@@ -78,6 +82,7 @@ export const ENV_VARS: Record<string, keyof HubConfig> = {
   DAMHUB_DEMO: 'demo',
   DATABASE_URL: 'databaseUrl',
   REDIS_URL: 'redisUrl',
+  DAMHUB_REDIS_PREFIX: 'redisKeyPrefix',
   DAMHUB_ADMIN_KEY: 'adminKey',
   DAMHUB_BODY_LIMIT: 'bodyLimitBytes',
   DAMHUB_USER_RATE_LIMIT: 'userRateLimitPerMin',

@@ -53,6 +53,10 @@ export class Hub {
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
     fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
     this.clock = deps.clock ?? systemClock;
+    if (!deps.stores && (config.databaseUrl || config.redisUrl)) {
+      // The cluster stores connect and migrate asynchronously: src/stores/index.ts openStores().
+      throw new Error('cluster mode: open the stores with openStores(config) and pass them as deps.stores');
+    }
     this.stores = deps.stores ?? SqliteStores.open(path.join(config.dataDir, 'hub.sqlite'));
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = loadOrCreateSecret(config.dataDir, 'admin.key', config.adminKey);

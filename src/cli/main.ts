@@ -9,8 +9,10 @@ import { defaultConfig, type HubConfig } from '../config.js';
 import { partnerInput, partnerView } from '../auth/partners.js';
 import { rotateKeyRing } from '../auth/keys.js';
 import { isHubError } from '../errors.js';
+import { clusterMode, openStores, StoreConfigError } from '../stores/index.js';
+import { migratePg, createPgPool } from '../stores/postgres/index.js';
 import { SqliteStores } from '../stores/sqlite/index.js';
-import { StoreConflictError } from '../stores/types.js';
+import { StoreConflictError, type Stores } from '../stores/types.js';
 import { serve } from './serve.js';
 import { indexCommand, usersCommand } from './library.js';
 
@@ -27,7 +29,10 @@ const USAGE = `usage:
   damhub users list [--data DIR]
   damhub users remove NAME [--data DIR]
   damhub index [--library DIR] [--data DIR] [--concurrency N]
-  damhub keys rotate [--data DIR]`;
+  damhub keys rotate [--data DIR]
+  damhub migrate [--database-url URL] [--data DIR]
+
+  partners commands take --database-url URL --redis-url URL (or DATABASE_URL, REDIS_URL) in cluster mode.`;
 
 export async function main(argv: string[]): Promise<number> {
   try {
@@ -43,6 +48,8 @@ export async function main(argv: string[]): Promise<number> {
         return await usersCommand(rest);
       case 'index':
         return await indexCommand(rest);
+      case 'migrate':
+        return await migrateCommand(rest);
       case undefined:
       case 'help':
       case '--help':
@@ -53,7 +60,7 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command ${JSON.stringify(cmd)}`);
     }
   } catch (e) {
-    if (e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (e instanceof UsageError || e instanceof StoreConfigError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`damhub: ${(e as Error).message}\n${USAGE}\n`);
       return 2;
     }
@@ -89,8 +96,9 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     dataDir: path.resolve(pick('data', 'DAMHUB_DATA_DIR') ?? '.damhub'),
     libraryDir: pick('library', 'DAMHUB_LIBRARY') ? path.resolve(pick('library', 'DAMHUB_LIBRARY')!) : null,
     demo: values.demo === true || env.DAMHUB_DEMO === '1' || env.DAMHUB_DEMO === 'true',
-    databaseUrl: pick('database-url', 'DATABASE_URL') ?? null,
-    redisUrl: pick('redis-url', 'REDIS_URL') ?? null,
+    databaseUrl: pick('database-url', 'DATABASE_URL') || null,
+    redisUrl: pick('redis-url', 'REDIS_URL') || null,
+    redisKeyPrefix: env.DAMHUB_REDIS_PREFIX || 'damhub:',
     adminKey: env.DAMHUB_ADMIN_KEY ?? null,
     logLevel: env.DAMHUB_LOG_LEVEL ?? 'info',
   };
@@ -117,14 +125,43 @@ async function serveCommand(args: string[]): Promise<number> {
     'redis-url': { type: 'string' },
   });
   const config = configFrom(values);
-  if (config.databaseUrl || config.redisUrl) throw new UsageError('--database-url/--redis-url (cluster mode) are not available in this build yet');
+  clusterMode(config); // one of the two URLs alone is a usage error
   return serve(config);
 }
 
-function openStore(dataDir: string | undefined): SqliteStores {
-  const dir = path.resolve(dataDir ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return SqliteStores.open(path.join(dir, 'hub.sqlite'));
+const clusterOpts = { 'database-url': { type: 'string' }, 'redis-url': { type: 'string' } } as const;
+
+type StoreFlags = { data?: string; 'database-url'?: string; 'redis-url'?: string };
+
+/** The store the partners commands write to: the data dir's SQLite, or the cluster's PostgreSQL + Redis. */
+function openStore(values: StoreFlags): Promise<Stores> {
+  const dir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
+  return openStores({
+    dataDir: dir,
+    databaseUrl: values['database-url'] || process.env.DATABASE_URL || null,
+    redisUrl: values['redis-url'] || process.env.REDIS_URL || null,
+  }, { keyPrefix: process.env.DAMHUB_REDIS_PREFIX || 'damhub:' });
+}
+
+/** Applies pending schema migrations (PostgreSQL; the SQLite store migrates whenever it is opened). */
+async function migrateCommand(args: string[]): Promise<number> {
+  const { values } = parse(args, { ...dataOpt, 'database-url': { type: 'string' } });
+  const url = values['database-url'] || process.env.DATABASE_URL;
+  if (!url) {
+    const dir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    await SqliteStores.open(path.join(dir, 'hub.sqlite')).close();
+    process.stdout.write(`SQLite store in ${dir} is up to date\n`);
+    return 0;
+  }
+  const pool = createPgPool(url);
+  try {
+    const applied = await migratePg(pool);
+    process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'PostgreSQL schema is up to date\n');
+  } finally {
+    await pool.end();
+  }
+  return 0;
 }
 
 async function partnersCommand(args: string[]): Promise<number> {
@@ -141,6 +178,7 @@ async function partnersCommand(args: string[]): Promise<number> {
       'max-token-age': { type: 'string' },
       'rate-limit': { type: 'string' },
       origin: { type: 'string', multiple: true },
+      ...clusterOpts,
     });
     if (!values.issuer) throw new UsageError('partners add needs --issuer');
     if (!values['jwks-url'] === !values['jwks-file']) throw new UsageError('partners add needs exactly one of --jwks-url or --jwks-file');
@@ -168,7 +206,7 @@ async function partnersCommand(args: string[]): Promise<number> {
       rateLimit: intFlag('rate-limit', values['rate-limit']),
       allowedOrigins: values.origin,
     }, defaultConfig().defaultPartnerRateLimitPerMin);
-    const store = openStore(values.data);
+    const store = await openStore(values);
     try {
       const p = await store.partners.create(input, Date.now());
       process.stdout.write(`${JSON.stringify(partnerView(p), null, 2)}\n`);
@@ -181,8 +219,8 @@ async function partnersCommand(args: string[]): Promise<number> {
     return 0;
   }
   if (sub === 'list') {
-    const { values } = parse(rest, dataOpt);
-    const store = openStore(values.data);
+    const { values } = parse(rest, { ...dataOpt, ...clusterOpts });
+    const store = await openStore(values);
     try {
       for (const p of await store.partners.list()) {
         process.stdout.write(`${p.id}\t${p.enabled ? 'enabled' : 'disabled'}\t${p.issuer}\t${p.audience}\t${p.jwksUrl ?? 'inline JWKS'}\n`);
@@ -193,9 +231,9 @@ async function partnersCommand(args: string[]): Promise<number> {
     return 0;
   }
   if (sub === 'remove') {
-    const { values, positionals } = parse(rest, dataOpt, true);
+    const { values, positionals } = parse(rest, { ...dataOpt, ...clusterOpts }, true);
     if (positionals.length !== 1) throw new UsageError('partners remove takes one partner id');
-    const store = openStore(values.data);
+    const store = await openStore(values);
     try {
       if (!(await store.partners.remove(positionals[0]!))) throw new Error(`no partner with id ${positionals[0]}`);
     } finally {

@@ -3,6 +3,7 @@ import { buildApp } from '../app.js';
 import { ensureDemoLibrary } from '../demo/library.js';
 import type { HubConfig } from '../config.js';
 import { Hub } from '../hub.js';
+import { openStores } from '../stores/index.js';
 
 /** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
 export async function serve(config: HubConfig): Promise<number> {
@@ -11,7 +12,15 @@ export async function serve(config: HubConfig): Promise<number> {
     config = { ...config, libraryDir: path.join(config.dataDir, 'demo-library') };
     await ensureDemoLibrary(config.libraryDir!);
   }
-  const hub = new Hub(config);
+  // SQLite in the data dir, or PostgreSQL + Redis (connected and migrated here, before serving).
+  const stores = await openStores(config, { keyPrefix: config.redisKeyPrefix });
+  let hub: Hub;
+  try {
+    hub = new Hub(config, { stores });
+  } catch (e) {
+    await stores.close();
+    throw e;
+  }
   await hub.start();
   const app = await buildApp(hub);
   const address = await app.listen({ host: config.host, port: config.port });
@@ -27,6 +36,7 @@ export async function serve(config: HubConfig): Promise<number> {
   const base = config.publicUrl;
   process.stdout.write([
     `damhub listening on ${address}`,
+    `  stores:         ${config.databaseUrl ? 'PostgreSQL + Redis (cluster mode)' : `SQLite in ${config.dataDir}`}`,
     config.demo ? `  demo page:      ${base}/demo` : null,
     config.libraryDir ? `  library:        ${config.libraryDir} (${hub.library?.index.fileStates().size ?? 0} files indexed)` : null,
     config.demo && hub.library ? `  library login:  demo / demo-password` : null,

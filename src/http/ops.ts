@@ -36,13 +36,18 @@ export function registerOps(app: FastifyInstance): void {
   app.get('/readyz', { logLevel: 'warn', schema: { hide: true } }, async (_req, reply) => {
     const checks: Record<string, string> = {};
     let ok = true;
-    try {
-      await withTimeout(app.hub.stores.ping(), 2000);
-      checks.store = 'ok';
-    } catch (e) {
-      ok = false;
-      checks.store = `down: ${(e as Error).message}`;
-    }
+    // One check per backing service (postgres, redis in cluster mode; store for SQLite), in parallel.
+    const stores = app.hub.stores;
+    const probes = stores.probes?.() ?? { store: () => stores.ping() };
+    await Promise.all(Object.entries(probes).map(async ([name, probe]) => {
+      try {
+        await withTimeout(probe(), 2000);
+        checks[name] = 'ok';
+      } catch (e) {
+        ok = false;
+        checks[name] = `down: ${(e as { details?: string }).details ?? (e as Error).message}`;
+      }
+    }));
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'unavailable', checks });
   });
 

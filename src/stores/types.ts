@@ -5,6 +5,7 @@
  * (rotate, consume, hit) so that implementations can make it atomic.
  */
 import type { JSONWebKeySet } from 'jose';
+import { HubError } from '../errors.js';
 
 export interface Partner {
   id: string;
@@ -137,6 +138,11 @@ export interface Stores {
   onInvalidate(listener: () => void): void;
   /** Cheap reachability probe for /readyz. */
   ping(): Promise<void>;
+  /**
+   * One probe per backing service for /readyz (e.g. `postgres`, `redis`); stores without it are
+   * reported as one `store` check through ping().
+   */
+  probes?(): Record<string, () => Promise<void>>;
   /** Drops expired replay keys, login states and sessions. */
   sweep(now: number): Promise<void>;
   close(): Promise<void>;
@@ -146,5 +152,21 @@ export class StoreConflictError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'StoreConflictError';
+  }
+}
+
+/**
+ * A backing service (PostgreSQL, Redis) did not answer in time or refused the connection. It is a
+ * HubError, so a request that meets it answers 503 `hub-unavailable` (safe to retry) without any
+ * mapping in the routes.
+ */
+export class StoreUnavailableError extends HubError {
+  constructor(readonly service: string, cause: unknown) {
+    super('hub-unavailable', {
+      details: `${service} is unavailable: ${(cause as Error)?.message ?? String(cause)}`,
+      headers: { 'retry-after': '1' },
+      cause,
+    });
+    this.name = 'StoreUnavailableError';
   }
 }

@@ -1,0 +1,57 @@
+/**
+ * Versioned schema of the PostgreSQL store; a migration never changes once released, a change is
+ * a new version. Times are epoch milliseconds in BIGINT (as in the SQLite store), JSON in JSONB.
+ * Only the durable state lives here; login states, replay keys and rate-limit counters are in Redis.
+ */
+export const PG_MIGRATIONS: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'partners, users, sessions',
+    sql: `
+      CREATE TABLE partners (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        issuer TEXT NOT NULL UNIQUE,
+        audience TEXT NOT NULL,
+        jwks_url TEXT,
+        jwks JSONB,
+        max_token_age INTEGER NOT NULL,
+        rate_limit INTEGER NOT NULL,
+        allowed_origins JSONB NOT NULL,
+        enabled BOOLEAN NOT NULL,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE TABLE users (
+        id TEXT PRIMARY KEY,
+        partner_id TEXT NOT NULL REFERENCES partners(id) ON DELETE CASCADE,
+        sub TEXT NOT NULL,
+        email TEXT NOT NULL,
+        name TEXT,
+        given_name TEXT,
+        family_name TEXT,
+        created_at BIGINT NOT NULL,
+        last_seen_at BIGINT NOT NULL,
+        UNIQUE (partner_id, sub)
+      );
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        partner_id TEXT NOT NULL REFERENCES partners(id) ON DELETE CASCADE,
+        current_jti TEXT NOT NULL,
+        previous_jti TEXT,
+        rotated_at BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+      CREATE INDEX sessions_user ON sessions (user_id);
+      CREATE INDEX sessions_partner ON sessions (partner_id);
+      CREATE INDEX sessions_expires ON sessions (expires_at);
+      CREATE INDEX sessions_revoked ON sessions (revoked_at) WHERE revoked_at IS NOT NULL;
+    `,
+  },
+];
+
+/** Key of the advisory lock that serialises migrations when several nodes start at once. */
+export const MIGRATION_LOCK_KEY = 0x64616d68; // 'damh'

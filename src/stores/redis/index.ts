@@ -1,0 +1,257 @@
+/**
+ * The short-lived half of the cluster stores, in Redis: DAM login states, the JWT replay cache,
+ * rate-limit counters and the invalidation channel. Every operation that must agree across nodes
+ * is one Lua script (atomic on the Redis server), so two nodes can never both consume a login,
+ * both accept a replayed JWT, or both spend the last unit of a rate limit.
+ *
+ * Time is the caller's `now` (the hub's injected clock), as in the SQLite store; Redis TTLs only
+ * garbage-collect keys some time after the rule itself has stopped caring about them.
+ */
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { Redis, type RedisOptions } from 'ioredis';
+import {
+  StoreConflictError,
+  StoreUnavailableError,
+  type LoginState,
+  type LoginStateStore,
+  type RateLimitDecision,
+  type RateLimitStore,
+  type ReplayStore,
+} from '../types.js';
+
+export interface RedisStoreOptions {
+  /** Prefix of every key and of the pub/sub channel (default `damhub:`); lets deployments and tests share a server. */
+  keyPrefix?: string;
+  connectTimeoutMs?: number;
+  commandTimeoutMs?: number;
+  /** CLIENT SETNAME of this node's connections (default `damhub`), to find them in CLIENT LIST. */
+  connectionName?: string;
+}
+
+/** Login states stay an hour past expiry so a late poll still hears "expired" (as the SQLite sweep). */
+const LOGIN_KEEP_MS = 3600_000;
+
+const LUA_LOGIN_CREATE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'meta', ARGV[1], 'status', ARGV[2], 'result', ARGV[3], 'error', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1`;
+
+const LUA_LOGIN_SETTLE = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'result', ARGV[2], 'error', ARGV[3])
+return 1`;
+
+const LUA_LOGIN_CONSUME = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'completed' then return false end
+local r = redis.call('HGET', KEYS[1], 'result')
+redis.call('HSET', KEYS[1], 'status', 'consumed', 'result', 'null')
+return r`;
+
+/** Insert-if-absent, where a key past its (caller-clock) expiry counts as absent. */
+const LUA_REPLAY = `
+local v = redis.call('GET', KEYS[1])
+if v and tonumber(v) > tonumber(ARGV[2]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 1`;
+
+/**
+ * src/stores/gcra.ts, line for line, in Lua (doubles in both, so the same arithmetic). The TAT is
+ * stored with %.17g: Lua's tostring would keep only 14 digits and lose the 1/1024 ms grid.
+ */
+const LUA_GCRA = `
+local GRID = 1024
+local limit = tonumber(ARGV[1])
+local period = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+local v = redis.call('GET', KEYS[1])
+local tat = now
+if v then tat = tonumber(v) end
+local interval = math.max(1, math.floor((period / limit) * GRID)) / GRID
+local burst = interval * limit
+local base = math.floor(math.max(tat, now) * GRID + 0.5) / GRID
+local newTat = base + interval
+local allowAt = newTat - burst
+if allowAt > now then
+  return {0, 0, math.ceil((base - now) / 1000), math.max(1, math.ceil((allowAt - now) / 1000))}
+end
+local remaining = math.max(0, math.floor((now + burst - newTat) / interval))
+redis.call('SET', KEYS[1], string.format('%.17g', newTat), 'PX', math.max(1, math.ceil(newTat - now)) + 1000)
+return {1, remaining, math.ceil((newTat - now) / 1000), 0}`;
+
+type Scripted = Redis & {
+  damhubLoginCreate(key: string, meta: string, status: string, result: string, error: string, ttl: number): Promise<number>;
+  damhubLoginSettle(key: string, status: string, result: string, error: string): Promise<number>;
+  damhubLoginConsume(key: string): Promise<string | null>;
+  damhubReplay(key: string, expiresAt: string, now: string, ttl: number): Promise<number>;
+  damhubGcra(key: string, limit: string, periodMs: string, now: string): Promise<number[]>;
+};
+
+/** Errors Redis answers about its own state (still loading, read-only replica...) mean "unavailable". */
+const UNAVAILABLE_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|NOREPLICAS)/;
+
+function wrap(e: unknown): unknown {
+  const err = e as Error;
+  if (err?.name === 'ReplyError' && !UNAVAILABLE_REPLY.test(err.message)) return e;
+  return new StoreUnavailableError('redis', e);
+}
+
+async function call<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    throw wrap(e);
+  }
+}
+
+export function createRedis(url: string, o: RedisStoreOptions = {}): Scripted {
+  const options: RedisOptions = {
+    lazyConnect: true,
+    connectionName: o.connectionName ?? 'damhub',
+    connectTimeout: o.connectTimeoutMs ?? 2000,
+    commandTimeout: o.commandTimeoutMs ?? 2000,
+    // Fail fast while disconnected (503 at once) instead of queueing requests behind an outage.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    // Reconnect forever, at most a second apart, so a node recovers by itself.
+    retryStrategy: (times) => Math.min(times * 100, 1000),
+  };
+  const redis = new Redis(url, options) as Scripted;
+  // Connection errors surface through the commands that fail; the event needs a listener so it
+  // does not crash the process.
+  redis.on('error', () => {});
+  redis.defineCommand('damhubLoginCreate', { numberOfKeys: 1, lua: LUA_LOGIN_CREATE });
+  redis.defineCommand('damhubLoginSettle', { numberOfKeys: 1, lua: LUA_LOGIN_SETTLE });
+  redis.defineCommand('damhubLoginConsume', { numberOfKeys: 1, lua: LUA_LOGIN_CONSUME });
+  redis.defineCommand('damhubReplay', { numberOfKeys: 1, lua: LUA_REPLAY });
+  redis.defineCommand('damhubGcra', { numberOfKeys: 1, lua: LUA_GCRA });
+  return redis;
+}
+
+class RedisLogins implements LoginStateStore {
+  constructor(private readonly redis: Scripted, private readonly prefix: string) {}
+  private key(state: string) {
+    return `${this.prefix}login:${state}`;
+  }
+  async create(s: LoginState) {
+    const meta = JSON.stringify({ userId: s.userId, partnerId: s.partnerId, providerId: s.providerId, serverUrl: s.serverUrl, createdAt: s.createdAt, expiresAt: s.expiresAt });
+    const ttl = Math.max(1, Math.ceil(s.expiresAt - s.createdAt + LOGIN_KEEP_MS));
+    const created = await call(this.redis.damhubLoginCreate(this.key(s.state), meta, s.status, JSON.stringify(s.result), JSON.stringify(s.error), ttl));
+    if (created !== 1) throw new StoreConflictError(`login state ${s.state} already exists`);
+  }
+  async get(state: string): Promise<LoginState | null> {
+    const h = await call(this.redis.hgetall(this.key(state)));
+    if (!h.meta) return null;
+    const m = JSON.parse(h.meta) as Omit<LoginState, 'state' | 'status' | 'result' | 'error'>;
+    return {
+      state,
+      userId: m.userId,
+      partnerId: m.partnerId,
+      providerId: m.providerId,
+      serverUrl: m.serverUrl ?? null,
+      status: h.status as LoginState['status'],
+      result: h.result ? JSON.parse(h.result) : null,
+      error: h.error ? JSON.parse(h.error) : null,
+      createdAt: m.createdAt,
+      expiresAt: m.expiresAt,
+    };
+  }
+  async settle(state: string, status: 'completed' | 'failed' | 'cancelled', result: Record<string, unknown> | null, error: string | null) {
+    return (await call(this.redis.damhubLoginSettle(this.key(state), status, JSON.stringify(result), JSON.stringify(error)))) === 1;
+  }
+  async consume(state: string) {
+    const r = await call(this.redis.damhubLoginConsume(this.key(state)));
+    if (r === null || r === undefined) return null;
+    return (JSON.parse(r) as Record<string, unknown> | null) ?? {};
+  }
+}
+
+class RedisReplay implements ReplayStore {
+  constructor(private readonly redis: Scripted, private readonly prefix: string) {}
+  async remember(key: string, expiresAt: number, now: number) {
+    const ttl = Math.max(1, Math.ceil(expiresAt - now));
+    return (await call(this.redis.damhubReplay(`${this.prefix}replay:${key}`, String(expiresAt), String(now), ttl))) === 1;
+  }
+}
+
+class RedisRateLimits implements RateLimitStore {
+  constructor(private readonly redis: Scripted, private readonly prefix: string) {}
+  async hit(key: string, limit: number, periodMs: number, now: number): Promise<RateLimitDecision> {
+    const [allowed, remaining, resetSec, retryAfterSec] = await call(this.redis.damhubGcra(`${this.prefix}rl:${key}`, String(limit), String(periodMs), String(now)));
+    return { allowed: allowed === 1, limit, remaining: remaining!, resetSec: resetSec!, retryAfterSec: retryAfterSec! };
+  }
+}
+
+/**
+ * Login states, replay keys, rate limits and cross-node invalidation. Invalidation: a node
+ * publishes its id on `<prefix>invalidate`; every other node's subscriber calls its listeners.
+ * After a subscriber reconnect the listeners are called too, since messages may have been missed.
+ */
+export class RedisShortLivedStores {
+  readonly logins: LoginStateStore;
+  readonly replay: ReplayStore;
+  readonly rateLimits: RateLimitStore;
+  readonly nodeId = randomUUID();
+  private readonly events = new EventEmitter();
+  private readonly channel: string;
+  private sub: Redis | null = null;
+  private closed = false;
+
+  constructor(readonly redis: Scripted, readonly prefix = 'damhub:') {
+    this.logins = new RedisLogins(redis, prefix);
+    this.replay = new RedisReplay(redis, prefix);
+    this.rateLimits = new RedisRateLimits(redis, prefix);
+    this.channel = `${prefix}invalidate`;
+  }
+
+  /** Connects both connections; rejects with StoreUnavailableError when Redis cannot be reached. */
+  async connect(): Promise<void> {
+    try {
+      if (this.redis.status === 'wait') await this.redis.connect();
+      const sub = this.redis.duplicate({ enableOfflineQueue: true, lazyConnect: true });
+      sub.on('error', () => {});
+      this.sub = sub;
+      await sub.connect();
+      await sub.subscribe(this.channel);
+      let first = true;
+      sub.on('ready', () => {
+        if (first) return;
+        this.events.emit('invalidate');
+      });
+      first = false;
+      sub.on('message', (channel: string, message: string) => {
+        if (channel === this.channel && message !== this.nodeId) this.events.emit('invalidate');
+      });
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  onRemoteInvalidate(listener: () => void): void {
+    this.events.on('invalidate', listener);
+  }
+
+  /** Tells the other nodes; a failure is tolerated (their principal caches expire within a second anyway). */
+  async publishInvalidate(): Promise<void> {
+    try {
+      await this.redis.publish(this.channel, this.nodeId);
+    } catch {
+      /* best effort */
+    }
+  }
+
+  async ping(): Promise<void> {
+    await call(this.redis.ping());
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const c of [this.sub, this.redis]) {
+      if (!c) continue;
+      if (c.status === 'ready') await c.quit().catch(() => c.disconnect());
+      else c.disconnect();
+    }
+  }
+}

@@ -1,0 +1,336 @@
+/**
+ * One behavioural suite for every Stores implementation (SQLite, PostgreSQL + Redis). Each
+ * implementation provides two instances over the same backing state — two "nodes" — so the
+ * checks that matter in a cluster (rotation CAS, single consumption, replay, shared rate limits)
+ * run across instances, concurrently. Time is always the `now` argument; nothing sleeps except
+ * the wait for a cross-node invalidation message, which polls with a generous bound.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, test, before, after } from 'node:test';
+import { gcra } from '../src/stores/gcra.js';
+import { StoreConflictError, type LoginState, type PartnerInput, type Stores } from '../src/stores/types.js';
+
+export interface StorePair {
+  a: Stores;
+  b: Stores;
+  /** Whether b's writes reach a's invalidation listeners (cluster: through Redis pub/sub). */
+  crossInstanceInvalidation: boolean;
+  cleanup(): Promise<void>;
+}
+
+export type PairFactory = () => Promise<StorePair | null>;
+
+const T0 = Date.UTC(2026, 5, 1, 12);
+const DAY = 24 * 3600_000;
+
+export function partnerInput(o: Partial<PartnerInput> = {}): PartnerInput {
+  const id = o.id ?? `p-${randomUUID()}`;
+  return {
+    id,
+    name: 'Partner',
+    issuer: `https://${id}.example/`,
+    audience: 'urn:damhub',
+    jwksUrl: null,
+    jwks: { keys: [{ kty: 'RSA', kid: 'k1', n: 'abc', e: 'AQAB' }] },
+    maxTokenAgeSec: 3600,
+    rateLimitPerMin: 60,
+    allowedOrigins: ['https://app.example'],
+    enabled: true,
+    ...o,
+  };
+}
+
+async function waitFor(cond: () => boolean, ms = 5000): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (cond()) return true;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return cond();
+}
+
+export function storeSuite(name: string, factory: PairFactory): void {
+  describe(`stores: ${name}`, () => {
+    let pair: StorePair | null = null;
+    let a: Stores;
+    let b: Stores;
+
+    before(async () => {
+      pair = await factory();
+      if (pair) ({ a, b } = pair);
+    });
+    after(async () => {
+      await pair?.cleanup();
+    });
+
+    /** Skips (with the factory's printed reason) when the implementation is not available here. */
+    const it = (title: string, fn: () => Promise<void>) =>
+      test(title, async (t) => {
+        if (!pair) return t.skip('backing services unavailable');
+        await fn();
+      });
+
+    async function seedUser(partnerId?: string) {
+      const p = await a.partners.create(partnerInput(partnerId ? { id: partnerId } : {}), T0);
+      const u = await a.users.upsert(p.id, `sub-${randomUUID()}`, { email: 'u@example.com', name: 'U', givenName: null, familyName: null }, T0);
+      return { p, u };
+    }
+
+    async function seedSession(userId: string, partnerId: string, jti: string = randomUUID()) {
+      const s = { id: randomUUID(), userId, partnerId, currentJti: jti, previousJti: null, rotatedAt: T0, createdAt: T0, expiresAt: T0 + 30 * DAY, revokedAt: null };
+      await a.sessions.create(s);
+      return s;
+    }
+
+    it('ping answers', async () => {
+      await a.ping();
+      await b.ping();
+    });
+
+    it('partners: create, read on the other node, list, update, conflicts, remove', async () => {
+      const input = partnerInput({ allowedOrigins: ['https://x.example', 'https://y.example'] });
+      const p = await a.partners.create(input, T0);
+      assert.equal(p.id, input.id);
+      assert.deepEqual(p.jwks, input.jwks);
+      assert.deepEqual(p.allowedOrigins, ['https://x.example', 'https://y.example']);
+      assert.equal(p.enabled, true);
+      assert.equal(p.createdAt, T0);
+      assert.equal(p.updatedAt, T0);
+      assert.deepEqual(await b.partners.get(p.id), p);
+      assert.deepEqual(await b.partners.getByIssuer(p.issuer), p);
+      assert.equal(await b.partners.get('nope'), null);
+      assert.equal(await b.partners.getByIssuer('https://nope/'), null);
+      assert.ok((await b.partners.list()).some((x) => x.id === p.id));
+
+      await assert.rejects(a.partners.create(partnerInput({ issuer: p.issuer }), T0), StoreConflictError);
+      await assert.rejects(b.partners.create(partnerInput({ id: p.id }), T0), StoreConflictError);
+
+      const inline = await a.partners.create(partnerInput({ jwks: null, jwksUrl: 'https://j.example/jwks.json', enabled: false, allowedOrigins: [] }), T0);
+      assert.equal(inline.jwks, null);
+      assert.equal(inline.jwksUrl, 'https://j.example/jwks.json');
+      assert.equal(inline.enabled, false);
+      assert.deepEqual(inline.allowedOrigins, []);
+
+      const u = await b.partners.update(p.id, { enabled: false, rateLimitPerMin: 5 }, T0 + 1000);
+      assert.equal(u!.enabled, false);
+      assert.equal(u!.rateLimitPerMin, 5);
+      assert.equal(u!.name, p.name);
+      assert.equal(u!.updatedAt, T0 + 1000);
+      assert.equal(u!.createdAt, T0);
+      assert.deepEqual(await a.partners.get(p.id), u);
+      assert.equal(await a.partners.update('nope', { enabled: true }, T0), null);
+      await assert.rejects(a.partners.update(inline.id, { issuer: p.issuer }, T0), StoreConflictError);
+
+      assert.equal(await b.partners.remove(p.id), true);
+      assert.equal(await a.partners.get(p.id), null);
+      assert.equal(await a.partners.remove(p.id), false);
+    });
+
+    it('users: upsert creates once per (partner, sub) and refreshes the profile', async () => {
+      const p = await a.partners.create(partnerInput(), T0);
+      const u1 = await a.users.upsert(p.id, 'sub-1', { email: 'a@example.com', name: 'A', givenName: 'Al', familyName: null }, T0);
+      assert.equal(u1.partnerId, p.id);
+      assert.equal(u1.sub, 'sub-1');
+      assert.equal(u1.givenName, 'Al');
+      assert.equal(u1.familyName, null);
+      assert.equal(u1.createdAt, T0);
+      const u2 = await b.users.upsert(p.id, 'sub-1', { email: 'b@example.com', name: null, givenName: null, familyName: 'Bee' }, T0 + 5000);
+      assert.equal(u2.id, u1.id);
+      assert.equal(u2.email, 'b@example.com');
+      assert.equal(u2.name, null);
+      assert.equal(u2.familyName, 'Bee');
+      assert.equal(u2.createdAt, T0);
+      assert.equal(u2.lastSeenAt, T0 + 5000);
+      assert.deepEqual(await a.users.get(u1.id), u2);
+      const other = await b.users.upsert(p.id, 'sub-2', { email: 'c@example.com', name: null, givenName: null, familyName: null }, T0);
+      assert.notEqual(other.id, u1.id);
+      assert.equal(await a.users.remove(u1.id), true);
+      assert.equal(await b.users.get(u1.id), null);
+      assert.equal(await b.users.remove(u1.id), false);
+    });
+
+    it('sessions: create, rotate (compare-and-set), revoke; removing the user removes them', async () => {
+      const { p, u } = await seedUser();
+      const s = await seedSession(u.id, p.id, 'j0');
+      assert.deepEqual(await b.sessions.get(s.id), s);
+      assert.equal(await b.sessions.rotate(s.id, 'wrong', 'j1', T0 + 1, T0 + 31 * DAY), false);
+      assert.equal(await b.sessions.rotate(s.id, 'j0', 'j1', T0 + 1000, T0 + 31 * DAY), true);
+      const r = (await a.sessions.get(s.id))!;
+      assert.equal(r.currentJti, 'j1');
+      assert.equal(r.previousJti, 'j0');
+      assert.equal(r.rotatedAt, T0 + 1000);
+      assert.equal(r.expiresAt, T0 + 31 * DAY);
+      assert.equal(await a.sessions.rotate(s.id, 'j0', 'j2', T0 + 2000, T0 + 31 * DAY), false);
+
+      await b.sessions.revoke(s.id, T0 + 3000);
+      await a.sessions.revoke(s.id, T0 + 4000);
+      assert.equal((await a.sessions.get(s.id))!.revokedAt, T0 + 3000, 'the first revocation time is kept');
+      assert.equal(await a.sessions.rotate(s.id, 'j1', 'j2', T0 + 5000, T0 + 31 * DAY), false, 'a revoked family never rotates');
+
+      const s2 = await seedSession(u.id, p.id);
+      await b.users.remove(u.id);
+      assert.equal(await a.sessions.get(s2.id), null);
+      assert.equal(await a.sessions.get('nope'), null);
+    });
+
+    it('sessions: of concurrent rotations with the same expected jti on two nodes, exactly one wins', async () => {
+      const { p, u } = await seedUser();
+      for (let i = 0; i < 10; i++) {
+        const s = await seedSession(u.id, p.id, 'start');
+        const results = await Promise.all([
+          a.sessions.rotate(s.id, 'start', 'from-a', T0 + 1, T0 + DAY),
+          b.sessions.rotate(s.id, 'start', 'from-b', T0 + 1, T0 + DAY),
+          a.sessions.rotate(s.id, 'start', 'from-a2', T0 + 1, T0 + DAY),
+          b.sessions.rotate(s.id, 'start', 'from-b2', T0 + 1, T0 + DAY),
+        ]);
+        assert.equal(results.filter(Boolean).length, 1, `round ${i}: ${results}`);
+        const after = (await a.sessions.get(s.id))!;
+        assert.equal(after.previousJti, 'start');
+        assert.equal(after.currentJti, ['from-a', 'from-b', 'from-a2', 'from-b2'][results.indexOf(true)]);
+      }
+    });
+
+    it('partners: removing a partner removes its users and sessions', async () => {
+      const { p, u } = await seedUser();
+      const s = await seedSession(u.id, p.id);
+      assert.equal(await b.partners.remove(p.id), true);
+      assert.equal(await a.users.get(u.id), null);
+      assert.equal(await a.sessions.get(s.id), null);
+    });
+
+    it('sweep drops expired and long-revoked sessions and keeps live ones', async () => {
+      const { p, u } = await seedUser();
+      const live = await seedSession(u.id, p.id);
+      const expired = { ...(await seedSession(u.id, p.id)) };
+      await a.sessions.rotate(expired.id, expired.currentJti, 'x', T0, T0 + 1000);
+      await a.sweep(T0 + 2000);
+      assert.ok(await b.sessions.get(live.id));
+      assert.equal(await b.sessions.get(expired.id), null);
+    });
+
+    it('replay: a key is remembered once across nodes until it expires', async () => {
+      const key = `jti-${randomUUID()}`;
+      assert.equal(await a.replay.remember(key, T0 + 60_000, T0), true);
+      assert.equal(await b.replay.remember(key, T0 + 60_000, T0 + 1), false);
+      assert.equal(await a.replay.remember(key, T0 + 60_000, T0 + 59_999), false);
+      assert.equal(await b.replay.remember(key, T0 + 120_000, T0 + 60_000), true, 'an expired key counts as new');
+      assert.equal(await a.replay.remember(key, T0 + 120_000, T0 + 60_001), false);
+
+      for (let i = 0; i < 10; i++) {
+        const k = `race-${randomUUID()}`;
+        const r = await Promise.all([a, b, a, b].map((s) => s.replay.remember(k, T0 + 60_000, T0)));
+        assert.equal(r.filter(Boolean).length, 1, `round ${i}: ${r}`);
+      }
+    });
+
+    it('login states: create, read on the other node, settle once, consume once', async () => {
+      const { p, u } = await seedUser();
+      const mk = (o: Partial<LoginState> = {}): LoginState => ({
+        state: `st-${randomUUID()}`, userId: u.id, partnerId: p.id, providerId: 'library', serverUrl: null,
+        status: 'pending', result: null, error: null, createdAt: T0, expiresAt: T0 + 300_000, ...o,
+      });
+      const s = mk({ serverUrl: 'https://dam.example' });
+      await a.logins.create(s);
+      assert.deepEqual(await b.logins.get(s.state), s);
+      assert.equal(await b.logins.consume(s.state), null, 'a pending login hands out nothing');
+      const result = { access_token: 'at', refresh_token: 'rt', userHash: 'h', nested: { n: 1, list: [1, 'two'] } };
+      assert.equal(await b.logins.settle(s.state, 'completed', result, null), true);
+      assert.equal(await a.logins.settle(s.state, 'failed', null, 'late'), false);
+      const got = await a.logins.get(s.state);
+      assert.equal(got!.status, 'completed');
+      assert.deepEqual(got!.result, result);
+      assert.deepEqual(await a.logins.consume(s.state), result);
+      assert.equal(await b.logins.consume(s.state), null);
+      const consumed = (await b.logins.get(s.state))!;
+      assert.equal(consumed.status, 'consumed');
+      assert.equal(consumed.result, null);
+
+      const f = mk();
+      await b.logins.create(f);
+      assert.equal(await a.logins.settle(f.state, 'failed', null, 'access_denied'), true);
+      const failed = (await b.logins.get(f.state))!;
+      assert.equal(failed.status, 'failed');
+      assert.equal(failed.error, 'access_denied');
+      assert.equal(await b.logins.consume(f.state), null);
+
+      const c = mk();
+      await a.logins.create(c);
+      assert.equal(await b.logins.settle(c.state, 'cancelled', null, null), true);
+      assert.equal((await a.logins.get(c.state))!.status, 'cancelled');
+
+      const empty = mk();
+      await a.logins.create(empty);
+      assert.equal(await a.logins.settle(empty.state, 'completed', null, null), true);
+      assert.deepEqual(await b.logins.consume(empty.state), {});
+
+      assert.equal(await a.logins.get('nope'), null);
+      assert.equal(await a.logins.settle('nope', 'completed', {}, null), false);
+      assert.equal(await a.logins.consume('nope'), null);
+    });
+
+    it('login states: of concurrent polls on two nodes, exactly one gets the result', async () => {
+      const { p, u } = await seedUser();
+      for (let i = 0; i < 10; i++) {
+        const s: LoginState = { state: `race-${randomUUID()}`, userId: u.id, partnerId: p.id, providerId: 'library', serverUrl: null, status: 'pending', result: null, error: null, createdAt: T0, expiresAt: T0 + 300_000 };
+        await a.logins.create(s);
+        await b.logins.settle(s.state, 'completed', { access_token: `t${i}` }, null);
+        const r = await Promise.all([a, b, a, b].map((x) => x.logins.consume(s.state)));
+        assert.equal(r.filter((x) => x !== null).length, 1, `round ${i}`);
+        assert.deepEqual(r.find((x) => x !== null), { access_token: `t${i}` });
+      }
+    });
+
+    it('rate limits: one budget shared by the nodes, GCRA decisions identical to the reference', async () => {
+      const key = `rl-${randomUUID()}`;
+      const seen = [];
+      for (let i = 0; i < 6; i++) seen.push(await (i % 2 ? b : a).rateLimits.hit(key, 5, 60_000, T0));
+      assert.deepEqual(seen.map((d) => d.allowed), [true, true, true, true, true, false]);
+      assert.deepEqual(seen.map((d) => d.remaining), [4, 3, 2, 1, 0, 0]);
+      assert.equal(seen[5]!.retryAfterSec, 12);
+      assert.equal(seen[5]!.limit, 5);
+      assert.equal((await b.rateLimits.hit(key, 5, 60_000, T0 + 12_000)).allowed, true, 'one interval later, one more');
+
+      // Concurrent hits from both nodes at one instant: exactly `limit` succeed.
+      const k2 = `rl-${randomUUID()}`;
+      const r = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).rateLimits.hit(k2, 7, 60_000, T0)));
+      assert.equal(r.filter((d) => d.allowed).length, 7);
+
+      // A random walk of hits compared decision by decision with src/stores/gcra.ts.
+      for (const [limit, period] of [[7, 60_000], [60, 60_000], [3, 1000], [1200, 60_000]] as const) {
+        const k = `rl-${randomUUID()}`;
+        let tat: number | null = null;
+        let now = T0 + 0.5;
+        let rnd = limit * 7919;
+        for (let i = 0; i < 200; i++) {
+          rnd = (rnd * 1103515245 + 12345) % 2147483648;
+          now += (rnd % 5 === 0) ? (rnd % (period / limit * 3)) : (rnd % 7) / 3;
+          const ref = gcra(tat, limit, period, now);
+          if (ref.decision.allowed) tat = ref.tat;
+          const got = await (i % 2 ? a : b).rateLimits.hit(k, limit, period, now);
+          assert.deepEqual(got, ref.decision, `limit ${limit}/${period} step ${i} at +${now - T0}`);
+        }
+      }
+    });
+
+    it('invalidation: revocations, user and partner changes reach the listeners', async () => {
+      let onA = 0;
+      let onB = 0;
+      a.onInvalidate(() => onA++);
+      b.onInvalidate(() => onB++);
+      const { p, u } = await seedUser();
+      const s = await seedSession(u.id, p.id);
+
+      const check = async (what: string, write: () => Promise<unknown>) => {
+        const [a0, b0] = [onA, onB];
+        await write();
+        assert.ok(onB > b0, `${what}: the writing node's listener runs at once`);
+        if (pair!.crossInstanceInvalidation) assert.ok(await waitFor(() => onA > a0), `${what}: the other node hears it`);
+      };
+      await check('session revoked', () => b.sessions.revoke(s.id, T0));
+      await check('partner updated', () => b.partners.update(p.id, { enabled: false }, T0));
+      await check('user removed', () => b.users.remove(u.id));
+      await check('partner removed', () => b.partners.remove(p.id));
+    });
+  });
+}
