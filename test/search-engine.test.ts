@@ -3,6 +3,7 @@
  * plus its index integration (change sequence, other processes, compaction).
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import test from 'node:test';
 import { LibraryIndex, type ActiveFilters, type AssetRow, type FacetKey } from '../src/providers/library/index-store.js';
@@ -204,4 +205,57 @@ test('the index feeds the engine through its change sequence, also from another 
   assert.equal(search(writer, []).total, 1);
   writer.close();
   reader.close();
+});
+
+test('a search snapshot restores the engine exactly, catches up, and is ignored when it does not fit', async () => {
+  const dir = tempDir('damhub-snapshot-');
+  const file = path.join(dir, 'library.sqlite');
+  const row = (i: number, name: string, keywords: string[] = []): AssetRow => ({
+    id: `asset${String(i).padStart(17, '0')}`, relPath: `F${i % 3}/${name}`, folderPath: `F${i % 3}`, name, ext: i % 2 ? 'jpg' : 'png', size: 1, mtimeMs: i, createdMs: i,
+    mimeType: 'image/jpeg', kind: 'image', width: 1 + (i % 3), height: 2, version: 1, versionComment: null,
+    meta: { keywords, categories: [], iptc: {}, xmp: {}, caption: `caption ${i % 7} über` } as unknown as AssetRow['meta'], hashes: null, blob: null, indexedAt: i,
+  });
+  const queries: EngineQuery[] = [
+    { words: ['capt'], folderPath: '', allowedRoots: null, filters: {}, limit: 7, after: null, params: null },
+    { words: ['uber', 'file'], folderPath: 'F1', allowedRoots: null, filters: { ext: ['jpg'] }, limit: 50, after: null, params: null },
+    { words: [], folderPath: '', allowedRoots: ['F2'], filters: { keyword: ['k3'] }, limit: 5, after: null, params: null },
+  ];
+  const answers = (idx: LibraryIndex) => queries.map((q) => idx.searchEngine().search(q));
+
+  const a = new LibraryIndex(file, { snapshotMinAssets: 1 });
+  for (let i = 1; i <= 60; i++) a.upsertAsset(row(i, `file ${i}.jpg`, [`k${i % 5}`, 'Shared']), null);
+  a.removeAsset('F1/file 4.jpg');
+  const expected = answers(a);
+  a.close(); // writes the snapshot
+  assert.ok(fs.existsSync(`${file}.search`));
+
+  // While no hub runs, the index changes; the next start loads the snapshot and catches up.
+  const writer = new LibraryIndex(file, { snapshotMinAssets: 10_000_000 });
+  writer.upsertAsset(row(61, 'file 61.jpg', ['k1']), null);
+  writer.removeAsset('F2/file 5.jpg');
+  writer.close();
+  const fresh = new LibraryIndex(file, { snapshotMinAssets: 10_000_000 });
+  fs.renameSync(`${file}.search`, `${file}.search.keep`); // a build from the index, for reference
+  const rebuilt = answers(fresh);
+  fresh.close();
+  fs.renameSync(`${file}.search.keep`, `${file}.search`);
+  const b = new LibraryIndex(file, { snapshotMinAssets: 1 });
+  assert.deepEqual(answers(b), rebuilt, 'snapshot + catch-up answers like a build from the index');
+  assert.notDeepEqual(rebuilt, expected, 'the changes made while closed are visible');
+  b.close();
+
+  // A damaged snapshot, or one of another index, is ignored.
+  fs.writeFileSync(`${file}.search`, Buffer.concat([fs.readFileSync(`${file}.search`).subarray(0, 200)]));
+  const c = new LibraryIndex(file, { snapshotMinAssets: 10_000_000 });
+  assert.deepEqual(answers(c), rebuilt);
+  c.close();
+  const otherFile = path.join(dir, 'other.sqlite');
+  const other = new LibraryIndex(otherFile, { snapshotMinAssets: 1 });
+  other.upsertAsset(row(1, 'unrelated.jpg'), null);
+  other.searchEngine();
+  other.close();
+  fs.copyFileSync(`${otherFile}.search`, `${file}.search`);
+  const d = new LibraryIndex(file, { snapshotMinAssets: 10_000_000 });
+  assert.deepEqual(answers(d), rebuilt, 'a snapshot of another index file is not applied');
+  d.close();
 });

@@ -3,10 +3,12 @@
  * (`<data>/library.sqlite`). Paths are relative to the library root with forward slashes and no
  * leading slash ('' is the root); nothing here touches the file system.
  */
+import { randomInt } from 'node:crypto';
 import Database from 'better-sqlite3';
 import type { FileHashes } from './hashes.js';
 import type { ExtractedMetadata } from './metadata.js';
 import { SearchEngine, type SearchDoc, type SearchField } from './search-engine.js';
+import { readSnapshot, writeSnapshot } from './search-snapshot.js';
 
 export interface AssetRow {
   id: string;
@@ -140,7 +142,14 @@ const MIGRATIONS: (string | ((db: Database.Database) => void))[] = [
     for (const r of rows) upd.run(searchText(r.name, r.folder_path, JSON.parse(r.meta)), ++seq, r.rowid);
     db.prepare("UPDATE index_meta SET value = ? WHERE key = 'change_seq'").run(seq);
   },
+  // 3: an instance id, so a search snapshot is never applied to another index file.
+  (db) => {
+    db.prepare("INSERT INTO index_meta (key, value) VALUES ('instance', ?)").run(randomInt(1, 2 ** 47));
+  },
 ];
+
+/** Libraries from this size on keep a search snapshot (search-snapshot.ts) for a fast start. */
+export const SNAPSHOT_MIN_ASSETS = 20_000;
 
 /** Removal log entries kept for other processes' engines to catch up with; older ones are pruned. */
 const REMOVED_LOG_KEEP = 100_000;
@@ -149,7 +158,10 @@ export class LibraryIndex {
   readonly db: Database.Database;
   private readonly stmts;
 
-  constructor(file: string) {
+  constructor(
+    readonly file: string,
+    private readonly opts: { snapshotMinAssets?: number } = {},
+  ) {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
@@ -183,7 +195,24 @@ export class LibraryIndex {
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    if (this.engine && this.engineSeq !== this.snapshotSeq) this.saveSnapshot();
+    this.db.close();
+  }
+
+  private get snapshotFile(): string {
+    return `${this.file}.search`;
+  }
+
+  /** Writes the engine's snapshot when the library is large enough for it to matter. */
+  private saveSnapshot(): void {
+    if (!this.engine || this.engine.size < (this.opts.snapshotMinAssets ?? SNAPSHOT_MIN_ASSETS)) return;
+    try {
+      writeSnapshot(this.snapshotFile, this.engine.exportState(), this.stmts.metaValue.get('instance') as number, this.engineSeq);
+      this.snapshotSeq = this.engineSeq;
+    } catch {
+      /* a snapshot is a cache: the next start builds from the index instead */
+    }
   }
 
   // ── folders ──────────────────────────────────────────────────────────────────────────────
@@ -290,6 +319,7 @@ export class LibraryIndex {
 
   // ── keyword search ───────────────────────────────────────────────────────────────────────
   private engine: SearchEngine | null = null;
+  private snapshotSeq = -1;
   /** Prepared `rowid IN (?, …)` lookups by arity (pages are at most a few hundred). */
   private readonly byRowidStmts = new Map<number, Database.Statement>();
   private engineSeq = 0;
@@ -300,12 +330,20 @@ export class LibraryIndex {
    * up from the change sequence on every call (an indexed lookup that finds nothing when idle).
    */
   searchEngine(): SearchEngine {
+    let built = false;
     // One read transaction: the sequence, the removals and the changed rows are one snapshot.
     this.db.transaction(() => {
-      if (this.engine && (this.stmts.metaValue.get('removed_pruned_below') as number) > this.engineSeq + 1) this.engine = null;
       const seq = this.stmts.metaValue.get('change_seq') as number;
+      if (!this.engine) {
+        const snap = readSnapshot(this.snapshotFile, this.stmts.metaValue.get('instance') as number, seq);
+        if (snap) {
+          this.engine = SearchEngine.fromState(snap.state);
+          this.engineSeq = this.snapshotSeq = snap.seq;
+        }
+      }
+      // Further behind than the removal log reaches: only a rebuild is exact.
+      if (this.engine && (this.stmts.metaValue.get('removed_pruned_below') as number) > this.engineSeq + 1) this.engine = null;
       if (this.engine && seq === this.engineSeq) return;
-      let built = false;
       if (!this.engine) {
         this.engine = new SearchEngine();
         this.engineSeq = 0;
@@ -318,6 +356,7 @@ export class LibraryIndex {
       if (built) this.engine.trim();
       else if (this.engine.deadDocuments > 10_000 && this.engine.deadDocuments > this.engine.size) this.engine.compact();
     })();
+    if (built) this.saveSnapshot();
     return this.engine!;
   }
 

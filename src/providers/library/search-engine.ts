@@ -84,6 +84,10 @@ class Postings {
   docs: Int32Array = EMPTY_I32;
   tf: Uint16Array = EMPTY_U16;
   n = 1;
+  /** Cached live entry count, valid while the engine's removal count is `liveAt` and n is `liveN`. */
+  live = 0;
+  liveAt = -1;
+  liveN = -1;
   private d0: number;
   private t0: number;
 
@@ -110,6 +114,26 @@ class Postings {
     this.docs[this.n] = doc;
     this.tf[this.n] = tf;
     this.n++;
+  }
+
+  /** Copies the entries into `docs`/`tf` at `at` (snapshot export). */
+  copyTo(docs: Int32Array, tf: Uint16Array, at: number): void {
+    if (this.docs.length === 0) {
+      docs[at] = this.d0;
+      tf[at] = this.t0;
+      return;
+    }
+    docs.set(this.docs.subarray(0, this.n), at);
+    tf.set(this.tf.subarray(0, this.n), at);
+  }
+
+  /** A list over existing arrays (snapshot import); the first push beyond them copies. */
+  static over(docs: Int32Array, tf: Uint16Array): Postings {
+    const p = new Postings(docs[0]!, tf[0]!);
+    p.docs = docs;
+    p.tf = tf;
+    p.n = docs.length;
+    return p;
   }
 
   /** Drops the growth slack (after a bulk build). */
@@ -171,29 +195,54 @@ function grow<T extends Int32Array | Uint8Array | Float32Array | Float64Array | 
   return b;
 }
 
+/** Everything an engine holds, as plain arrays: what a snapshot file stores (search-snapshot.ts). */
+export interface EngineState {
+  n: number;
+  live: number;
+  dlSum: number;
+  kwUsed: number;
+  rowid: Int32Array;
+  alive: Uint8Array;
+  dl: Float32Array;
+  mtime: Float64Array;
+  folder: Int32Array;
+  combo: Int32Array;
+  kwStart: Int32Array;
+  kwLen: Uint16Array;
+  kwData: Int32Array;
+  comboValues: number[][];
+  dicts: Record<FacetKey | 'folder', string[]>;
+  terms: string[];
+  postingLengths: Int32Array;
+  postingDocs: Int32Array;
+  postingTf: Uint16Array;
+}
+
 export class SearchEngine {
   // Per document (dense numbers 0..n-1; a changed asset gets a new number, the old one dies).
   private n = 0;
-  private rowid = new Int32Array(1024);
-  private alive = new Uint8Array(1024);
-  private dl = new Float32Array(1024);
-  private mtime = new Float64Array(1024);
-  private folder = new Int32Array(1024);
+  private rowid: Int32Array = new Int32Array(1024);
+  private alive: Uint8Array = new Uint8Array(1024);
+  private dl: Float32Array = new Float32Array(1024);
+  private mtime: Float64Array = new Float64Array(1024);
+  private folder: Int32Array = new Int32Array(1024);
   /**
    * The document's (type, extension, year, orientation) as one code: a library has few distinct
    * combinations, so a query decides each filter once per combination, and the pass over the
    * matches counts one combination per document instead of four facet values.
    */
-  private combo = new Int32Array(1024);
+  private combo: Int32Array = new Int32Array(1024);
   private readonly combos = new Map<string, number>();
   private comboValues: number[][] = []; // combo → [type, ext, year, orientation] codes
-  private kwStart = new Int32Array(1024);
-  private kwLen = new Uint16Array(1024);
-  private kwData = new Int32Array(4096);
+  private kwStart: Int32Array = new Int32Array(1024);
+  private kwLen: Uint16Array = new Uint16Array(1024);
+  private kwData: Int32Array = new Int32Array(4096);
   private kwUsed = 0;
   private readonly docOf = new Map<number, number>();
   private live = 0;
   private dlSum = 0;
+  /** Counts removals, so that cached per-list live counts know when they are stale. */
+  private removals = 0;
 
   private readonly terms = new Map<string, Postings>();
   private readonly termScratch = new Map<string, number>();
@@ -282,9 +331,64 @@ export class SearchEngine {
     const d = this.docOf.get(rowid);
     if (d === undefined) return;
     this.docOf.delete(rowid);
+    this.removals++;
     this.alive[d] = 0;
     this.live--;
     this.dlSum -= this.dl[d]!;
+  }
+
+  exportState(): EngineState {
+    const n = this.n;
+    const terms = [...this.terms.keys()];
+    const postingLengths = new Int32Array(terms.length);
+    let total = 0;
+    terms.forEach((t, i) => (total += postingLengths[i] = this.terms.get(t)!.n));
+    const postingDocs = new Int32Array(total);
+    const postingTf = new Uint16Array(total);
+    let at = 0;
+    for (const t of terms) {
+      const p = this.terms.get(t)!;
+      p.copyTo(postingDocs, postingTf, at);
+      at += p.n;
+    }
+    const dicts = {} as EngineState['dicts'];
+    for (const [k, d] of Object.entries(this.dicts)) dicts[k as FacetKey | 'folder'] = d.values.slice(1);
+    return {
+      n, live: this.live, dlSum: this.dlSum, kwUsed: this.kwUsed,
+      rowid: this.rowid.subarray(0, n), alive: this.alive.subarray(0, n), dl: this.dl.subarray(0, n), mtime: this.mtime.subarray(0, n),
+      folder: this.folder.subarray(0, n), combo: this.combo.subarray(0, n), kwStart: this.kwStart.subarray(0, n), kwLen: this.kwLen.subarray(0, n),
+      kwData: this.kwData.subarray(0, this.kwUsed), comboValues: this.comboValues, dicts, terms, postingLengths, postingDocs, postingTf,
+    };
+  }
+
+  /** An engine over a snapshot's arrays (they are used in place, not copied). */
+  static fromState(st: EngineState): SearchEngine {
+    const e = new SearchEngine();
+    e.n = st.n;
+    e.live = st.live;
+    e.dlSum = st.dlSum;
+    e.kwUsed = st.kwUsed;
+    e.rowid = st.rowid;
+    e.alive = st.alive;
+    e.dl = st.dl;
+    e.mtime = st.mtime;
+    e.folder = st.folder;
+    e.combo = st.combo;
+    e.kwStart = st.kwStart;
+    e.kwLen = st.kwLen;
+    e.kwData = st.kwData;
+    e.comboValues = st.comboValues;
+    st.comboValues.forEach((v, i) => e.combos.set(v.join(','), i));
+    for (const [k, values] of Object.entries(st.dicts)) for (const v of values) e.dicts[k as FacetKey | 'folder'].code(v);
+    for (let d = 0; d < st.n; d++) if (st.alive[d]) e.docOf.set(st.rowid[d]!, d);
+    let at = 0;
+    st.terms.forEach((t, i) => {
+      const len = st.postingLengths[i]!;
+      if (len > 0) e.terms.set(t, Postings.over(st.postingDocs.subarray(at, at + len), st.postingTf.subarray(at, at + len)));
+      at += len;
+    });
+    e.sorted = [...e.terms.keys()].sort();
+    return e;
   }
 
   /** Releases the slack of growable arrays; worth it after building from a whole index. */
@@ -436,7 +540,7 @@ export class SearchEngine {
     const norm = (tf: number, d: number) => (tf * (K1 + 1)) / (tf + c0 + c1 * dlArr[d]!);
     if (!first && lists.length === 1 && count * 20 < lists[0]!.n) {
       const p = lists[0]!;
-      const idf = setIdf(p.n);
+      const idf = setIdf(this.liveCount(p));
       let k = 0;
       for (let c = 0; c < count; c++) {
         const d = cand[c]!;
@@ -448,15 +552,17 @@ export class SearchEngine {
       return k;
     }
     if (first && lists.length === 1) {
+      // The live entries are the word's document frequency: score first, scale by idf after.
       const p = lists[0]!;
-      const idf = setIdf(p.n);
       let k = 0;
       for (let i = 0; i < p.n; i++) {
         const d = p.docs[i]!;
         if (!alive[d]) continue;
         cand[k] = d;
-        candScore[k++] = idf * norm(p.tf[i]!, d);
+        candScore[k++] = norm(p.tf[i]!, d);
       }
+      const idf = setIdf(k);
+      for (let c = 0; c < k; c++) candScore[c]! *= idf;
       return k;
     }
     // Dense: spread the word's (summed, for a prefix matching several terms) frequencies.
@@ -506,6 +612,17 @@ export class SearchEngine {
       for (const p of lists) for (let i = 0; i < p.n; i++) tfDense[p.docs[i]!] = 0;
     }
     return k;
+  }
+
+  /** Live entries of a list (its document frequency), recounted only after removals. */
+  private liveCount(p: Postings): number {
+    if (p.liveAt === this.removals && p.liveN === p.n) return p.live;
+    let live = 0;
+    for (let i = 0; i < p.n; i++) live += this.alive[p.docs[i]!]!;
+    p.live = live;
+    p.liveAt = this.removals;
+    p.liveN = p.n;
+    return live;
   }
 
   /** Which folders (by code) are in scope; null when every folder is. */
