@@ -47,7 +47,7 @@ const PER_FOLDER = 250;
 interface ManifestFile { rel: string; width: number; height: number; bytes: number; exif: boolean; iptc: boolean }
 interface Manifest { version: number; files: ManifestFile[] }
 
-interface SideResult { side: 'library' | 'sharp'; files: number; seconds: number; filesPerSec: number; maxRssMB: number; failed?: number }
+interface SideResult { side: 'library' | 'sharp'; files: number; seconds: number; filesPerSec: number; maxRssMB: number; cpuPercent: number; failed?: number }
 interface RoundResult { at: string; count: number; concurrency: number; order: string[]; library: SideResult; sharp: SideResult; ratio: number }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ async function childLibrary(root: string, out: string, concurrency: number): Pro
   index.close();
   const seconds = (performance.now() - started) / 1000;
   const files = report.added + report.updated + report.unchanged;
-  return { side: 'library', files, seconds, filesPerSec: files / seconds, maxRssMB: process.resourceUsage().maxRSS / 1024, failed: report.failed.length };
+  return { side: 'library', files, seconds, filesPerSec: files / seconds, ...usage(seconds), failed: report.failed.length };
 }
 
 /**
@@ -224,8 +224,15 @@ async function childSharp(root: string, out: string, concurrency: number): Promi
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - started) / 1000;
-  return { side: 'sharp', files: files.length, seconds, filesPerSec: files.length / seconds, maxRssMB: process.resourceUsage().maxRSS / 1024 };
+  return { side: 'sharp', files: files.length, seconds, filesPerSec: files.length / seconds, ...usage(seconds) };
 }
+
+/** Peak RSS of this process and its CPU use (all threads, user + system) over the timed part. */
+function usage(seconds: number): { maxRssMB: number; cpuPercent: number } {
+  const u = process.resourceUsage();
+  return { maxRssMB: u.maxRSS / 1024, cpuPercent: ((u.userCPUTime + u.systemCPUTime - cpuAtStart) / 1e6 / seconds) * 100 };
+}
+let cpuAtStart = 0;
 
 function runChild(side: 'library' | 'sharp', root: string, out: string, concurrency: number): Promise<SideResult> {
   return new Promise((resolve, reject) => {
@@ -257,6 +264,9 @@ function summarize(rounds: RoundResult[]): void {
 async function main(): Promise<void> {
   if (args.child) {
     const fn = args.child === 'library' ? childLibrary : childSharp;
+    if (args.child === 'library') await import('../src/providers/library/scanner.js'); // module loading is not timed
+    const u0 = process.resourceUsage();
+    cpuAtStart = u0.userCPUTime + u0.systemCPUTime;
     const r = await fn(args.root!, args.out!, Number(args.concurrency));
     process.stdout.write(`${JSON.stringify(r)}\n`);
     return;
@@ -298,7 +308,7 @@ async function main(): Promise<void> {
       res[side] = await runChild(side, root, out, concurrency);
       if (res[side]!.files !== files.length) throw new Error(`${side} handled ${res[side]!.files} of ${files.length} files`);
       if (res[side]!.failed) throw new Error(`${side}: ${res[side]!.failed} files failed`);
-      console.log(`round ${i + 1} ${side}: ${res[side]!.filesPerSec.toFixed(1)} files/s (${res[side]!.seconds.toFixed(1)} s), peak RSS ${res[side]!.maxRssMB.toFixed(0)} MB`);
+      console.log(`round ${i + 1} ${side}: ${res[side]!.filesPerSec.toFixed(1)} files/s (${res[side]!.seconds.toFixed(1)} s), peak RSS ${res[side]!.maxRssMB.toFixed(0)} MB, CPU ${res[side]!.cpuPercent.toFixed(0)} %`);
       fs.rmSync(out, { recursive: true, force: true });
     }
     const round: RoundResult = { at: new Date().toISOString(), count, concurrency, order, library: res.library!, sharp: res.sharp!, ratio: res.library!.filesPerSec / res.sharp!.filesPerSec };
