@@ -1,7 +1,7 @@
 /**
  * Issue 3 benchmark: indexing a generated set of JPEGs (2–12 MP) with the embedded library, against
  * sharp alone producing the same renditions (same sizes, formats, options and number of files in
- * flight as src/providers/library/renditions.ts and the scanner).
+ * flight as src/providers/library/renditions.ts and the scanner's default concurrency).
  *
  *   node dist/bench/index-library.js --generate-only [--count 5000]      # make/reuse the image set
  *   node dist/bench/index-library.js --count 5000 --rounds 1 [--start-with library|sharp]
@@ -22,6 +22,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { insertJpegSegment, iptcIim, photoshopIptcSegment, xmpPacket } from '../test/helpers/fixtures.js';
+import { DEFAULT_SCAN_CONCURRENCY } from '../src/providers/library/scanner.js';
 import { median } from './lib.js';
 
 const { values: args } = parseArgs({
@@ -29,12 +30,14 @@ const { values: args } = parseArgs({
     data: { type: 'string', default: '/work/bench-data' },
     count: { type: 'string', default: '5000' },
     rounds: { type: 'string', default: '1' },
-    concurrency: { type: 'string', default: '4' },
+    concurrency: { type: 'string' },
     'start-with': { type: 'string', default: 'library' },
     results: { type: 'string' },
     'generate-only': { type: 'boolean', default: false },
     'gen-concurrency': { type: 'string', default: '2' },
     summarize: { type: 'string' },
+    side: { type: 'string' },
+    round: { type: 'string' },
     child: { type: 'string' },
     root: { type: 'string' },
     out: { type: 'string' },
@@ -48,7 +51,6 @@ interface ManifestFile { rel: string; width: number; height: number; bytes: numb
 interface Manifest { version: number; files: ManifestFile[] }
 
 interface SideResult { side: 'library' | 'sharp'; files: number; seconds: number; filesPerSec: number; maxRssMB: number; cpuPercent: number; failed?: number }
-interface RoundResult { at: string; count: number; concurrency: number; order: string[]; library: SideResult; sharp: SideResult; ratio: number }
 
 // ---------------------------------------------------------------------------------------------
 // Image set
@@ -234,7 +236,7 @@ function usage(seconds: number): { maxRssMB: number; cpuPercent: number } {
 }
 let cpuAtStart = 0;
 
-function runChild(side: 'library' | 'sharp', root: string, out: string, concurrency: number): Promise<SideResult> {
+function runChild(side: string, root: string, out: string, concurrency: number): Promise<SideResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--child', side, '--root', root, '--out', out, '--concurrency', String(concurrency)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let stdout = '';
@@ -250,29 +252,51 @@ function runChild(side: 'library' | 'sharp', root: string, out: string, concurre
 // Rounds and report
 // ---------------------------------------------------------------------------------------------
 
-function summarize(rounds: RoundResult[]): void {
-  const lib = rounds.map((r) => r.library), sh = rounds.map((r) => r.sharp);
+/** One side of one round, as appended to the results file. */
+interface ResultLine extends SideResult { at: string; count: number; concurrency: number; round: number; position: number }
+
+/**
+ * Pairs the lines of a results file by round (a round's two sides may come from two invocations,
+ * `--side library --round 7` and `--side sharp --round 7`) and prints per-round ratios, medians
+ * and peak RSS.
+ */
+function summarize(lines: ResultLine[]): void {
+  const byRound = new Map<number, Partial<Record<'library' | 'sharp', ResultLine>>>();
+  for (const l of lines) byRound.set(l.round, { ...byRound.get(l.round), [l.side]: l });
+  const rounds = [...byRound.entries()].filter(([, r]) => r.library && r.sharp).sort((x, y) => x[0] - y[0]).map(([n, r]) => ({ n, library: r.library!, sharp: r.sharp!, ratio: r.library!.filesPerSec / r.sharp!.filesPerSec }));
+  if (!rounds.length) return void console.log('no complete round yet');
   const fmt = (n: number, d = 1) => n.toFixed(d);
-  console.log(`\n${rounds.length} round(s) of ${[...new Set(rounds.map((r) => r.count))].join('/')} files, ${rounds[0]?.concurrency} in flight`);
-  console.log('| round | first | library files/s | sharp alone files/s | ratio | library peak RSS MB | sharp peak RSS MB |');
-  console.log('|---|---|---|---|---|---|---|');
-  rounds.forEach((r, i) => console.log(`| ${i + 1} | ${r.order[0]} | ${fmt(r.library.filesPerSec)} | ${fmt(r.sharp.filesPerSec)} | ${fmt(r.ratio, 3)} | ${fmt(r.library.maxRssMB, 0)} | ${fmt(r.sharp.maxRssMB, 0)} |`));
-  console.log(`medians: library ${fmt(median(lib.map((s) => s.filesPerSec)))} files/s, sharp alone ${fmt(median(sh.map((s) => s.filesPerSec)))} files/s, ratio ${fmt(median(rounds.map((r) => r.ratio)), 3)} (target ≥ 0.7)`);
+  const cpuMs = (s: SideResult) => (s.cpuPercent / 100 / s.filesPerSec) * 1000;
+  console.log(`\n${rounds.length} round(s) of ${[...new Set(rounds.map((r) => r.library.count))].join('/')} files, ${rounds[0]!.library.concurrency} in flight`);
+  console.log('| round | first | library files/s | sharp alone files/s | ratio | library CPU ms/file | sharp CPU ms/file | library peak RSS MB | sharp peak RSS MB |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const r of rounds) {
+    const first = r.library.at < r.sharp.at ? 'library' : 'sharp';
+    console.log(`| ${r.n} | ${first} | ${fmt(r.library.filesPerSec)} | ${fmt(r.sharp.filesPerSec)} | ${fmt(r.ratio, 3)} | ${fmt(cpuMs(r.library))} | ${fmt(cpuMs(r.sharp))} | ${fmt(r.library.maxRssMB, 0)} | ${fmt(r.sharp.maxRssMB, 0)} |`);
+  }
+  const lib = rounds.map((r) => r.library), sh = rounds.map((r) => r.sharp);
+  console.log(`medians: library ${fmt(median(lib.map((s) => s.filesPerSec)))} files/s, sharp alone ${fmt(median(sh.map((s) => s.filesPerSec)))} files/s, ratio ${fmt(median(rounds.map((r) => r.ratio)), 3)} (target ≥ 0.7); CPU per file library ${fmt(median(lib.map(cpuMs)))} ms, sharp alone ${fmt(median(sh.map(cpuMs)))} ms`);
   console.log(`peak RSS: library ${fmt(Math.max(...lib.map((s) => s.maxRssMB)), 0)} MB, sharp alone ${fmt(Math.max(...sh.map((s) => s.maxRssMB)), 0)} MB`);
+}
+
+function readLines(file: string): ResultLine[] {
+  if (!fs.existsSync(file)) return [];
+  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResultLine);
 }
 
 async function main(): Promise<void> {
   if (args.child) {
     const fn = args.child === 'library' ? childLibrary : childSharp;
-    if (args.child === 'library') await import('../src/providers/library/scanner.js'); // module loading is not timed
+    // Module loading is not timed.
+    await Promise.all(['index-store', 'renditions', 'scanner'].map((m) => import(`../src/providers/library/${m}.js`)));
     const u0 = process.resourceUsage();
     cpuAtStart = u0.userCPUTime + u0.systemCPUTime;
-    const r = await fn(args.root!, args.out!, Number(args.concurrency));
+    const r = await fn(args.root!, args.out!, Number(args.concurrency ?? DEFAULT_SCAN_CONCURRENCY));
     process.stdout.write(`${JSON.stringify(r)}\n`);
     return;
   }
   if (args.summarize) {
-    summarize(fs.readFileSync(args.summarize, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as RoundResult));
+    summarize(readLines(args.summarize));
     return;
   }
   const count = Number(args.count);
@@ -282,7 +306,8 @@ async function main(): Promise<void> {
   console.log(`set: ${files.length} JPEGs in ${setDir()}, ${(total / 2 ** 30).toFixed(2)} GiB, ${Math.min(...mps).toFixed(1)}–${Math.max(...mps).toFixed(1)} MP (mean ${(mps.reduce((a, b) => a + b, 0) / mps.length).toFixed(1)}), ${files.filter((f) => f.exif).length} with EXIF, ${files.filter((f) => f.iptc).length} with IPTC+XMP`);
   if (args['generate-only']) return;
 
-  const concurrency = Number(args.concurrency);
+  // Both sides get the library's own default number of files in flight unless told otherwise.
+  const concurrency = Number(args.concurrency ?? DEFAULT_SCAN_CONCURRENCY);
   const resultsFile = args.results ?? path.join(args.data!, 'results', `index-${count}.jsonl`);
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
   const runDir = path.join(args.data!, 'run');
@@ -296,27 +321,31 @@ async function main(): Promise<void> {
   // Warm the page cache so neither side pays for the first read from disk.
   for (const f of files) fs.readFileSync(path.join(root, f.rel));
 
-  const rounds: RoundResult[] = [];
-  let first = args['start-with'] === 'sharp' ? 'sharp' : 'library';
+  // Round numbers continue those already in the results file unless --round is given (to run
+  // the two sides of one round in two invocations, each within the shared CPU lock's time).
+  const previous = readLines(resultsFile);
+  const firstRound = args.round ? Number(args.round) : Math.max(0, ...previous.map((l) => l.round)) + 1;
+  const only = args.side as 'library' | 'sharp' | undefined;
+  if (only && only !== 'library' && only !== 'sharp') throw new Error('--side is library or sharp');
   for (let i = 0; i < Number(args.rounds); i++) {
-    const order = (first === 'library' ? ['library', 'sharp'] : ['sharp', 'library']) as ('library' | 'sharp')[];
-    const res: Partial<Record<'library' | 'sharp', SideResult>> = {};
-    for (const side of order) {
+    const round = firstRound + i;
+    // Alternate which side goes first: odd rounds start with --start-with, even rounds with the other.
+    const startWith = args['start-with'] === 'sharp' ? 'sharp' : 'library';
+    const other = startWith === 'library' ? 'sharp' : 'library';
+    const order = only ? [only] : round % 2 ? [startWith, other] : [other, startWith];
+    for (const [position, side] of order.entries()) {
       const out = path.join(runDir, `out-${side}`);
       fs.rmSync(out, { recursive: true, force: true });
       fs.mkdirSync(out, { recursive: true });
-      res[side] = await runChild(side, root, out, concurrency);
-      if (res[side]!.files !== files.length) throw new Error(`${side} handled ${res[side]!.files} of ${files.length} files`);
-      if (res[side]!.failed) throw new Error(`${side}: ${res[side]!.failed} files failed`);
-      console.log(`round ${i + 1} ${side}: ${res[side]!.filesPerSec.toFixed(1)} files/s (${res[side]!.seconds.toFixed(1)} s), peak RSS ${res[side]!.maxRssMB.toFixed(0)} MB, CPU ${res[side]!.cpuPercent.toFixed(0)} %`);
+      const r = await runChild(side, root, out, concurrency);
+      if (r.files !== files.length) throw new Error(`${side} handled ${r.files} of ${files.length} files`);
+      if (r.failed) throw new Error(`${side}: ${r.failed} files failed`);
+      console.log(`round ${round} ${side}: ${r.filesPerSec.toFixed(1)} files/s (${r.seconds.toFixed(1)} s), peak RSS ${r.maxRssMB.toFixed(0)} MB, CPU ${r.cpuPercent.toFixed(0)} %`);
+      fs.appendFileSync(resultsFile, `${JSON.stringify({ ...r, at: new Date().toISOString(), count, concurrency, round, position } satisfies ResultLine)}\n`);
       fs.rmSync(out, { recursive: true, force: true });
     }
-    const round: RoundResult = { at: new Date().toISOString(), count, concurrency, order, library: res.library!, sharp: res.sharp!, ratio: res.library!.filesPerSec / res.sharp!.filesPerSec };
-    fs.appendFileSync(resultsFile, `${JSON.stringify(round)}\n`);
-    rounds.push(round);
-    first = first === 'library' ? 'sharp' : 'library';
   }
-  summarize(rounds);
+  summarize(readLines(resultsFile).filter((l) => l.count === count && l.concurrency === concurrency));
   console.log(`(rounds appended to ${resultsFile}; cpus: ${os.cpus().length}, UV_THREADPOOL_SIZE ${process.env.UV_THREADPOOL_SIZE ?? 'default (4)'}, sharp concurrency ${sharp.concurrency()})`);
 }
 
