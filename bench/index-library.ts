@@ -4,16 +4,19 @@
  * flight as src/providers/library/renditions.ts and the scanner's default concurrency).
  *
  *   node dist/bench/index-library.js --generate-only [--count 5000]      # make/reuse the image set
- *   node dist/bench/index-library.js --count 5000 --rounds 1 [--start-with library|sharp]
+ *   node dist/bench/index-library.js --count 1000 --rounds 3             # both sides per round
+ *   node dist/bench/index-library.js --count 5000 --side library --round 1   # one side of a round
  *   node dist/bench/index-library.js --summarize /work/bench-data/results/index-5000.jsonl
  *
  * The set lives in --data (default /work/bench-data) and is described by a manifest, so runs reuse
  * it. Each side of each round runs in its own child process (so peak RSS is per side) over the
  * first --count files of the set, hard-linked into a fresh folder; the library side indexes into a
  * fresh data dir exactly as `damhub index` does (LibraryIndex + Renditions + LibraryScanner.scan).
- * Rounds alternate which side goes first. Each round is appended as one JSON line to --results,
- * and --summarize prints medians and per-round ratios over every line of such a file (so rounds
- * run in separate invocations can be reported together).
+ * Rounds alternate which side goes first (odd rounds start with --start-with, default library).
+ * Each side's result is appended as one JSON line to --results (default
+ * <data>/results/index-<count>.jsonl); --summarize pairs the lines by round and prints per-round
+ * ratios, medians, CPU per file and peak RSS, so the two sides of a round may come from two
+ * invocations (at 5,000 files one side takes 3–4 minutes).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
