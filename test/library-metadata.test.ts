@@ -11,7 +11,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import exifr from 'exifr';
-import { fileAttributesHash, hashFile, hashStream } from '../src/providers/library/hashes.js';
+import { fileAttributesHash, hashBytes, hashFile, hashStream } from '../src/providers/library/hashes.js';
 import { extractMetadata, formatResolution, kindOf, parseExifDateTime } from '../src/providers/library/metadata.js';
 import {
   insertJpegSegment, jpegWithMetadata, photoshopIptcSegment, iptcIim, pngWithMetadata, webpWithMetadata, writeTree, xmpPacket,
@@ -68,6 +68,7 @@ describe('hashFile', () => {
       const buf = randomBytes(size);
       const file = write(`random-${size}.bin`, buf);
       assert.deepEqual(await hashFile(file), expectedHashes(buf));
+      assert.deepEqual(await hashBytes(buf), expectedHashes(buf), 'hashBytes over the same bytes in memory');
     });
   }
 

@@ -82,6 +82,24 @@ test('a 21 MiB file gets every hash right (several 4 MiB blocks, 16 MiB prefix)'
   assert.equal(index.assetByPath('big/blob.bin')!.mimeType, 'application/octet-stream');
 });
 
+test('a file above the in-memory limit (copied, then hashed streaming) gets every hash and an exact snapshot', async () => {
+  const big = randomBytes(33 * 1024 * 1024 + 7);
+  writeFiles(root, { 'big/huge.bin': big });
+  await scanner.scan();
+  const row = index.assetByPath('big/huge.bin')!;
+  const h = row.hashes!;
+  assert.equal(h.size, big.length);
+  assert.equal(h.md5, createHash('md5').update(big).digest('hex'));
+  assert.equal(h.sha256, createHash('sha256').update(big).digest('hex'));
+  assert.equal(h.sha256First16MB, createHash('sha256').update(big.subarray(0, 16 * 1024 * 1024)).digest('hex'));
+  const blocks: Buffer[] = [];
+  for (let o = 0; o < big.length; o += 4 * 1024 * 1024) blocks.push(createHash('sha256').update(big.subarray(o, o + 4 * 1024 * 1024)).digest());
+  assert.equal(h.sha256Split4MB, createHash('sha256').update(Buffer.concat(blocks)).digest('hex'));
+  assert.ok(fs.readFileSync(scanner.blobPath(row.blob!)).equals(big), 'the version store holds the same bytes');
+  fs.rmSync(path.join(root, 'big/huge.bin'));
+  assert.equal((await scanner.scan()).removed, 1);
+});
+
 test('a folder that disappears takes its assets and its folder entry with it', async () => {
   fs.rmSync(path.join(root, 'big'), { recursive: true });
   const r = await scanner.scan();

@@ -5,7 +5,7 @@ import { systemClock } from '../clock.js';
 import { addAccount } from '../providers/library/accounts.js';
 import { LibraryIndex } from '../providers/library/index-store.js';
 import { Renditions } from '../providers/library/renditions.js';
-import { LibraryScanner } from '../providers/library/scanner.js';
+import { DEFAULT_SCAN_CONCURRENCY, LibraryScanner } from '../providers/library/scanner.js';
 import { dataOpt, parse, UsageError } from './main.js';
 
 function libraryDataDir(data: string | undefined): string {
@@ -63,7 +63,7 @@ export async function indexCommand(args: string[]): Promise<number> {
   if (!lib) throw new UsageError('index needs --library DIR (or DAMHUB_LIBRARY)');
   const root = path.resolve(lib);
   if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) throw new Error(`${root} is not a folder`);
-  const concurrency = values.concurrency ? Number(values.concurrency) : 4;
+  const concurrency = values.concurrency ? Number(values.concurrency) : DEFAULT_SCAN_CONCURRENCY;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw new UsageError('--concurrency must be 1..64');
   const dir = libraryDataDir(values.data);
   const index = new LibraryIndex(path.join(dir, 'library.sqlite'));

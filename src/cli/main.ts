@@ -28,7 +28,7 @@ const USAGE = `usage:
   damhub users add NAME [--password-stdin] [--folders PATH,...] [--data DIR]
   damhub users list [--data DIR]
   damhub users remove NAME [--data DIR]
-  damhub index [--library DIR] [--data DIR] [--concurrency N]
+  damhub index [--library DIR] [--data DIR] [--concurrency N (default 8)]
   damhub keys rotate [--data DIR]
   damhub migrate [--database-url URL] [--data DIR]
 

@@ -48,94 +48,100 @@ export async function hashStream(chunks: AsyncIterable<Uint8Array> | Iterable<Ui
   return digests.result();
 }
 
+/**
+ * The same digests over bytes already in memory (the scanner reads an image once and hashes,
+ * stores and decodes that one buffer). Fed in READ_CHUNK slices, yielding to the event loop in
+ * between, so a large buffer never stalls a serving hub for more than one slice's hashing.
+ */
+export async function hashBytes(bytes: Uint8Array): Promise<FileHashes> {
+  const digests = new DigestSet();
+  for (let at = 0; at < bytes.length; at += READ_CHUNK) {
+    if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    digests.update(bytes.subarray(at, at + READ_CHUNK));
+  }
+  return digests.result();
+}
+
 /** `<size>-<modified ms>`: the cheap "FileAttributes" hash; sub-millisecond mtime is dropped. */
 export function fileAttributesHash(size: number, mtimeMs: number): string {
   return `${size}-${Math.floor(mtimeMs)}`;
 }
 
-/** All the running digests, fed chunk by chunk in file order. */
+/**
+ * All the running digests, fed chunk by chunk in file order.
+ *
+ * SHA-256 runs over the bytes once: the digest of the first 4 MiB block and of the first 16 MiB
+ * are copies of the whole-file SHA-256 state taken at those offsets (Hash.copy()), so only the
+ * blocks after the first are hashed a second time, for sha256Split4MB. For a file of up to 4 MiB
+ * (most images) that makes sha256, sha256Split4MB and sha256First16MB cost one SHA-256 pass.
+ */
 class DigestSet {
-  private readonly whole = ['md5', 'sha1', 'sha256', 'sha512'].map((algo) => createHash(algo));
+  private readonly others = ['md5', 'sha1', 'sha512'].map((algo) => createHash(algo));
+  private readonly sha256 = createHash('sha256');
   private crc = 0;
-  private readonly split = new BlockDigest(SPLIT_BLOCK_SIZE);
-  private readonly prefix = new PrefixDigest(FIRST_PREFIX_SIZE);
+  /** Outer hash of sha256Split4MB: fed the binary digest of each block as it closes. */
+  private readonly splitOuter = createHash('sha256');
+  /** Blocks after the first (the first one's digest is a copy of the whole-file state). */
+  private block: Hash | null = null;
+  private blockFilled = 0;
+  private prefix: string | null = null;
   private size = 0;
 
   update(chunk: Uint8Array): void {
-    for (const h of this.whole) h.update(chunk);
+    for (const h of this.others) h.update(chunk);
     this.crc = zlib.crc32(chunk, this.crc);
-    this.split.update(chunk);
-    this.prefix.update(chunk);
-    this.size += chunk.length;
-  }
-
-  result(): FileHashes {
-    const [md5, sha1, sha256, sha512] = this.whole.map((h) => h.digest('hex'));
-    return {
-      md5, sha1, sha256, sha512,
-      // zlib.crc32 returns an unsigned 32-bit number; pad so leading zero nibbles are kept.
-      crc32: (this.crc >>> 0).toString(16).padStart(8, '0'),
-      sha256Split4MB: this.split.digest(),
-      sha256First16MB: this.prefix.digest(),
-      size: this.size,
-    };
-  }
-}
-
-/**
- * SHA-256 of the concatenated SHA-256 digests of fixed-size blocks. Read chunks do not line up with
- * block boundaries, so a chunk may finish one block and start the next; each block digest goes
- * straight into the outer hash, which is equivalent to hashing their concatenation at the end.
- */
-class BlockDigest {
-  private readonly outer = createHash('sha256');
-  private block: Hash = createHash('sha256');
-  private filled = 0;
-
-  constructor(private readonly blockSize: number) {}
-
-  update(chunk: Uint8Array): void {
     let offset = 0;
     while (offset < chunk.length) {
-      const take = Math.min(this.blockSize - this.filled, chunk.length - offset);
-      this.block.update(chunk.subarray(offset, offset + take));
-      this.filled += take;
+      // Feed SHA-256 up to the next boundary where a copy of its state is needed.
+      const boundary = this.size < SPLIT_BLOCK_SIZE ? SPLIT_BLOCK_SIZE : this.size < FIRST_PREFIX_SIZE ? FIRST_PREFIX_SIZE : Infinity;
+      const take = Math.min(boundary - this.size, chunk.length - offset);
+      const part = offset === 0 && take === chunk.length ? chunk : chunk.subarray(offset, offset + take);
+      this.sha256.update(part);
+      if (this.size >= SPLIT_BLOCK_SIZE) this.updateBlocks(part);
+      this.size += take;
       offset += take;
-      if (this.filled === this.blockSize) this.closeBlock();
+      if (this.size === SPLIT_BLOCK_SIZE) this.splitOuter.update(this.sha256.copy().digest());
+      if (this.size === FIRST_PREFIX_SIZE) this.prefix = this.sha256.copy().digest('hex');
     }
   }
 
-  digest(): string {
-    // A partial last block counts; an empty one (file size a multiple of the block size, or an
-    // empty file) does not exist.
-    if (this.filled > 0) this.closeBlock();
-    return this.outer.digest('hex');
+  result(): FileHashes {
+    const [md5, sha1, sha512] = this.others.map((h) => h.digest('hex'));
+    const whole = this.sha256.digest();
+    // The first block closes at 4 MiB; a shorter non-empty file is one block (its digest is the
+    // whole file's). A partial last block counts; an empty one (size a multiple of 4 MiB, or an
+    // empty file) does not exist, so an empty file's value is SHA-256 of nothing.
+    if (this.size > 0 && this.size < SPLIT_BLOCK_SIZE) this.splitOuter.update(whole);
+    if (this.block && this.blockFilled > 0) this.splitOuter.update(this.block.digest());
+    return {
+      md5, sha1, sha256: whole.toString('hex'), sha512,
+      // zlib.crc32 returns an unsigned 32-bit number; pad so leading zero nibbles are kept.
+      crc32: (this.crc >>> 0).toString(16).padStart(8, '0'),
+      sha256Split4MB: this.splitOuter.digest('hex'),
+      // Files of up to 16 MiB: the prefix is the whole file.
+      sha256First16MB: this.prefix ?? whole.toString('hex'),
+      size: this.size,
+    };
   }
 
-  private closeBlock(): void {
-    this.outer.update(this.block.digest());
-    this.block = createHash('sha256');
-    this.filled = 0;
-  }
-}
-
-/** SHA-256 of the first `limit` bytes; later bytes are ignored. */
-class PrefixDigest {
-  private readonly hash = createHash('sha256');
-  private remaining: number;
-
-  constructor(limit: number) {
-    this.remaining = limit;
-  }
-
-  update(chunk: Uint8Array): void {
-    if (this.remaining === 0) return;
-    const part = chunk.length <= this.remaining ? chunk : chunk.subarray(0, this.remaining);
-    this.hash.update(part);
-    this.remaining -= part.length;
-  }
-
-  digest(): string {
-    return this.hash.digest('hex');
+  /**
+   * Blocks 2, 3...: read chunks do not line up with block boundaries, so a chunk may finish one
+   * block and start the next; each block digest goes straight into the outer hash, which is
+   * equivalent to hashing their concatenation at the end.
+   */
+  private updateBlocks(part: Uint8Array): void {
+    let offset = 0;
+    while (offset < part.length) {
+      this.block ??= createHash('sha256');
+      const take = Math.min(SPLIT_BLOCK_SIZE - this.blockFilled, part.length - offset);
+      this.block.update(offset === 0 && take === part.length ? part : part.subarray(offset, offset + take));
+      this.blockFilled += take;
+      offset += take;
+      if (this.blockFilled === SPLIT_BLOCK_SIZE) {
+        this.splitOuter.update(this.block.digest());
+        this.block = null;
+        this.blockFilled = 0;
+      }
+    }
   }
 }
