@@ -102,6 +102,13 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (userLimit !== undefined) overrides.userRateLimitPerMin = userLimit;
   const grace = num('DAMHUB_REFRESH_GRACE');
   if (grace !== undefined) overrides.refreshGraceSec = grace;
+  if (env.DAMHUB_IMAGE_FETCH_ALLOW) overrides.imageFetchAllow = env.DAMHUB_IMAGE_FETCH_ALLOW.split(',').map((s) => s.trim()).filter(Boolean);
+  const fetchTimeout = num('DAMHUB_IMAGE_FETCH_TIMEOUT');
+  if (fetchTimeout !== undefined) overrides.imageFetchTimeoutMs = fetchTimeout;
+  const imageBytes = num('DAMHUB_IMAGE_MAX_BYTES');
+  if (imageBytes !== undefined) overrides.imageMaxBytes = imageBytes;
+  const imagePixels = num('DAMHUB_IMAGE_MAX_PIXELS');
+  if (imagePixels !== undefined) overrides.imageMaxPixels = imagePixels;
   return defaultConfig(overrides);
 }
 
