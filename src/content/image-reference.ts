@@ -13,7 +13,7 @@
  * redirecting too often → 400 hub-validation-error naming the cause. Never a 5xx.
  */
 import fs from 'node:fs';
-import sharp from 'sharp';
+import sharp, { type Metadata } from 'sharp';
 import { hubError, validationError } from '../errors.js';
 import type { Hub } from '../hub.js';
 import { FetchError, safeFetch } from './safe-fetch.js';
@@ -83,7 +83,7 @@ async function referenceBytes(s: string, hub: Hub): Promise<Buffer> {
  * truncated file or an image bomb is refused before any search work.
  */
 export async function verifyImage(bytes: Buffer, maxPixels: number): Promise<void> {
-  let meta: sharp.Metadata;
+  let meta: Metadata;
   try {
     meta = await sharp(bytes, { limitInputPixels: false }).metadata();
   } catch {
