@@ -23,6 +23,7 @@ export const MAX_BOOST = 0.05;
 const QUERY_OFFSET = 0;
 const VECTORS_OFFSET = 1024;
 const PAGE = 65536;
+if (DIM !== 64) throw new Error('the SIMD kernel is specialised for 64-component descriptors');
 
 export interface Hit {
   id: string;
@@ -108,7 +109,7 @@ export class VectorIndex {
     if (n === 0) return { hits: [], total: 0 };
     const scoresOffset = VECTORS_OFFSET + this.capacity * DIM;
     new Int8Array(this.kernel.memory.buffer, QUERY_OFFSET, DIM).set(q.vector);
-    this.kernel.dots(QUERY_OFFSET, VECTORS_OFFSET, n, DIM / 16, scoresOffset);
+    this.kernel.dots(QUERY_OFFSET, VECTORS_OFFSET, n, scoresOffset);
     const dots = new Int32Array(this.kernel.memory.buffer, scoresOffset, n);
 
     // The boost only raises a score, so nothing below (cut-off − MAX_BOOST) can reach the cut-off.
