@@ -27,12 +27,19 @@ export class ImageSimilarity {
   private seq: number;
   private running: Promise<number> | null = null;
   private queued: Promise<number> | null = null;
+  private readonly concurrency: number;
+  private readonly load: boolean;
 
-  constructor(db: Database.Database, private readonly sources: SimilaritySources, private readonly clock: Clock, private readonly concurrency = 2) {
+  /** `opts.load: false` (the `damhub index` command) computes and stores descriptors without holding them in memory. */
+  constructor(db: Database.Database, private readonly sources: SimilaritySources, private readonly clock: Clock, opts: { concurrency?: number; load?: boolean } = {}) {
     this.store = new DescriptorStore(db);
-    this.seq = this.store.loadAll((s) => {
-      if (s.descriptor) this.index.put(s.assetId, s.folderPath, s.descriptor);
-    });
+    this.concurrency = opts.concurrency ?? 2;
+    this.load = opts.load ?? true;
+    this.seq = this.load
+      ? this.store.loadAll((s) => {
+        if (s.descriptor) this.index.put(s.assetId, s.folderPath, s.descriptor);
+      })
+      : 0;
   }
 
   /**
@@ -64,7 +71,7 @@ export class ImageSimilarity {
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, this.concurrency) }, worker));
-    this.sync();
+    if (this.load) this.sync();
     return todo.length;
   }
 
