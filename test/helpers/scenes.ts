@@ -47,8 +47,11 @@ export async function sceneJpeg(seed: number): Promise<Buffer> {
   return sharp(Buffer.from(sceneSvg(seed, portrait ? 480 : 640, portrait ? 640 : 480))).jpeg({ quality: 90 }).toBuffer();
 }
 
-export type TransformName = 'resize50' | 'crop10' | 'jpeg35' | 'bright15' | 'blur' | 'rotate3';
+export type TransformName = 'resize50' | 'crop10' | 'jpeg35' | 'bright15' | 'blur' | 'rotate3' | StressName;
 export const TRANSFORMS: TransformName[] = ['resize50', 'crop10', 'jpeg35', 'bright15', 'blur', 'rotate3'];
+/** Harder edits beyond the targets, to show where the descriptor stops working. */
+export type StressName = 'crop25' | 'rotate8' | 'combined';
+export const STRESS: StressName[] = ['crop25', 'rotate8', 'combined'];
 
 /** The benchmark's edits: what a user's copy of a library picture typically went through. */
 export async function transform(img: Buffer, t: TransformName): Promise<Buffer> {
@@ -64,5 +67,12 @@ export async function transform(img: Buffer, t: TransformName): Promise<Buffer> 
     case 'blur': return s.blur(2.5).jpeg({ quality: 90 }).toBuffer();
     // The canvas grows to hold the rotated picture; the corners are filled black.
     case 'rotate3': return s.rotate(3).jpeg({ quality: 90 }).toBuffer();
+    case 'crop25': return s.extract({ left: Math.round(w * 0.125), top: Math.round(h * 0.125), width: Math.round(w * 0.75), height: Math.round(h * 0.75) }).jpeg({ quality: 90 }).toBuffer();
+    case 'rotate8': return s.rotate(8).jpeg({ quality: 90 }).toBuffer();
+    // Half size, 10% crop, 3° rotation, +15% brightness and JPEG q35 at once.
+    case 'combined': {
+      const step = await sharp(img).extract({ left: Math.round(w * 0.05), top: Math.round(h * 0.05), width: Math.round(w * 0.9), height: Math.round(h * 0.9) }).rotate(3).toBuffer();
+      return sharp(step).resize(Math.round(w / 2)).modulate({ brightness: 1.15 }).jpeg({ quality: 35 }).toBuffer();
+    }
   }
 }
