@@ -14,6 +14,7 @@
  *
  *   flock /tmp/damhub-cpu.lock npm run bench:image-speed [-- --sizes 100000,1000000 --queries 60]
  */
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { DIM, describeImage, hamming, SCALE, type Descriptor } from '../src/providers/library/similarity/descriptor.js';
@@ -164,7 +165,8 @@ for (const size of sizes) {
 const peak = process.resourceUsage().maxRSS * 1024;
 console.log(`\n| descriptors | HTTP top-50 p50 / p95 (ms) | index scan p50 / p95 (ms) | exact float32 scan p50 / p95 (ms) | scan speed-up | recall@50 vs exact | mean totalAssetsCount | RSS after load | load time |\n|---|---|---|---|---|---|---|---|---|`);
 for (const r of rows) console.log(r);
-console.log(`\npeak RSS of the whole run (hub + client + the float32 baseline copy): ${mb(peak)}`);
+console.log(`\nmachine: ${os.cpus().length} cores, load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (1/5/15 min)`);
+console.log(`peak RSS of the whole run (hub + client + the float32 baseline copy): ${mb(peak)}`);
 await lib.t.close();
 
 async function post(body: string, retry = true): Promise<{ assets: { id: string }[]; totalAssetsCount: number }> {

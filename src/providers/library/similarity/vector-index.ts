@@ -107,13 +107,13 @@ export class VectorIndex {
   query(q: Descriptor, opts: QueryOptions): { hits: Hit[]; total: number } {
     const n = this.count;
     if (n === 0) return { hits: [], total: 0 };
-    const scoresOffset = VECTORS_OFFSET + this.capacity * DIM;
+    const pairsOffset = VECTORS_OFFSET + this.capacity * DIM;
     new Int8Array(this.kernel.memory.buffer, QUERY_OFFSET, DIM).set(q.vector);
-    this.kernel.dots(QUERY_OFFSET, VECTORS_OFFSET, n, scoresOffset);
-    const dots = new Int32Array(this.kernel.memory.buffer, scoresOffset, n);
-
     // The boost only raises a score, so nothing below (cut-off − MAX_BOOST) can reach the cut-off.
     const floor = Math.ceil((opts.cutoff - MAX_BOOST) * SCALE * SCALE);
+    const found = this.kernel.dots(QUERY_OFFSET, VECTORS_OFFSET, n, pairsOffset, Math.max(floor, -0x7fffffff));
+    const pairs = new Int32Array(this.kernel.memory.buffer, pairsOffset, found * 2);
+
     let allowed: Uint8Array | null = null;
     if (opts.folderAllowed) {
       allowed = new Uint8Array(this.folders.length);
@@ -123,11 +123,10 @@ export class VectorIndex {
     const after = opts.after;
     let total = 0;
     const qh = q.phash;
-    for (let i = 0; i < n; i++) {
-      const dot = dots[i]!;
-      if (dot < floor) continue;
+    for (let c = 0; c < found; c++) {
+      const i = pairs[2 * c]!;
       if (allowed && !allowed[this.folderOf[i]!]) continue;
-      const score = this.score(dot, qh, i);
+      const score = this.score(pairs[2 * c + 1]!, qh, i);
       if (score < opts.cutoff) continue;
       total++;
       const id = this.ids[i]!;
@@ -154,9 +153,9 @@ export class VectorIndex {
     return f;
   }
 
-  /** Makes room for `capacity` vectors plus their int32 scores (scores live after the vectors). */
+  /** Makes room for `capacity` vectors plus the kernel's output, (index, dot) int32 pairs, after them. */
   private grow(capacity: number): void {
-    const need = VECTORS_OFFSET + capacity * (DIM + 4);
+    const need = VECTORS_OFFSET + capacity * (DIM + 8);
     const have = this.kernel.memory.buffer.byteLength;
     if (need > have) this.kernel.memory.grow(Math.ceil((need - have) / PAGE));
     const folderOf = new Uint32Array(capacity);
