@@ -13,7 +13,9 @@ import { addAccount } from '../src/providers/library/accounts.js';
 import { assetIdFor } from '../src/providers/library/scanner.js';
 import { assertError } from './helpers/hub.js';
 import { signInToLibrary, startLibraryHub, writeFiles, type LibraryHarness } from './helpers/library.js';
-import { sceneJpeg, transform, TRANSFORMS } from './helpers/scenes.js';
+import { cosine, DIM, hamming, SCALE, type Descriptor } from '../src/providers/library/similarity/descriptor.js';
+import { MAX_BOOST, NEAR_DUPLICATE_BITS, VectorIndex } from '../src/providers/library/similarity/vector-index.js';
+import { rng, sceneJpeg, transform, TRANSFORMS } from './helpers/scenes.js';
 
 const api = '/api/v1';
 const SCENES = 12;
@@ -193,3 +195,54 @@ function crc32(buf: Buffer): number {
   }
   return ~c >>> 0;
 }
+
+test('VectorIndex: exact against brute force after puts, replacements and removals; keyset pages; folder filter', () => {
+  const index = new VectorIndex(4); // grows several times
+  const rand = rng(7);
+  const vecs = new Map<string, { folder: string; d: Descriptor }>();
+  const randomDescriptor = (): Descriptor => {
+    const f = Array.from({ length: DIM }, () => rand() - 0.5);
+    const n = Math.hypot(...f);
+    return { vector: Int8Array.from(f, (x) => Math.round((x / n) * SCALE)), phash: Uint8Array.from({ length: 8 }, () => Math.floor(rand() * 256)) };
+  };
+  for (let i = 0; i < 3000; i++) {
+    const id = `a${String(i).padStart(5, '0')}`;
+    const e = { folder: i % 3 ? 'X' : 'Y/sub', d: randomDescriptor() };
+    vecs.set(id, e);
+    index.put(id, e.folder, e.d);
+  }
+  for (let i = 0; i < 3000; i += 2) {
+    const id = `a${String(i).padStart(5, '0')}`;
+    assert.equal(index.remove(id), true);
+    vecs.delete(id);
+  }
+  for (let i = 1; i < 300; i += 6) {
+    const id = `a${String(i).padStart(5, '0')}`;
+    const e = { folder: 'X', d: randomDescriptor() };
+    vecs.set(id, e);
+    index.put(id, e.folder, e.d);
+  }
+  assert.equal(index.size, vecs.size);
+  const q = randomDescriptor();
+  const cutoff = 0.1;
+  const folderAllowed = (f: string) => f === 'Y' || f.startsWith('Y/');
+  const expected = [...vecs.entries()]
+    .filter(([, e]) => folderAllowed(e.folder))
+    .map(([id, e]) => {
+      const h = hamming(q.phash, e.d.phash);
+      return { id, score: cosine(q.vector, e.d.vector) + (h <= NEAR_DUPLICATE_BITS ? MAX_BOOST * (1 - h / (NEAR_DUPLICATE_BITS + 1)) : 0) };
+    })
+    .filter((h) => h.score >= cutoff)
+    .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
+  assert.ok(expected.length > 20);
+  const got: string[] = [];
+  let after: { id: string; score: number } | null = null;
+  for (;;) {
+    const r = index.query(q, { k: 7, after, cutoff, folderAllowed });
+    assert.equal(r.total, expected.length);
+    got.push(...r.hits.map((h) => h.id));
+    if (r.hits.length < 7) break;
+    after = r.hits[r.hits.length - 1]!;
+  }
+  assert.deepEqual(got, expected.map((h) => h.id));
+});
