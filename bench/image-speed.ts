@@ -158,12 +158,12 @@ for (const size of sizes) {
     recalls.push(truth.length ? truth.filter((id) => got.has(id)).length / truth.length : 1);
   }
   const recall = recalls.reduce((a, b) => a + b, 0) / recalls.length;
-  const row = `| ${size.toLocaleString('en')} | ${pct(httpMs, 50).toFixed(1)} / ${pct(httpMs, 95).toFixed(1)} | ${pct(scanMs, 50).toFixed(1)} / ${pct(scanMs, 95).toFixed(1)} | ${pct(exactMs, 50).toFixed(1)} / ${pct(exactMs, 95).toFixed(1)} | ${(pct(exactMs, 50) / pct(scanMs, 50)).toFixed(1)}× | ${recall.toFixed(4)} | ${Math.round(totals / queryImages.length)} | ${mb(rssIndex)} | ${loadSec.toFixed(1)} s |`;
+  const row = `| ${size.toLocaleString('en')} | ${pct(httpMs, 50).toFixed(1)} / ${pct(httpMs, 95).toFixed(1)} | ${pct(scanMs, 50).toFixed(1)} / ${pct(scanMs, 95).toFixed(1)} | ${pct(exactMs, 50).toFixed(1)} / ${pct(exactMs, 95).toFixed(1)} | ${(pct(exactMs, 50) / pct(scanMs, 50)).toFixed(1)}× | ${recall.toFixed(4)} | ${Math.round(totals / queryImages.length)} | ${mb(sim.index.bytes)} | ${mb(rssIndex)} | ${loadSec.toFixed(1)} s |`;
   rows.push(row);
   console.log(`${size}: done`);
 }
 const peak = process.resourceUsage().maxRSS * 1024;
-console.log(`\n| descriptors | HTTP top-50 p50 / p95 (ms) | index scan p50 / p95 (ms) | exact float32 scan p50 / p95 (ms) | scan speed-up | recall@50 vs exact | mean totalAssetsCount | RSS after load | load time |\n|---|---|---|---|---|---|---|---|---|`);
+console.log(`\n| descriptors | HTTP top-50 p50 / p95 (ms) | index scan p50 / p95 (ms) | exact float32 scan p50 / p95 (ms) | scan speed-up | recall@50 vs exact | mean totalAssetsCount | index typed arrays | process RSS after load | load time |\n|---|---|---|---|---|---|---|---|---|---|`);
 for (const r of rows) console.log(r);
 console.log(`\nmachine: ${os.cpus().length} cores, load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (1/5/15 min)`);
 console.log(`peak RSS of the whole run (hub + client + the float32 baseline copy): ${mb(peak)}`);

@@ -60,6 +60,11 @@ export class VectorIndex {
     return this.count;
   }
 
+  /** Bytes held in typed arrays (scan block incl. kernel output, hashes, folders); ids and the map are extra. */
+  get bytes(): number {
+    return this.kernel.memory.buffer.byteLength + this.phashes.byteLength + this.folderOf.byteLength;
+  }
+
   has(id: string): boolean {
     return this.slotOf.has(id);
   }
