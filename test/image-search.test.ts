@@ -60,11 +60,17 @@ test('every edit of a picture finds its original first', async () => {
   }
 });
 
-test('a downloadUrl from a result is a valid reference', async () => {
+test('a downloadUrl or thumbnailUrl from a result is a valid reference', async () => {
   const first = (await search(dataUri(scenes[4]!))).json();
   const res = await search(first.assets[0].downloadUrl);
   assert.equal(res.statusCode, 200, res.body);
   assert.equal(res.json().assets[0].id, assetIdFor(relOf(4)));
+  const thumb = await search(first.assets[0].thumbnailUrl);
+  assert.equal(thumb.statusCode, 200, thumb.body);
+  assert.equal(thumb.json().assets[0].id, assetIdFor(relOf(4)));
+  // A tampered signature is refused, never fetched or served.
+  const forged = first.assets[0].downloadUrl.replace(/sig=[^&]+/, 'sig=AAAA');
+  assertError(await search(forged), 'hub-access-denied', 403);
 });
 
 test('pages follow the ranking without repeats; totalAssetsCount counts the hits above the cut-off', async () => {

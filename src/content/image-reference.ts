@@ -1,8 +1,8 @@
 /**
  * The reference image of a search by image, from the body's `dataBase64`:
  * - a base64 data URI (`data:image/<type>;base64,<data>`), strictly validated;
- * - the downloadUrl of an asset this hub issued: resolved internally (signature checked, no
- *   network round trip);
+ * - the downloadUrl (or thumbnailUrl, conversion URL) of an asset this hub issued: resolved
+ *   internally (signature checked, no network round trip);
  * - any other http(s) URL: fetched with SSRF protection (safe-fetch.ts).
  * Whatever the source, the bytes must decode as a raster image within the pixel limit; the
  * Content-Type or media type a client claims is not trusted.
@@ -49,12 +49,14 @@ async function referenceBytes(s: string, hub: Hub): Promise<Buffer> {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw validationError('dataBase64 URLs must be http or https');
   const own = new URL(hub.config.publicUrl);
-  const m = /^\/api\/v1\/assets\/download\/([^/]+)\/([^/]+)\/(\d+)$/.exec(url.pathname);
+  // The hub's own signed media URLs (downloadUrl, thumbnailUrl, conversions): read directly.
+  const m = /^\/api\/v1\/assets\/(?:download\/([^/]+)\/([^/]+)\/(\d+)|thumbnail\/([^/]+)\/([^/]+)\/(\d+)\/([^/]+))$/.exec(url.pathname);
   if (url.origin === own.origin && m) {
     hub.mediaUrls.verify(url.pathname, Object.fromEntries(url.searchParams));
-    const provider = hub.providers.get(decodeURIComponent(m[1]!));
-    if (!provider?.media) throw validationError('the downloadUrl names no provider with media');
-    const media = await provider.media({ assetId: decodeURIComponent(m[2]!), version: Number(m[3]), rendition: 'original' });
+    const [providerId, assetId, version, rendition] = m[1] ? [m[1], m[2]!, m[3]!, 'original'] : [m[4]!, m[5]!, m[6]!, decodeURIComponent(m[7]!)];
+    const provider = hub.providers.get(decodeURIComponent(providerId));
+    if (!provider?.media) throw validationError('the URL names no provider with media');
+    const media = await provider.media({ assetId: decodeURIComponent(assetId), version: Number(version), rendition });
     if (media.kind === 'inline') return media.body;
     if (media.size > maxBytes) throw tooLarge('the asset behind the downloadUrl');
     return fs.promises.readFile(media.path);
