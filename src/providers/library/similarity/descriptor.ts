@@ -1,6 +1,7 @@
 /**
  * The built-in image descriptor used by search by image: a 64-component int8 vector plus a 64-bit
- * perceptual hash, both computed from one 32×32 decode of the image.
+ * perceptual hash, both computed from one decode of the image to 40×40 RGB, of which the central
+ * 32×32 is described.
  *
  * - Structure: the low-frequency 2-D DCT coefficients of the 32×32 luma (the DC term dropped, so
  *   a global brightness offset does not count; the vector is L2-normalised, so a global gain does
@@ -74,14 +75,14 @@ for (let u = 0; u < MAXF; u++) for (let x = 0; x < N; x++) COS[u * N + x] = Math
 /** 32×32 RGB (row-major, 3 bytes per pixel) → descriptor. Exported for tests and benchmarks. */
 export function describePixels(rgb: Uint8Array): Descriptor {
   const y = new Float64Array(N * N);
-  const cb = new Float64Array(CHROMA_GRID * CHROMA_GRID * 2);
+  const chromaSum = new Float64Array(CHROMA_GRID * CHROMA_GRID * 2); // (Cb, Cr) sums per grid cell
   const counts = new Float64Array(CHROMA_GRID * CHROMA_GRID);
   for (let i = 0, p = 0; i < N * N; i++, p += 3) {
     const r = rgb[p]!, g = rgb[p + 1]!, b = rgb[p + 2]!;
     y[i] = 0.299 * r + 0.587 * g + 0.114 * b;
     const cell = Math.floor(((i / N) | 0) * CHROMA_GRID / N) * CHROMA_GRID + Math.floor((i % N) * CHROMA_GRID / N);
-    cb[cell * 2] += -0.168736 * r - 0.331264 * g + 0.5 * b;
-    cb[cell * 2 + 1] += 0.5 * r - 0.418688 * g - 0.081312 * b;
+    chromaSum[cell * 2] += -0.168736 * r - 0.331264 * g + 0.5 * b;
+    chromaSum[cell * 2 + 1] += 0.5 * r - 0.418688 * g - 0.081312 * b;
     counts[cell]++;
   }
   // Separable DCT restricted to the MAXF lowest frequencies: rows first, then columns.
@@ -103,10 +104,10 @@ export function describePixels(rgb: Uint8Array): Descriptor {
     luma[i] = coef(u, v) * Math.pow(u + v, ALPHA);
   });
   normalise(luma);
-  const chroma = new Float64Array(cb.length);
+  const chroma = new Float64Array(chromaSum.length);
   for (let c = 0; c < counts.length; c++) {
-    chroma[c * 2] = cb[c * 2]! / counts[c]!;
-    chroma[c * 2 + 1] = cb[c * 2 + 1]! / counts[c]!;
+    chroma[c * 2] = chromaSum[c * 2]! / counts[c]!;
+    chroma[c * 2 + 1] = chromaSum[c * 2 + 1]! / counts[c]!;
   }
   // Chroma is scaled by the luma contrast scale so a global gain (brightness) leaves the ratio alone.
   const lumaEnergy = Math.sqrt(ORDER.reduce((s, [u, v]) => s + coef(u, v) ** 2, 0)) / N || 1;

@@ -1,7 +1,7 @@
 /**
  * The in-memory top-k index of search by image: every descriptor's int8 vector in one contiguous
  * block of WebAssembly memory, scanned exactly by the SIMD kernel (kernel.ts). 1,000,000 vectors
- * take 64 MB and one scan ~20 ms; an exact scan needs no training, no rebuilds after updates and
+ * take 64 MB and one scan ~14 ms on one core; an exact scan needs no training, no rebuilds after updates and
  * has no recall loss beyond int8 quantisation, which is why it is preferred over an approximate
  * graph at library scale (figures in docs/benchmarks.md).
  *
