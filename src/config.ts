@@ -36,6 +36,19 @@ export interface HubConfig {
   jwksTimeoutMs: number;
   jwksCacheSec: number;
   logLevel: string;
+  /**
+   * Reference images of search by image fetched from http(s) URLs (content/safe-fetch.ts): host
+   * names, IPs or CIDR ranges that may be reached although not public (loopback, private, ...).
+   */
+  imageFetchAllow: string[];
+  imageFetchConnectTimeoutMs: number;
+  /** Deadline for the whole fetch, redirects and body included. */
+  imageFetchTimeoutMs: number;
+  /** Largest reference image, fetched or sent inline. */
+  imageMaxBytes: number;
+  imageFetchMaxRedirects: number;
+  /** Largest declared width × height of a reference image (image bombs). */
+  imageMaxPixels: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
 }
@@ -67,6 +80,12 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     jwksTimeoutMs: 5000,
     jwksCacheSec: 600,
     logLevel: 'info',
+    imageFetchAllow: [],
+    imageFetchConnectTimeoutMs: 3000,
+    imageFetchTimeoutMs: 10_000,
+    imageMaxBytes: 20 * 1024 * 1024,
+    imageFetchMaxRedirects: 3,
+    imageMaxPixels: 50_000_000,
     shutdownGraceMs: 10_000,
   };
   return { ...base, ...overrides };
@@ -88,4 +107,8 @@ export const ENV_VARS: Record<string, keyof HubConfig> = {
   DAMHUB_USER_RATE_LIMIT: 'userRateLimitPerMin',
   DAMHUB_REFRESH_GRACE: 'refreshGraceSec',
   DAMHUB_LOG_LEVEL: 'logLevel',
+  DAMHUB_IMAGE_FETCH_ALLOW: 'imageFetchAllow',
+  DAMHUB_IMAGE_FETCH_TIMEOUT: 'imageFetchTimeoutMs',
+  DAMHUB_IMAGE_MAX_BYTES: 'imageMaxBytes',
+  DAMHUB_IMAGE_MAX_PIXELS: 'imageMaxPixels',
 };

@@ -59,7 +59,7 @@ test('library end to end over HTTP', async () => {
   const library = providers.find((p: { id: string }) => p.id === 'library');
   assert.ok(library, 'the library is listed');
   assert.equal(library.isDefault, true);
-  assert.equal(library.capabilities.similarSearch, false);
+  assert.equal(library.capabilities.similarSearch, true);
 
   // DAM login: open redirect_uri like a popup would, submit the form, poll.
   const start = await json(await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: auth }));

@@ -6,6 +6,7 @@ import { addAccount } from '../providers/library/accounts.js';
 import { LibraryIndex } from '../providers/library/index-store.js';
 import { Renditions } from '../providers/library/renditions.js';
 import { DEFAULT_SCAN_CONCURRENCY, LibraryScanner } from '../providers/library/scanner.js';
+import { ImageSimilarity } from '../providers/library/similarity/index.js';
 import { dataOpt, parse, UsageError } from './main.js';
 
 function libraryDataDir(data: string | undefined): string {
@@ -86,6 +87,14 @@ export async function indexCommand(args: string[]): Promise<number> {
       },
     });
     if (tty) process.stderr.write('\n');
+    // Descriptors for search by image, from the previews the scan just made.
+    const renditions = new Renditions(path.join(dir, 'renditions'));
+    const similarity = new ImageSimilarity(index.db, {
+      preview: (id, version) => (renditions.has(id, version, 'preview') ? renditions.file(id, version, 'preview') : null),
+      blob: (blob) => scanner.blobPath(blob),
+    }, systemClock, { concurrency, load: false });
+    const described = await similarity.refresh();
+    if (described) process.stdout.write(`described ${described} images for search by image\n`);
     process.stdout.write(`indexed ${report.files} files: ${report.added} added, ${report.updated} updated, ${report.unchanged} unchanged, ${report.removed} removed, ${report.failed.length} failed\n`);
     for (const f of report.failed) process.stdout.write(`  failed: ${f.path}: ${f.error}\n`);
   } finally {

@@ -15,6 +15,7 @@ import { SqliteStores } from '../stores/sqlite/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';
 import { serve } from './serve.js';
 import { indexCommand, usersCommand } from './library.js';
+import { AddressPolicy } from '../content/safe-fetch.js';
 
 export class UsageError extends Error {}
 
@@ -110,6 +111,20 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (userLimit !== undefined) overrides.userRateLimitPerMin = userLimit;
   const grace = num('DAMHUB_REFRESH_GRACE');
   if (grace !== undefined) overrides.refreshGraceSec = grace;
+  if (env.DAMHUB_IMAGE_FETCH_ALLOW) {
+    overrides.imageFetchAllow = env.DAMHUB_IMAGE_FETCH_ALLOW.split(',').map((s) => s.trim()).filter(Boolean);
+    try {
+      new AddressPolicy(overrides.imageFetchAllow);
+    } catch {
+      throw new UsageError('DAMHUB_IMAGE_FETCH_ALLOW must be a comma-separated list of host names, IP addresses and CIDR ranges');
+    }
+  }
+  const fetchTimeout = num('DAMHUB_IMAGE_FETCH_TIMEOUT');
+  if (fetchTimeout !== undefined) overrides.imageFetchTimeoutMs = fetchTimeout;
+  const imageBytes = num('DAMHUB_IMAGE_MAX_BYTES');
+  if (imageBytes !== undefined) overrides.imageMaxBytes = imageBytes;
+  const imagePixels = num('DAMHUB_IMAGE_MAX_PIXELS');
+  if (imagePixels !== undefined) overrides.imageMaxPixels = imagePixels;
   return defaultConfig(overrides);
 }
 

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { addAccount } from '../../src/providers/library/accounts.js';
+import type { HubConfig } from '../../src/config.js';
 import { startTestHub, tempDir, type TestHub } from './hub.js';
 
 export interface LibraryHarness {
@@ -52,10 +53,10 @@ export async function signInToLibrary(t: TestHub, access: string, user: string, 
   return tokens.access_token;
 }
 
-export async function startLibraryHub(files: Record<string, Buffer | string>, opts: { folders?: string[] } = {}): Promise<LibraryHarness> {
+export async function startLibraryHub(files: Record<string, Buffer | string>, opts: { folders?: string[]; config?: Partial<HubConfig> } = {}): Promise<LibraryHarness> {
   const root = tempDir('damhub-lib-');
   writeFiles(root, files);
-  const t = await startTestHub({ config: { libraryDir: root, userRateLimitPerMin: 0 } });
+  const t = await startTestHub({ config: { libraryDir: root, userRateLimitPerMin: 0, ...opts.config } });
   await t.hub.start();
   await addAccount(t.hub.library!.index, 'alice', 'correct horse', opts.folders ?? [], t.clock.now());
   const { access_token } = await t.login();

@@ -18,6 +18,8 @@ import { iconSvg, Renditions, RENDITIONS, type RenditionName } from './rendition
 import { isInside, LibraryScanner, type ScanReport } from './scanner.js';
 import { tokenize, type EngineQuery, type RankParams } from './search-engine.js';
 import { signinRoutes } from './signin.js';
+import { searchByImage } from './similarity/search.js';
+import { ImageSimilarity } from './similarity/index.js';
 
 export const LIBRARY_ID = 'library';
 
@@ -42,7 +44,7 @@ const descriptor: ProviderDescriptor = {
   capabilities: {
     browse: true,
     search: true,
-    similarSearch: false,
+    similarSearch: true,
     versions: true,
     refresh: true,
     filters: true,
@@ -61,6 +63,8 @@ export class LibraryProvider implements Provider {
   readonly index: LibraryIndex;
   readonly scanner: LibraryScanner;
   readonly renditions: Renditions;
+  /** Descriptors and the top-k index of search by image (similarity/). */
+  readonly similarity: ImageSimilarity;
   private watcher: fs.FSWatcher | null = null;
   private debounce: NodeJS.Timeout | null = null;
 
@@ -69,11 +73,22 @@ export class LibraryProvider implements Provider {
     this.index = new LibraryIndex(path.join(opts.dataDir, 'library.sqlite'));
     this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'));
     this.scanner = new LibraryScanner(opts.root, this.index, this.renditions, opts.dataDir, opts.clock);
+    this.similarity = new ImageSimilarity(this.index.db, {
+      preview: (id, version) => (this.renditions.has(id, version, 'preview') ? this.renditions.file(id, version, 'preview') : null),
+      blob: (blob) => this.scanner.blobPath(blob),
+    }, opts.clock);
+  }
+
+  /** A scan, then the image descriptors of whatever it added or changed. */
+  async rescan(): Promise<ScanReport> {
+    const report = await this.scanner.scan();
+    await this.similarity.refresh();
+    return report;
   }
 
   /** Cheap rescan (size/mtime) after a restart, then a watcher that rescans on changes. */
   async start(): Promise<ScanReport> {
-    const report = await this.scanner.scan();
+    const report = await this.rescan();
     this.index.searchEngine(); // built now rather than on the first search
     if (this.opts.watch) {
       try {
@@ -88,7 +103,7 @@ export class LibraryProvider implements Provider {
 
   private scheduleRescan(): void {
     if (this.debounce) clearTimeout(this.debounce);
-    this.debounce = setTimeout(() => void this.scanner.scan().catch(() => undefined), 300);
+    this.debounce = setTimeout(() => void this.rescan().catch(() => undefined), 300);
     this.debounce.unref();
   }
 
@@ -216,6 +231,18 @@ export class LibraryProvider implements Provider {
       totalAssetsCount: r.total,
       ...(hasMore ? { more: JSON.stringify({ k: r.sortKeys[opts.size - 1], i: rows[rows.length - 1]!.id }) } : {}),
     };
+  }
+
+  async searchByImage(session: ProviderSession, image: Buffer, opts: ListOptions): Promise<AssetPage> {
+    const acc = this.account(session);
+    const roots = acc.folders.length ? acc.folders : null;
+    return searchByImage(this.similarity, image, opts, {
+      folderAllowed: roots ? (folder) => roots.some((r) => isWithin(folder, r)) : null,
+      toAsset: (id) => {
+        const row = this.index.asset(id);
+        return row ? toAsset(row, { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone }) : null;
+      },
+    });
   }
 
   async asset(session: ProviderSession, assetId: string, opts: { uiLocale: string; timeZone: string | null }) {

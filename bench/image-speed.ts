@@ -1,0 +1,183 @@
+/**
+ * Search-by-image speed at library scale: top-50 latency through the real HTTP route
+ * (POST /api/v1/assets/search on a listening hub, sequential requests, each a ~40 KB JPEG data
+ * URI: parse, verify-decode, describe, scan, 50 assets mapped and serialised), side by side with
+ * the in-process scan alone and an exact float32 brute-force scan baseline, at 100,000 and then
+ * 1,000,000 descriptors in one run. Recall is the overlap of the hub's first page with the exact
+ * float32 top 50 (same cut-off and near-duplicate boost).
+ *
+ * Scale is synthetic: the library holds 20 real scenes; the other descriptors are clustered
+ * vectors (2,000 clusters with a decaying per-component spread, like DCT descriptors, plus 100
+ * perturbations of each real scene at varied distances so top-50 lists are crowded), inserted
+ * into the in-memory index directly and as asset rows in the library's SQLite (so hits map to
+ * assets as in production).
+ *
+ *   flock /tmp/damhub-cpu.lock npm run bench:image-speed [-- --sizes 100000,1000000 --queries 60]
+ */
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import type { AddressInfo } from 'node:net';
+import { DIM, describeImage, hamming, SCALE, type Descriptor } from '../src/providers/library/similarity/descriptor.js';
+import { DEFAULT_CUTOFF, MAX_BOOST, NEAR_DUPLICATE_BITS } from '../src/providers/library/similarity/vector-index.js';
+import { rng, sceneJpeg, transform } from '../test/helpers/scenes.js';
+import { startLibraryHub } from '../test/helpers/library.js';
+
+const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' }, queries: { type: 'string', default: '60' } } });
+const sizes = values.sizes!.split(',').map(Number);
+const QUERIES = Number(values.queries);
+const K = 50;
+const REAL = 20;
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
+
+// ── the hub, its real scenes and the queries ─────────────────────────────────────────────────
+const files: Record<string, Buffer> = {};
+const scenes: Buffer[] = [];
+for (let i = 0; i < REAL; i++) {
+  scenes.push(await sceneJpeg(1000 + i));
+  files[`Real/scene-${i}.jpg`] = scenes[i]!;
+}
+const lib = await startLibraryHub(files);
+const address = await lib.t.app.listen({ host: '127.0.0.1', port: 0 });
+const url = `http://127.0.0.1:${(lib.t.app.server.address() as AddressInfo).port}/api/v1/assets/search?size=${K}`;
+const sim = lib.t.hub.library!.similarity;
+const db = lib.t.hub.library!.index.db;
+const queryImages: { body: string; q: Descriptor }[] = [];
+for (let i = 0; i < QUERIES; i++) {
+  const img = await transform(scenes[i % REAL]!, (['resize50', 'crop10', 'jpeg35', 'rotate3', 'bright15', 'blur'] as const)[Math.floor(i / REAL) % 6]);
+  queryImages.push({ body: JSON.stringify({ dataBase64: `data:image/jpeg;base64,${img.toString('base64')}` }), q: await describeImage(img, { limitInputPixels: 5e7, failOn: 'error' }) });
+}
+const realDescriptors = (db.prepare('SELECT asset_id FROM similarity_descriptors WHERE vec IS NOT NULL ORDER BY asset_id').all() as { asset_id: string }[]).map((r) => ({ id: r.asset_id, d: readDescriptor(r.asset_id) }));
+function readDescriptor(id: string): Descriptor {
+  const r = db.prepare('SELECT vec, phash FROM similarity_descriptors WHERE asset_id = ?').get(id) as { vec: Buffer; phash: Buffer };
+  return { vector: new Int8Array(Uint8Array.from(r.vec).buffer), phash: Uint8Array.from(r.phash) };
+}
+
+// ── synthetic descriptors ────────────────────────────────────────────────────────────────────
+const rand = rng(42);
+const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
+const spread = Float64Array.from({ length: DIM }, (_, d) => 1 / Math.sqrt(1 + d / 6));
+const centres = Array.from({ length: 2000 }, () => Float64Array.from({ length: DIM }, (_, d) => gauss() * spread[d]!));
+const maxN = Math.max(...sizes);
+const floats = new Float32Array(maxN * DIM); // the exact baseline's copy, slot order = insertion order
+const phashes = new Uint8Array(maxN * 8);
+const ids: string[] = [];
+let n = 0;
+const unit = (v: Float64Array) => {
+  const s = Math.sqrt(v.reduce((a, x) => a + x * x, 0)) || 1;
+  return v.map((x) => x / s);
+};
+function addOne(id: string, f: Float64Array, phash: Uint8Array) {
+  const vector = new Int8Array(DIM);
+  for (let d = 0; d < DIM; d++) {
+    floats[n * DIM + d] = f[d]!;
+    vector[d] = Math.max(-127, Math.min(127, Math.round(f[d]! * SCALE)));
+  }
+  phashes.set(phash, n * 8);
+  ids.push(id);
+  n++;
+  sim.index.put(id, 'Synthetic', { vector, phash });
+}
+for (const r of realDescriptors) addOne(r.id, Float64Array.from(r.d.vector, (x) => x / SCALE), r.d.phash);
+const insertRows = db.prepare(`WITH RECURSIVE c(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?)
+  INSERT INTO assets (id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at)
+  SELECT printf('s%021d', i), 'Synthetic/' || i || '.jpg', 'Synthetic', i || '.jpg', t.ext, t.size, t.mtime_ms, t.created_ms, t.mime, t.kind, t.width, t.height, t.year, t.orientation, 1, t.version_comment, t.meta, t.hashes, t.blob, t.indexed_at
+  FROM c, (SELECT * FROM assets LIMIT 1) t`);
+function grow(to: number) {
+  const from = n;
+  db.transaction(() => insertRows.run(from, to))();
+  for (let i = from; i < to; i++) {
+    let f: Float64Array;
+    if (i - from < REAL * 100 && from === REAL) {
+      // Perturbations of the real scenes at varied distances: crowded top-50 lists for the queries.
+      const base = realDescriptors[(i - from) % REAL]!.d.vector;
+      const sigma = 0.05 + 0.25 * rand();
+      f = unit(Float64Array.from(base, (x) => x / SCALE + gauss() * sigma / Math.sqrt(DIM) * 4));
+    } else {
+      const c = centres[Math.floor(rand() * centres.length)]!;
+      f = new Float64Array(DIM);
+      let s2 = 0;
+      for (let d = 0; d < DIM; d++) {
+        const x = c[d]! + gauss() * spread[d]! * 0.6;
+        f[d] = x;
+        s2 += x * x;
+      }
+      const norm = Math.sqrt(s2);
+      for (let d = 0; d < DIM; d++) f[d] = f[d]! / norm;
+    }
+    const ph = new Uint8Array(8);
+    for (let b = 0; b < 8; b++) ph[b] = Math.floor(rand() * 256);
+    addOne(`s${String(i).padStart(21, '0')}`, f, ph);
+  }
+}
+
+/** Exact baseline: float32 cosine over every vector, the same boost and cut-off, top K by (score desc, id asc). */
+function exact(q: Descriptor): string[] {
+  const qf = Float32Array.from(q.vector, (x) => x / SCALE);
+  const hits: { s: number; id: string }[] = [];
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    const o = i * DIM;
+    for (let d = 0; d < DIM; d++) s += floats[o + d]! * qf[d]!;
+    if (s < DEFAULT_CUTOFF - MAX_BOOST) continue;
+    const h = hamming(q.phash, phashes.subarray(i * 8, i * 8 + 8));
+    s += h <= NEAR_DUPLICATE_BITS ? MAX_BOOST * (1 - h / (NEAR_DUPLICATE_BITS + 1)) : 0;
+    if (s >= DEFAULT_CUTOFF) hits.push({ s, id: ids[i]! });
+  }
+  hits.sort((a, b) => b.s - a.s || (a.id < b.id ? -1 : 1));
+  return hits.slice(0, K).map((h) => h.id);
+}
+
+console.log(`hub at ${address}; ${REAL} real scenes; queries: ${QUERIES} edited scenes (${(queryImages[0]!.body.length / 1024).toFixed(0)} KB bodies)`);
+const rows: string[] = [];
+for (const size of sizes) {
+  const t0 = Date.now();
+  grow(size);
+  const loadSec = (Date.now() - t0) / 1000;
+  const rssIndex = process.memoryUsage().rss;
+  // Warm-up, then measured rounds: HTTP, in-process scan and exact baseline per query.
+  for (let i = 0; i < 5; i++) await post(queryImages[i]!.body);
+  const httpMs: number[] = [], scanMs: number[] = [], exactMs: number[] = [], recalls: number[] = [];
+  let totals = 0;
+  for (const qi of queryImages) {
+    let t = performance.now();
+    const page = await post(qi.body);
+    httpMs.push(performance.now() - t);
+    totals += page.totalAssetsCount;
+    t = performance.now();
+    sim.search(qi.q, { k: K + 1, after: null, folderAllowed: null });
+    scanMs.push(performance.now() - t);
+    t = performance.now();
+    const truth = exact(qi.q);
+    exactMs.push(performance.now() - t);
+    const got = new Set(page.assets.map((a: { id: string }) => a.id));
+    recalls.push(truth.length ? truth.filter((id) => got.has(id)).length / truth.length : 1);
+  }
+  const recall = recalls.reduce((a, b) => a + b, 0) / recalls.length;
+  const row = `| ${size.toLocaleString('en')} | ${pct(httpMs, 50).toFixed(1)} / ${pct(httpMs, 95).toFixed(1)} | ${pct(scanMs, 50).toFixed(1)} / ${pct(scanMs, 95).toFixed(1)} | ${pct(exactMs, 50).toFixed(1)} / ${pct(exactMs, 95).toFixed(1)} | ${(pct(exactMs, 50) / pct(scanMs, 50)).toFixed(1)}× | ${recall.toFixed(4)} | ${Math.round(totals / queryImages.length)} | ${mb(sim.index.bytes)} | ${mb(rssIndex)} | ${loadSec.toFixed(1)} s |`;
+  rows.push(row);
+  console.log(`${size}: done`);
+}
+const peak = process.resourceUsage().maxRSS * 1024;
+console.log(`\n| descriptors | HTTP top-50 p50 / p95 (ms) | index scan p50 / p95 (ms) | exact float32 scan p50 / p95 (ms) | scan speed-up | recall@50 vs exact | mean totalAssetsCount | index typed arrays | process RSS after load | load time |\n|---|---|---|---|---|---|---|---|---|---|`);
+for (const r of rows) console.log(r);
+console.log(`\nmachine: ${os.cpus().length} cores, load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' / ')} (1/5/15 min)`);
+console.log(`peak RSS of the whole run (hub + client + the float32 baseline copy): ${mb(peak)}`);
+await lib.t.close();
+
+async function post(body: string, retry = true): Promise<{ assets: { id: string }[]; totalAssetsCount: number }> {
+  let r: Response;
+  try {
+    r = await fetch(url, { method: 'POST', headers: { ...lib.headers, 'content-type': 'application/json' }, body });
+  } catch (e) {
+    // A kept-alive connection the server closed while the next size was loaded: once more on a new one.
+    if (retry) return post(body, false);
+    throw e;
+  }
+  if (r.status !== 200) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
+  return r.json() as Promise<{ assets: { id: string }[]; totalAssetsCount: number }>;
+}

@@ -1,0 +1,72 @@
+/**
+ * One page of search by image: the query image's descriptor, the provider cursor (keyset position
+ * plus a fingerprint of the query), the ranked hits mapped to assets.
+ */
+import { createHash } from 'node:crypto';
+import { validationError } from '../../../errors.js';
+import type { ListOptions } from '../../contract.js';
+import type { Asset, AssetPage } from '../../model.js';
+import { describeImage, type Descriptor } from './descriptor.js';
+import type { ImageSimilarity } from './index.js';
+import type { Hit } from './vector-index.js';
+
+/**
+ * Query images were verified by the hub (image-reference.ts) against its own, stricter limit;
+ * this is a backstop only.
+ */
+const QUERY_PIXEL_LIMIT = 268_402_689;
+
+interface Cursor {
+  /** Fingerprint of the query descriptor: a cursor only continues the search it came from. */
+  f: string;
+  /** Score and id of the last hit of the previous page. */
+  s: number;
+  i: string;
+}
+
+export interface SearchContext {
+  folderAllowed: ((folderPath: string) => boolean) | null;
+  /** The asset of a hit, or null when it vanished since the index was read. */
+  toAsset(id: string): Asset | null;
+}
+
+export async function searchByImage(sim: ImageSimilarity, image: Buffer, opts: ListOptions, ctx: SearchContext): Promise<AssetPage> {
+  if (opts.filters.length) throw validationError('filters are not supported by search by image');
+  let q: Descriptor;
+  try {
+    q = await describeImage(image, { limitInputPixels: QUERY_PIXEL_LIMIT, failOn: 'error' });
+  } catch (e) {
+    throw validationError(`dataBase64: the reference image could not be decoded (${(e as Error).message.split('\n')[0]})`);
+  }
+  const fingerprint = fingerprintOf(q);
+  const after = opts.more ? parseCursor(opts.more, fingerprint) : null;
+  const { hits, total } = sim.search(q, { k: opts.size + 1, after, folderAllowed: ctx.folderAllowed });
+  const page = hits.slice(0, opts.size);
+  const last = page[page.length - 1];
+  const assets = page.map((h) => ctx.toAsset(h.id)).filter((a): a is Asset => a !== null);
+  return {
+    assets,
+    folders: [],
+    filters: [],
+    totalAssetsCount: total,
+    ...(hits.length > opts.size && last ? { more: JSON.stringify({ f: fingerprint, s: last.score, i: last.id } satisfies Cursor) } : {}),
+  };
+}
+
+export function fingerprintOf(q: Descriptor): string {
+  return createHash('sha256').update(q.vector).update(q.phash).digest('base64url').slice(0, 16);
+}
+
+function parseCursor(more: string, fingerprint: string): Hit {
+  let c: Cursor;
+  try {
+    c = JSON.parse(more) as Cursor;
+  } catch {
+    throw validationError('more: not a cursor of this search by image');
+  }
+  if (typeof c !== 'object' || c === null || typeof c.f !== 'string' || typeof c.s !== 'number' || !Number.isFinite(c.s) || typeof c.i !== 'string') {
+    throw validationError('more: not a cursor of this search by image');
+  }
+  if (c.f !== fingerprint) throw validationError('more: the cursor belongs to another search by image; start again from the first page');
+  return { score: c.s, id: c.i };
+}

@@ -1,0 +1,227 @@
+/**
+ * The in-memory top-k index of search by image: every descriptor's int8 vector in one contiguous
+ * block of WebAssembly memory, scanned exactly by the SIMD kernel (kernel.ts). 1,000,000 vectors
+ * take 64 MB and one scan ~14 ms on one core; an exact scan needs no training, no rebuilds after updates and
+ * has no recall loss beyond int8 quantisation, which is why it is preferred over an approximate
+ * graph at library scale (figures in docs/benchmarks.md).
+ *
+ * Ranking: score = cosine (int8 dot / 127²) + a near-duplicate boost when the perceptual hashes
+ * are within NEAR_DUPLICATE_BITS. Results are ordered by (score desc, asset id asc), and a page
+ * continues strictly after the (score, id) of the previous page's last hit (keyset paging), so
+ * pages stay stable while assets are added or removed.
+ */
+import { DIM, hamming, SCALE, type Descriptor } from './descriptor.js';
+import { createKernel, type DotKernel } from './kernel.js';
+
+/** Results below this score are not returned (see docs/image-search.md for how it was chosen). */
+export const DEFAULT_CUTOFF = 0.6;
+/** pHash distance up to which two images count as near-duplicates. */
+export const NEAR_DUPLICATE_BITS = 12;
+/** The largest boost, for identical hashes; it shrinks linearly to 0 at NEAR_DUPLICATE_BITS + 1. */
+export const MAX_BOOST = 0.05;
+
+const QUERY_OFFSET = 0;
+const VECTORS_OFFSET = 1024;
+const PAGE = 65536;
+if (DIM !== 64) throw new Error('the SIMD kernel is specialised for 64-component descriptors');
+
+export interface Hit {
+  id: string;
+  score: number;
+}
+
+export interface QueryOptions {
+  /** Hits wanted (the page size, plus one to know whether there is more). */
+  k: number;
+  /** Continue after this hit of the previous page. */
+  after: Hit | null;
+  cutoff: number;
+  /** Folder filter for accounts limited to sub-folders; null = every folder. */
+  folderAllowed: ((folderPath: string) => boolean) | null;
+}
+
+export class VectorIndex {
+  private readonly kernel: DotKernel;
+  private capacity = 0;
+  private count = 0;
+  private ids: string[] = [];
+  private folderOf = new Uint32Array(0);
+  private phashes = new Uint8Array(0);
+  private readonly slotOf = new Map<string, number>();
+  private readonly folders: string[] = [];
+  private readonly folderIds = new Map<string, number>();
+
+  constructor(initialCapacity = 1024) {
+    this.kernel = createKernel();
+    this.grow(initialCapacity);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Bytes held in typed arrays (scan block incl. kernel output, hashes, folders); ids and the map are extra. */
+  get bytes(): number {
+    return this.kernel.memory.buffer.byteLength + this.phashes.byteLength + this.folderOf.byteLength;
+  }
+
+  has(id: string): boolean {
+    return this.slotOf.has(id);
+  }
+
+  /** Adds or replaces the descriptor of an asset. */
+  put(id: string, folderPath: string, d: Descriptor): void {
+    let slot = this.slotOf.get(id);
+    if (slot === undefined) {
+      if (this.count === this.capacity) this.grow(this.capacity * 2);
+      slot = this.count++;
+      this.slotOf.set(id, slot);
+      this.ids[slot] = id;
+    }
+    new Int8Array(this.kernel.memory.buffer, VECTORS_OFFSET + slot * DIM, DIM).set(d.vector);
+    this.phashes.set(d.phash, slot * 8);
+    this.folderOf[slot] = this.folderId(folderPath);
+  }
+
+  /** Removes an asset; the last slot moves into the hole so the block stays contiguous. */
+  remove(id: string): boolean {
+    const slot = this.slotOf.get(id);
+    if (slot === undefined) return false;
+    const last = --this.count;
+    this.slotOf.delete(id);
+    if (slot !== last) {
+      const mem = new Int8Array(this.kernel.memory.buffer);
+      mem.copyWithin(VECTORS_OFFSET + slot * DIM, VECTORS_OFFSET + last * DIM, VECTORS_OFFSET + (last + 1) * DIM);
+      this.phashes.copyWithin(slot * 8, last * 8, last * 8 + 8);
+      this.folderOf[slot] = this.folderOf[last]!;
+      const moved = this.ids[last]!;
+      this.ids[slot] = moved;
+      this.slotOf.set(moved, slot);
+    }
+    this.ids.length = last;
+    return true;
+  }
+
+  clear(): void {
+    this.count = 0;
+    this.ids = [];
+    this.slotOf.clear();
+  }
+
+  /** The k best hits after `after`, and how many hits in all are at or above the cut-off. */
+  query(q: Descriptor, opts: QueryOptions): { hits: Hit[]; total: number } {
+    const n = this.count;
+    if (n === 0) return { hits: [], total: 0 };
+    const pairsOffset = VECTORS_OFFSET + this.capacity * DIM;
+    new Int8Array(this.kernel.memory.buffer, QUERY_OFFSET, DIM).set(q.vector);
+    // The boost only raises a score, so nothing below (cut-off − MAX_BOOST) can reach the cut-off.
+    const floor = Math.ceil((opts.cutoff - MAX_BOOST) * SCALE * SCALE);
+    const found = this.kernel.dots(QUERY_OFFSET, VECTORS_OFFSET, n, pairsOffset, Math.max(floor, -0x7fffffff));
+    const pairs = new Int32Array(this.kernel.memory.buffer, pairsOffset, found * 2);
+
+    let allowed: Uint8Array | null = null;
+    if (opts.folderAllowed) {
+      allowed = new Uint8Array(this.folders.length);
+      for (let f = 0; f < this.folders.length; f++) allowed[f] = opts.folderAllowed(this.folders[f]!) ? 1 : 0;
+    }
+    const heap = new TopK(opts.k);
+    const after = opts.after;
+    let total = 0;
+    const qh = q.phash;
+    for (let c = 0; c < found; c++) {
+      const i = pairs[2 * c]!;
+      if (allowed && !allowed[this.folderOf[i]!]) continue;
+      const score = this.score(pairs[2 * c + 1]!, qh, i);
+      if (score < opts.cutoff) continue;
+      total++;
+      const id = this.ids[i]!;
+      if (after && (score > after.score || (score === after.score && id <= after.id))) continue;
+      heap.offer(score, id);
+    }
+    return { hits: heap.sorted(), total };
+  }
+
+  /** Final score of slot i: cosine plus the near-duplicate boost. */
+  private score(dot: number, qh: Uint8Array, i: number): number {
+    const d = hamming(qh, this.phashes.subarray(i * 8, i * 8 + 8));
+    const boost = d <= NEAR_DUPLICATE_BITS ? MAX_BOOST * (1 - d / (NEAR_DUPLICATE_BITS + 1)) : 0;
+    return dot / (SCALE * SCALE) + boost;
+  }
+
+  private folderId(folderPath: string): number {
+    let f = this.folderIds.get(folderPath);
+    if (f === undefined) {
+      f = this.folders.length;
+      this.folders.push(folderPath);
+      this.folderIds.set(folderPath, f);
+    }
+    return f;
+  }
+
+  /** Makes room for `capacity` vectors plus the kernel's output, (index, dot) int32 pairs, after them. */
+  private grow(capacity: number): void {
+    const need = VECTORS_OFFSET + capacity * (DIM + 8);
+    const have = this.kernel.memory.buffer.byteLength;
+    if (need > have) this.kernel.memory.grow(Math.ceil((need - have) / PAGE));
+    const folderOf = new Uint32Array(capacity);
+    folderOf.set(this.folderOf.subarray(0, this.count));
+    this.folderOf = folderOf;
+    const phashes = new Uint8Array(capacity * 8);
+    phashes.set(this.phashes.subarray(0, this.count * 8));
+    this.phashes = phashes;
+    this.capacity = capacity;
+  }
+}
+
+/** A bounded min-heap on (score asc, id desc): its root is the worst of the best k. */
+class TopK {
+  private readonly scores: number[] = [];
+  private readonly ids: string[] = [];
+
+  constructor(private readonly k: number) {}
+
+  /** a ranks below b: lower score, or equal score and a larger id. */
+  private static worse(sa: number, ia: string, sb: number, ib: string): boolean {
+    return sa < sb || (sa === sb && ia > ib);
+  }
+
+  offer(score: number, id: string): void {
+    const s = this.scores, ids = this.ids;
+    if (s.length < this.k) {
+      s.push(score);
+      ids.push(id);
+      let i = s.length - 1;
+      while (i > 0) {
+        const p = (i - 1) >> 1;
+        if (!TopK.worse(s[i]!, ids[i]!, s[p]!, ids[p]!)) break;
+        this.swap(i, p);
+        i = p;
+      }
+      return;
+    }
+    if (this.k === 0 || !TopK.worse(s[0]!, ids[0]!, score, id)) return;
+    s[0] = score;
+    ids[0] = id;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1, r = l + 1;
+      let m = i;
+      if (l < s.length && TopK.worse(s[l]!, ids[l]!, s[m]!, ids[m]!)) m = l;
+      if (r < s.length && TopK.worse(s[r]!, ids[r]!, s[m]!, ids[m]!)) m = r;
+      if (m === i) break;
+      this.swap(i, m);
+      i = m;
+    }
+  }
+
+  private swap(a: number, b: number): void {
+    const s = this.scores, ids = this.ids;
+    [s[a], s[b]] = [s[b]!, s[a]!];
+    [ids[a], ids[b]] = [ids[b]!, ids[a]!];
+  }
+
+  /** Best first. */
+  sorted(): Hit[] {
+    return this.scores.map((score, i) => ({ score, id: this.ids[i]! })).sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+}
