@@ -579,8 +579,8 @@ export class DamhubClient {
         return c;
       }
       if (answer?.error) {
-        const cancelled = /cancel/i.test(answer.error);
-        throw clientError(cancelled ? 'client-login-cancelled' : 'client-login-failed', answer.error, { operation: 'damLogin', provider: providerId, body: answer });
+        const code = /cancel/i.test(answer.error) ? 'client-login-cancelled' : /expired/i.test(answer.error) ? 'client-login-timeout' : 'client-login-failed';
+        throw clientError(code, answer.error, { operation: 'damLogin', provider: providerId, body: answer });
       }
       if (windowClosed) throw clientError('client-login-cancelled', 'the sign-in window was closed', { operation: 'damLogin', provider: providerId });
       if (win?.closed) {
