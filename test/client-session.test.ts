@@ -165,6 +165,19 @@ test('logout revokes the session at the hub and forgets the tokens; the next cal
   assert.equal(refresh.status, 403, 'the refresh token family is revoked server-side');
   await c.checkToken();
   assert.equal(c.tokens.stats.exchanges, 2);
+
+  // An access token that expired meanwhile is refreshed so the logout still revokes the session.
+  h.t.clock.advance(2 * 3600_000);
+  const stale = c.tokens.current()!;
+  await c.logout();
+  const after = await fetch(`${h.api}/auth/refreshToken`, { headers: { authorization: `Bearer ${stale.accessToken}`, 'provider-authorization': `Bearer ${stale.refreshToken}` } });
+  assert.equal(after.status, 403);
+  // Logging out of a session that is already gone is not an error.
+  const gone = h.client({ sub: 'hank' });
+  await gone.checkToken();
+  await fetch(`${h.api}/auth/logout`, { headers: { authorization: `Bearer ${gone.tokens.current()!.accessToken}` } });
+  await gone.logout();
+  assert.equal(gone.tokens.current(), null);
 });
 
 test('abort: a call with an aborted signal rejects with the signal reason, a shared refresh still completes', async () => {

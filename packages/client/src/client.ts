@@ -4,7 +4,7 @@
  * browsers and Node 20.
  */
 import { defaultProvider } from './capabilities.js';
-import { abortReason, clientError, DamhubError, errorFromResponse, isRetryable, needsDamLogin, networkError, type Operation } from './errors.js';
+import { abortReason, clientError, DamhubError, errorFromResponse, isRetryable, needsDamLogin, needsExchange, networkError, type Operation } from './errors.js';
 import type {
   Asset, AssetQuery, CheckTokenResult, FolderQuery, FolderResult, ImageSearchQuery, LoginPoll, LoginStart, ProviderInfoResult,
   ProviderList, SearchQuery, SearchResult, TokenPair, VersionsQuery, VersionsResult,
@@ -207,6 +207,13 @@ export class TokenManager {
   /** Forces a refresh (rotating the refresh token), sharing any refresh in flight. */
   refresh(signal?: AbortSignal): Promise<HubTokens> {
     return this.renew(this.tokens?.accessToken ?? null, signal);
+  }
+
+  /** @internal A refresh without the exchange fallback (used by logout). */
+  refreshOnly(): Promise<HubTokens> {
+    const t = this.tokens;
+    if (!t?.refreshToken) return Promise.reject(clientError('client-no-exchange', 'no refresh token'));
+    return this.refreshWith(t);
   }
 
   private async refreshOrExchange(): Promise<HubTokens> {
@@ -491,12 +498,26 @@ export class DamhubClient {
     return this.call({ method: 'GET', path: '/auth/checkToken', operation: 'checkToken', signal: o.signal }, false);
   }
 
-  /** Ends the hub session server-side and forgets every token. */
+  /**
+   * Ends the hub session server-side (the hub revokes its refresh tokens) and forgets every
+   * token. An access token that already expired is refreshed first so the revocation still
+   * happens; a session that is already gone is not an error.
+   */
   async logout(o: CallOptions = {}): Promise<void> {
     await this.ready();
-    const t = this.tokens.current();
+    const send = (access: string) => this.raw({ method: 'GET', path: '/auth/logout', operation: 'logout', signal: o.signal, headers: { authorization: `Bearer ${access}` } });
     try {
-      if (t) await this.raw({ method: 'GET', path: '/auth/logout', operation: 'logout', signal: o.signal, headers: { authorization: `Bearer ${t.accessToken}` } });
+      const t = this.tokens.current();
+      if (t) {
+        try {
+          await send(t.accessToken);
+        } catch (e) {
+          if (!(e instanceof DamhubError) || e.code !== 'hub-access-token-invalid' || !t.refreshToken) throw e;
+          await send((await this.tokens.refreshOnly()).accessToken);
+        }
+      }
+    } catch (e) {
+      if (!needsExchange(e)) throw e;
     } finally {
       this.tokens.set(null);
       this.dam.clear();
