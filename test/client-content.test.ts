@@ -29,39 +29,46 @@ const landscapeSunsets = new Set<string>();
  * more appearing on page 2), a short first page followed by more, numeric-looking cursors.
  * Its sign-in page completes the login as soon as it is opened.
  */
-function pagerProvider(): Provider {
+function pagerProvider(id: string, image: boolean): Provider {
   const ids = Array.from({ length: 11 }, (_, i) => `p-${i}`);
+  const pageOf = (offset: number, size: number) => {
+    const take = offset === 0 ? size - 1 : size; // a short page that is not the last
+    const page = ids.slice(offset, offset + take);
+    const next = offset + page.length;
+    return { page, more: next < ids.length ? { more: String(next) } : {} };
+  };
   return {
     descriptor: {
-      id: 'pager', name: 'Pager', version: '1.0.0', logo: '/api/v1/auth/pager/logo.svg', glyph: 'P',
+      id, name: `Pager ${id}`, version: '1.0.0', logo: `/api/v1/auth/${id}/logo.svg`, glyph: 'P',
       capabilities: {
-        browse: true, search: false, similarSearch: false, versions: false, refresh: false, filters: false,
+        browse: true, search: false, similarSearch: image, versions: false, refresh: false, filters: false,
         dataLocalization: false, timeZone: false, serverUrl: false, foldersOnEveryPage: true, assetHashAlgorithm: null,
       },
       paging: { defaultSize: 4, maxSize: 4 },
     },
     async beginLogin({ state }, host) {
-      return { redirectUri: `${host.publicUrl}/api/v1/auth/pager/signin?state=${encodeURIComponent(state)}` };
+      return { redirectUri: `${host.publicUrl}/api/v1/auth/${id}/signin?state=${encodeURIComponent(state)}` };
     },
     routes(app: FastifyInstance, host: LoginHost) {
-      app.get('/auth/pager/signin', { config: { auth: 'none' } }, async (req) => {
+      app.get(`/auth/${id}/signin`, { config: { auth: 'none' } }, async (req) => {
         await host.complete(String((req.query as { state: string }).state), { credentials: { u: 'p' }, accountId: 'p' });
         return { ok: true };
       });
     },
     async browse(_s, folderId, opts): Promise<FolderPage> {
-      if (folderId !== 'root') throw integrationError('integration-not-found', 'pager', `no folder ${folderId}`);
+      if (folderId !== 'root') throw integrationError('integration-not-found', id, `no folder ${folderId}`);
       const offset = opts.more ? Number(opts.more) : 0;
-      const take = offset === 0 ? opts.size - 1 : opts.size; // a short page that is not the last
-      const page = ids.slice(offset, offset + take);
-      const next = offset + page.length;
+      const { page, more } = pageOf(offset, opts.size);
       const folders = [{ id: 'f/a', name: 'A' }, { id: 'f/b', name: 'B' }, ...(offset > 0 ? [{ id: 'f/c', name: 'C' }] : [])];
-      return {
-        id: 'root', name: 'Pager', folders, filters: [], totalAssetsCount: ids.length,
-        assets: page.map((id) => ({ id, name: `${id}.bin` })),
-        ...(next < ids.length ? { more: String(next) } : {}),
-      };
+      return { id: 'root', name: 'Pager', folders, filters: [], totalAssetsCount: ids.length, assets: page.map((a) => ({ id: a, name: `${a}.bin` })), ...more };
     },
+    ...(image ? {
+      // Names the reference image's size on every asset, so a test can see which bytes arrived.
+      async searchByImage(_s: unknown, img: Buffer, opts: { size: number; more: string | null }) {
+        const { page, more } = pageOf(opts.more ? Number(opts.more) : 0, opts.size);
+        return { folders: [], filters: [], totalAssetsCount: ids.length, assets: page.map((a) => ({ id: a, name: `${a}-${img.length}.bin` })), ...more };
+      },
+    } : {}),
   };
 }
 
@@ -78,7 +85,7 @@ before(async () => {
   files['City/street.jpg'] = await solidJpeg(50, 30, [10, 11, 12]);
   files['City/night.jpg'] = await solidJpeg(50, 31, [13, 14, 15]);
   files['notes.md'] = '# notes\n';
-  h = await startClientHarness({ files, providers: [pagerProvider()], account: ACCOUNT });
+  h = await startClientHarness({ files, providers: [pagerProvider('pager', false), pagerProvider('imager', true)], account: ACCOUNT });
 });
 after(async () => {
   await h?.close();
@@ -265,6 +272,30 @@ test('a provider that repeats subfolders on every page and sends a short page fi
   });
   // Keyword search is not declared either.
   await assert.rejects(c.search({ query: 'x' }), (e: unknown) => isNotSupported(e));
+});
+
+test('search by image pages to the end with bytes, a Blob, or a downloadUrl from a result as the reference', async () => {
+  const c = await signedIn({ sub: 'image-user' });
+  await c.loginToDam('imager', { open: async (url) => { await (await fetch(url)).text(); }, ...fast });
+  assert.equal(c.provider, 'imager');
+  const jpeg = await solidJpeg(20, 20, [1, 200, 3]);
+  const names: string[] = [];
+  const sizes: number[] = [];
+  for await (const page of c.imageSearchPages(new Blob([new Uint8Array(jpeg)], { type: 'image/jpeg' }), { size: 4 })) {
+    sizes.push(page.assets.length);
+    names.push(...page.assets.map((a) => a.name));
+  }
+  assert.deepEqual(sizes, [3, 4, 4]);
+  assert.equal(names.length, 11);
+  assert.ok(names.every((n) => n.endsWith(`-${jpeg.length}.bin`)), 'the same reference image on every page');
+  const viaBytes = await c.searchByImage({ bytes: jpeg, mimeType: 'image/jpeg' });
+  assert.equal(viaBytes.assets[0]!.name, `p-0-${jpeg.length}.bin`);
+  // The downloadUrl of a library asset is a valid reference: the hub resolves it itself.
+  const city = (await c.folder('root', { provider: 'library' })).folders.find((f) => f.name === 'City')!;
+  const street = (await c.collectFolder(city.id, { provider: 'library' })).assets.find((a) => a.name === 'street.jpg')!;
+  const byUrl = await c.searchByImage(street.downloadUrl!);
+  assert.equal(byUrl.assets[0]!.name, `p-0-${street.fileSize}.bin`);
+  assert.equal(supports((await c.providers()).find((p) => p.id === 'imager'), 'similarSearch'), true);
 });
 
 test('keyword search with a filter taken from the response: every page, only matching assets, counts agree', async () => {

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import {
   DamhubClient, DamhubError, errorFromResponse, hasPlaceholders, isNotSupported, isRetryable, needsDamLogin, needsExchange, paginate,
-  placeholdersIn, resolvePlaceholders, type Folder,
+  placeholdersIn, resolvePlaceholders, webStorage, type Folder,
 } from '@damhub/client';
 import { freePort } from './client-harness.js';
 
@@ -221,4 +221,18 @@ test('$name$ placeholders: found, resolved URL-encoded or raw, and unresolved on
   assert.equal(resolvePlaceholders('$base$/x.jpg', { base: { raw: 'https://cdn.example/p' } }), 'https://cdn.example/p/x.jpg');
   assert.throws(() => resolvePlaceholders(url, { tenant: 'a' }), (e: unknown) => e instanceof DamhubError && e.code === 'client-placeholder-unresolved' && /\$id\$, \$token\$/.test(e.message));
   assert.equal(resolvePlaceholders(url, { id: 1 }, { strict: false }), 'https://dam.example/$tenant$/thumb/1?token=$token$');
+});
+
+test('webStorage: state round-trips through a Web Storage; a corrupt entry reads as nothing; the current provider is restored', async () => {
+  const map = new Map<string, string>();
+  const store = { getItem: (k: string) => map.get(k) ?? null, setItem: (k: string, v: string) => void map.set(k, v) };
+  const a = new DamhubClient({ baseUrl: base, storage: webStorage(store, 'k'), tokens: { accessToken: 'a', refreshToken: 'r', expiresAt: Number.MAX_SAFE_INTEGER } });
+  await a.setDamConnection('legacy', { accessToken: 'dam', userHash: 'u' });
+  assert.deepEqual(JSON.parse(map.get('k')!).dam.legacy, { accessToken: 'dam', userHash: 'u', providerId: 'legacy' });
+  routes.set('GET /system/providerInfo', { status: 200, type: 'application/json', body: '{"dataLocales":[]}' });
+  const b = new DamhubClient({ baseUrl: base, storage: webStorage(store, 'k') });
+  assert.deepEqual(await b.providerInfo(), { dataLocales: [] }, 'tokens and the provider come from storage');
+  assert.equal(b.provider, 'legacy');
+  map.set('k', '{not json');
+  assert.equal(webStorage(store, 'k').load(), null);
 });

@@ -372,6 +372,7 @@ export class DamhubClient {
     let hubRetried = false;
     let damRefreshed = false;
     let damLoggedIn = false;
+    if (content) await this.ready(); // the current provider may come from storage
     const providerId = content ? (content.provider ?? this.provider) : undefined;
     if (content && !providerId) throw clientError('client-no-dam-connection', 'no provider selected: run loginToDam(provider) first or pass {provider}', { operation: r.operation });
     for (;;) {
