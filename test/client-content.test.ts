@@ -165,6 +165,40 @@ test('DAM login: Cancel in the sign-in form, a closed window, an abort mid-poll,
   assert.ok(n > 55 && n < 70, `backoff: ${n} polls in 5 minutes (1 s growing ×1.5 to 5 s)`);
 });
 
+test('DAM login in a browser without an opener: a popup is opened before the first await, then navigated to redirect_uri', async () => {
+  const c = h.client({ sub: 'popup-user' });
+  await c.checkToken();
+  const events: string[] = [];
+  let submit: Promise<number> | null = null;
+  const popup = {
+    closed: false,
+    close() { events.push('close'); this.closed = true; },
+    location: {
+      set href(url: string) {
+        events.push(`navigate ${new URL(url).pathname}`);
+        submit = (async () => {
+          const html = await (await fetch(url)).text();
+          const state = /name="state" value="([^"]+)"/.exec(html)![1]!;
+          const res = await fetch(new URL('/api/v1/auth/library/signin', url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state, username: ACCOUNT.name, password: ACCOUNT.password }) });
+          return res.status;
+        })();
+      },
+    },
+  };
+  const g = globalThis as { window?: unknown };
+  g.window = { open: (url: string, target: string) => { events.push(`open ${url} ${target}`); return popup; } };
+  try {
+    const pending = c.loginToDam('library', fast);
+    assert.deepEqual(events, ['open about:blank damhub-login'], 'opened synchronously, inside the caller\'s gesture');
+    const conn = await pending;
+    assert.equal(await submit, 200);
+    assert.ok(conn.accessToken);
+    assert.deepEqual(events, ['open about:blank damhub-login', 'navigate /api/v1/auth/library/signin', 'close']);
+  } finally {
+    delete g.window;
+  }
+});
+
 test('DAM connection: missing → needsDamLogin; refresh rotates it; proactive refresh near expiry; an invalid one is dropped or re-logged-in', async () => {
   const fresh = h.client({ sub: 'dam-user' });
   await assert.rejects(fresh.folder('root', { provider: 'library' }), (e: unknown) => needsDamLogin(e) && (e as DamhubError).code === 'client-no-dam-connection');
