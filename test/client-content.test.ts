@@ -153,6 +153,8 @@ test('DAM login: Cancel in the sign-in form, a closed window, an abort mid-poll,
   await assert.rejects(c3.loginToDam('library', { open: idle, signal: ac.signal, ...fast }), (e: Error) => e.name === 'AbortError');
   assert.equal(rec3.count('GET /auth/login'), 3, 'no poll after the abort');
   assert.ok(closedByClient);
+  await assert.rejects(c3.loginToDam('library', { open: idle, signal: ac.signal }), (e: Error) => e.name === 'AbortError', 'an already aborted signal');
+  assert.equal(rec3.count('POST /auth/login'), 1);
 
   // Nobody signs in: polling backs off and gives up at 5 minutes of the (shared, manual) clock.
   const rec4 = recordingFetch();

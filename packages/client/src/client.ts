@@ -547,6 +547,7 @@ export class DamhubClient {
    * The connection is stored and the provider becomes the current one.
    */
   async loginToDam(providerId: string, o: LoginOptions = {}): Promise<DamConnection> {
+    if (o.signal?.aborted) throw abortReason(o.signal);
     const opener = o.open ?? this.opts.openLoginWindow;
     // A browser popup must be opened synchronously within the user's gesture: open it blank now.
     let win: LoginWindow | null | undefined = null;
