@@ -1,0 +1,309 @@
+// Generated from the hub's OpenAPI document by test/client-codegen.ts. Do not edit by hand:
+// run `npm run gen:client-types`. test/client-types.test.ts fails when this file is stale.
+/* eslint-disable */
+
+/** Every error: status == error.status (SPEC.md section 5). */
+export interface ErrorEnvelope {
+  message: string;
+  details: string;
+  errorCode: string;
+  error: {
+    code: string;
+    source: "hub" | "integration";
+    status: number;
+    message: string;
+    details?: string;
+    provider?: string;
+    requestId: string;
+  };
+}
+
+export interface Conversion {
+  id: string;
+  name: string;
+  url: string;
+  extension?: string;
+  disabled?: boolean;
+  description?: string;
+}
+
+export interface Exif {
+  cameraModel?: string;
+  orientation?: string;
+  exposureTime?: number;
+  apertureValue?: string;
+  isoSpeedRatings?: string;
+  width?: number;
+  height?: number;
+  resolution?: string;
+  dateTimeOriginal?: number;
+}
+
+export interface Iptc {
+  headline?: string;
+  caption?: string;
+  captionWriter?: string;
+  instructions?: string;
+  copyrightNotice?: string;
+  credit?: string;
+  city?: string;
+  provinceState?: string;
+  countryName?: string;
+}
+
+export interface Xmp {
+  headline?: string;
+  credit?: string;
+  city?: string;
+  provinceState?: string;
+  countryName?: string;
+  originalDocumentId?: string;
+  documentId?: string;
+  instanceId?: string;
+  iccProfileDescription?: string;
+}
+
+export interface Value {
+  id: string;
+  type: "TEXT" | "DATE" | "DATETIME" | "TIME" | "NUMBER" | "BOOLEAN" | "DRAFT_JS";
+  value: string;
+  name: string;
+  i18nName?: Record<string, string>;
+}
+
+export interface Asset {
+  id: string;
+  name: string;
+  parentPath?: string;
+  fileSize?: number;
+  xSizePx?: number;
+  ySizePx?: number;
+  created?: number;
+  modified?: number;
+  mimeType?: string;
+  version?: number;
+  versionComment?: string;
+  displayVersion?: number;
+  downloadHashMd5?: string;
+  downloadHashSha1?: string;
+  downloadHashSha256Split4MB?: string;
+  downloadHashSha256First16MB?: string;
+  downloadHashSha256?: string;
+  downloadHashSha512?: string;
+  downloadHashFileAttributes?: string;
+  downloadHashCrc32?: string;
+  thumbnailUrl?: string;
+  downloadUrl?: string;
+  assetDetailsExternalUrl?: string;
+  lockedBy?: string;
+  capabilities?: {
+    canDeleteAsset: boolean;
+    canUpdateAsset: boolean;
+    canLockAsset: boolean;
+    canUnlockAsset: boolean;
+    canRenameAsset: boolean;
+    uploadExtensions: string[];
+  };
+  type?: string;
+  conversions?: Conversion[];
+  title?: string;
+  caption?: string;
+  copyright?: string;
+  termsOfUse?: string;
+  instructions?: string;
+  colorSpace?: string;
+  releasedBy?: string;
+  releasedDate?: number;
+  released?: string;
+  keywords?: string[];
+  categories?: string[];
+  states?: string[];
+  exif?: Exif;
+  iptc?: Iptc;
+  xmp?: Xmp;
+  values?: Value[];
+  relatedFolderId?: string;
+  masterId?: string;
+}
+
+export interface Folder {
+  id: string;
+  name: string;
+  relatedAssetId?: string;
+}
+
+export interface Filter {
+  id: string;
+  name: string;
+  options: {
+    id: string;
+    isActive: boolean;
+    name: string;
+    count: number;
+  }[];
+}
+
+export interface SearchResult {
+  assets: Asset[];
+  folders: Folder[];
+  filters: Filter[];
+  more?: string | number;
+  totalAssetsCount: number;
+  capabilities: {
+    canAddAsset: boolean;
+  };
+}
+
+export interface FolderResult {
+  id: string;
+  name: string;
+  assets: Asset[];
+  folders: Folder[];
+  filters: Filter[];
+  more?: string | number;
+  totalAssetsCount: number;
+  capabilities: {
+    canDeleteFolder: boolean;
+    canAddFolder: boolean;
+    canAddAsset: boolean;
+    canRenameFolder: boolean;
+  };
+}
+
+export interface VersionsResult {
+  id: string;
+  name: string;
+  versions: Asset[];
+}
+
+/** Response of POST /auth/exchangeToken. */
+export interface TokenPair {
+  access_token: string;
+  refresh_token?: string;
+  expires_in: number;
+  token_type: "Bearer";
+}
+
+/** Response of GET /auth/checkToken. */
+export interface CheckTokenResult {
+  adapter: string;
+  source: string;
+  user: {
+    id: string;
+    name: string | null;
+    email: string;
+    givenName: string | null;
+    familyName: string | null;
+  };
+  account: {
+    id: string;
+    name: string;
+    issuer: string;
+  };
+  userHash: string;
+  /** epoch milliseconds when the access token expires */
+  expiresAt: number;
+}
+
+/** Response of GET /auth/providers. */
+export interface ProviderListItem {
+  id: string;
+  name: string;
+  version: string;
+  logo: string;
+  glyph: string;
+  capabilities: Record<string, unknown>;
+  loginUrl: string;
+  isDefault: boolean;
+  paging: {
+    defaultSize: number;
+    maxSize: number;
+  };
+}
+
+export type ProviderList = ProviderListItem[];
+
+/** Response of POST /auth/login. */
+export interface LoginStart {
+  redirect_uri: string;
+  state: string;
+}
+
+/** Response of GET /auth/login. */
+export interface LoginPoll {
+  access_token?: string;
+  refresh_token?: string;
+  expires_in?: number;
+  userHash?: string;
+  error?: string;
+}
+
+/** Response of GET /system/providerInfo. */
+export type ProviderInfoResult = Record<string, unknown>;
+
+/** Query parameters of GET /assets/folder/{*}. */
+export interface FolderQuery {
+  /** assets per page; clamped to the provider maximum; 0 = provider default */
+  size?: number;
+  /** opaque cursor from the previous page */
+  more?: string;
+  filters?: string[];
+  timeZone?: string;
+  dataLocale?: string;
+  /** locale of interface labels */
+  uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
+}
+
+/** Query parameters of GET /assets/search. */
+export interface SearchQuery {
+  /** assets per page; clamped to the provider maximum; 0 = provider default */
+  size?: number;
+  /** opaque cursor from the previous page */
+  more?: string;
+  filters?: string[];
+  timeZone?: string;
+  dataLocale?: string;
+  /** locale of interface labels */
+  uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
+  query?: string;
+  parentId?: string;
+}
+
+/** Query parameters of POST /assets/search. */
+export interface ImageSearchQuery {
+  /** assets per page; clamped to the provider maximum; 0 = provider default */
+  size?: number;
+  /** opaque cursor from the previous page */
+  more?: string;
+  filters?: string[];
+  timeZone?: string;
+  dataLocale?: string;
+  /** locale of interface labels */
+  uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
+}
+
+/** Query parameters of GET /assets/asset/{*}. */
+export interface AssetQuery {
+  /** locale of interface labels */
+  uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
+  timeZone?: string;
+}
+
+/** Query parameters of GET /assets/assetversions/{*}. */
+export interface VersionsQuery {
+  withMaster?: boolean;
+  /** locale of interface labels */
+  uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
+}
+
+/** Query parameters of POST /auth/login. */
+export interface LoginStartQuery {
+  provider: string;
+  polling?: boolean;
+  serverUrl?: string;
+}
+
+/** Request body of POST /assets/search. */
+export interface ImageSearchBody {
+  dataBase64: string;
+}
