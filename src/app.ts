@@ -2,12 +2,12 @@
  * Builds the Fastify instance for a Hub. The CLI and the tests both call buildApp, so what is
  * tested is what runs.
  */
-import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Hub } from './hub.js';
 import { registerAuth } from './http/auth.js';
+import { registerCorsRoute } from './http/cors.js';
 import { registerErrorHandling } from './http/errors.js';
 import { registerOps } from './http/ops.js';
 import { genReqId } from './http/request-id.js';
@@ -57,17 +57,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   app.addSchema(ErrorEnvelopeSchema);
   for (const s of MODEL_SCHEMAS) app.addSchema(s);
 
-  await app.register(cors, {
-    // Browsers may call the API only from origins some enabled partner registered.
-    origin: (origin, cb) => {
-      if (!origin) return cb(null, false);
-      allowedOrigins(hub).then((set) => cb(null, set.has(origin)), (e) => cb(e as Error, false));
-    },
-    allowedHeaders: ['authorization', 'provider-authorization', 'content-type', 'x-request-id'],
-    exposedHeaders: ['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
-    methods: ['GET', 'POST', 'PATCH', 'DELETE'],
-    maxAge: 600,
-  });
+  registerCorsRoute(app);
 
   await app.register(swagger, {
     // Shared schemas appear in components under their $id (ErrorEnvelope), not def-N.
@@ -99,15 +89,4 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
 
   if (hub.config.demo) await app.register(demoRoutes);
   return app;
-}
-
-let originCache: { at: number; set: Set<string>; hub: Hub } | null = null;
-
-async function allowedOrigins(hub: Hub): Promise<Set<string>> {
-  const now = Date.now();
-  if (originCache && originCache.hub === hub && now - originCache.at < 2000) return originCache.set;
-  const set = new Set<string>([new URL(hub.config.publicUrl).origin]);
-  for (const p of await hub.stores.partners.list()) if (p.enabled) for (const o of p.allowedOrigins) set.add(o);
-  originCache = { at: now, set, hub };
-  return set;
 }
