@@ -1,7 +1,8 @@
 /**
  * Folder browse of a 200-asset page (GET /api/v1/assets/folder/{id}?size=200) under autocannon vs
  * a bare node:http server answering the same bytes; peak RSS of the hub.
- * Run: npm run bench:browse [-- --rounds 5 --duration 10 --connections 50 --assets 220]
+ * Run: npm run bench:browse [-- --rounds 5 --duration 10 --connections 50 --assets 220 --page-cache off]
+ * (--page-cache off measures the uncached path: every request reads, maps and serialises the page).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,7 +16,9 @@ const { values } = parseArgs({ options: {
   duration: { type: 'string', default: '10' },
   connections: { type: 'string', default: '50' },
   assets: { type: 'string', default: '220' },
+  'page-cache': { type: 'string', default: 'on' },
 } });
+const pageCache = values['page-cache'] !== 'off';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-browse-'));
 const lib = path.join(dir, 'library');
 const data = path.join(dir, 'data');
@@ -53,7 +56,7 @@ const hub = await startChild(
   [...profileArgs(), `${REPO_ROOT}bin/damhub.js`, 'serve', '--demo', '--library', lib, '--port', String(hubPort), '--data', data],
   'damhub listening',
   // Per-user content rate limit off: it would (correctly) answer 429 to a load test.
-  { DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0' },
+  { DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0', ...(pageCache ? {} : { DAMHUB_PAGE_CACHE_MB: '0' }) },
 );
 let bare;
 try {
@@ -96,7 +99,7 @@ try {
     opts,
   );
   const after = rssOf(hub.pid!);
-  console.log(`browse benchmark: ${opts.rounds} alternating rounds × ${opts.durationSec} s, ${opts.connections} connections, ${os.cpus().length} cores, node ${process.version}`);
+  console.log(`browse benchmark: ${opts.rounds} alternating rounds × ${opts.durationSec} s, ${opts.connections} connections, ${os.cpus().length} cores, node ${process.version}, page cache ${pageCache ? 'on' : 'off'}`);
   console.log(`page: ${page.assets.length} assets of ${page.totalAssetsCount}, ${body.length} bytes, more=${page.more ? 'yes' : 'no'}`);
   console.log(table([
     ['side', 'req/s (median)', 'p50 ms', 'p99 ms'],

@@ -12,6 +12,7 @@ import { registerErrorHandling } from './http/errors.js';
 import { registerOps } from './http/ops.js';
 import { genReqId } from './http/request-id.js';
 import { ErrorEnvelopeSchema } from './http/schemas.js';
+import { PageCache } from './content/page-cache.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
 import { MODEL_SCHEMAS } from './providers/model.js';
 import { adminRoutes } from './routes/admin.js';
@@ -21,6 +22,13 @@ import { demoRoutes } from './routes/demo.js';
 import { systemRoutes } from './routes/system.js';
 
 export const API_PREFIX = '/api/v1';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Serialised browse pages (src/content/page-cache.ts). */
+    pageCache: PageCache;
+  }
+}
 
 export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
@@ -49,6 +57,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true } },
   });
   app.decorate('hub', hub);
+  app.decorate('pageCache', new PageCache(hub.clock, hub.config.pageCacheBytes));
 
   registerErrorHandling(app);
   registerSecurityHeaders(app);
@@ -81,7 +90,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   await app.register(async (api) => {
     await api.register(authRoutes);
     await api.register(systemRoutes);
-    await api.register(assetRoutes);
+    await api.register(assetRoutes, { pages: app.pageCache });
     await api.register(adminRoutes);
     api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     for (const p of hub.providers.list()) if (p.routes) await api.register(async (scope) => p.routes!(scope, hub.damLogin));

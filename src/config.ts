@@ -33,6 +33,8 @@ export interface HubConfig {
   jwksTimeoutMs: number;
   jwksCacheSec: number;
   logLevel: string;
+  /** Bytes of serialised browse pages kept for repeated requests (0 disables; src/content/page-cache.ts). */
+  pageCacheBytes: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
 }
@@ -63,6 +65,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     jwksTimeoutMs: 5000,
     jwksCacheSec: 600,
     logLevel: 'info',
+    pageCacheBytes: 32 * 1024 * 1024,
     shutdownGraceMs: 10_000,
   };
   return { ...base, ...overrides };
@@ -83,4 +86,5 @@ export const ENV_VARS: Record<string, keyof HubConfig> = {
   DAMHUB_USER_RATE_LIMIT: 'userRateLimitPerMin',
   DAMHUB_REFRESH_GRACE: 'refreshGraceSec',
   DAMHUB_LOG_LEVEL: 'logLevel',
+  DAMHUB_PAGE_CACHE_MB: 'pageCacheBytes',
 };
