@@ -110,7 +110,9 @@ test('signed URLs in cached pages verify, and a new expiry bucket means a fresh 
   const expA = Number(urlA.searchParams.get('exp'));
   if (urlB.searchParams.get('exp') === String(expA)) assert.equal(urlB.href, urlA.href);
   lib.t.clock.advance(3600_000);
-  const c = await lib.get(harbour);
+  // The hub access token has expired by now: a fresh one for the same user (the DAM token still fits).
+  const { access_token } = await lib.t.login();
+  const c = { body: (await lib.t.app.inject({ url: harbour, headers: { ...lib.headers, authorization: `Bearer ${access_token}` } })).json() };
   const urlC = new URL(c.body.assets[0].downloadUrl);
   assert.ok(Number(urlC.searchParams.get('exp')) > expA);
   // Still at least the documented two hours of validity from now.
