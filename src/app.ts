@@ -7,7 +7,9 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Hub } from './hub.js';
 import { registerAuth } from './http/auth.js';
+import { guardSlowConnections } from './http/connection-guard.js';
 import { registerCorsRoute } from './http/cors.js';
+import { lazyChildLogger } from './http/lazy-logger.js';
 import { registerErrorHandling } from './http/errors.js';
 import { registerOps } from './http/ops.js';
 import { genReqId } from './http/request-id.js';
@@ -22,6 +24,8 @@ import { demoRoutes } from './routes/demo.js';
 import { systemRoutes } from './routes/system.js';
 
 export const API_PREFIX = '/api/v1';
+/** A connection with no bytes moving either way for this long is closed. */
+const SLOW_CONNECTION_MS = 60_000;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -45,10 +49,13 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   const app = Fastify({
     logger: opts.logger === undefined ? { level: hub.config.logLevel, serializers: logSerializers } : opts.logger,
     genReqId,
+    // Request loggers are created when something is logged, not for every request.
+    childLoggerFactory: lazyChildLogger as FastifyServerOptions["childLoggerFactory"],
     requestIdHeader: false,
     bodyLimit: hub.config.bodyLimitBytes,
-    // Bounded waits: a slow client cannot hold a connection forever (slowloris).
-    connectionTimeout: 60_000,
+    // Bounded waits: a slow client cannot hold a connection forever (slowloris). Header and
+    // request deadlines are Node's; no bytes moving for 60 s is guardSlowConnections below
+    // (a per-socket timeout would re-arm a timer on every read and write).
     requestTimeout: 120_000,
     keepAliveTimeout: 10_000,
     forceCloseConnections: 'idle',
@@ -57,6 +64,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true } },
   });
   app.decorate('hub', hub);
+  guardSlowConnections(app.server, SLOW_CONNECTION_MS);
   app.decorate('pageCache', new PageCache(hub.clock, hub.config.pageCacheBytes));
 
   registerErrorHandling(app);
