@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT, sideBySide, startChild, table } from './lib.js';
+import { profileArgs, REPO_ROOT, sideBySide, startChild, table } from './lib.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' } } });
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-'));
@@ -15,7 +15,7 @@ const barePort = 18182;
 const fastifyPort = 18183;
 const hubUrl = `http://127.0.0.1:${hubPort}`;
 
-const hub = await startChild([`${REPO_ROOT}bin/damhub.js`, 'serve', '--demo', '--port', String(hubPort), '--data', dir], 'damhub listening', { DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0' });
+const hub = await startChild([...profileArgs(), `${REPO_ROOT}bin/damhub.js`, 'serve', '--demo', '--port', String(hubPort), '--data', dir], 'damhub listening', { DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0' });
 let bare;
 let fastify;
 try {

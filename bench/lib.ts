@@ -5,6 +5,7 @@
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -80,4 +81,17 @@ export async function sideBySide(subject: Side, baseline: Side, opts: { rounds: 
 
 export function table(rows: [string, ...(string | number)[]][]): string {
   return rows.map((r) => r.map((c) => String(typeof c === 'number' ? Math.round(c * 100) / 100 : c).padEnd(14)).join(' ')).join('\n');
+}
+
+/** Peak and current resident set size (MiB) of a process, from /proc/<pid>/status (Linux). */
+export function rssOf(pid: number): { peakMiB: number; currentMiB: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { peakMiB: kb('VmHWM') / 1024, currentMiB: kb('VmRSS') / 1024 };
+}
+
+/** DAMHUB_BENCH_CPU_PROF=<dir>: the hub child writes a V8 CPU profile there when it exits. */
+export function profileArgs(): string[] {
+  const dir = process.env.DAMHUB_BENCH_CPU_PROF;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
 }

@@ -2,16 +2,19 @@
  * Builds the Fastify instance for a Hub. The CLI and the tests both call buildApp, so what is
  * tested is what runs.
  */
-import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Hub } from './hub.js';
 import { registerAuth } from './http/auth.js';
+import { guardSlowConnections } from './http/connection-guard.js';
+import { registerCorsRoute } from './http/cors.js';
+import { lazyChildLogger } from './http/lazy-logger.js';
 import { registerErrorHandling } from './http/errors.js';
 import { registerOps } from './http/ops.js';
 import { genReqId } from './http/request-id.js';
 import { ErrorEnvelopeSchema } from './http/schemas.js';
+import { PageCache } from './content/page-cache.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
 import { MODEL_SCHEMAS } from './providers/model.js';
 import { adminRoutes } from './routes/admin.js';
@@ -21,6 +24,15 @@ import { demoRoutes } from './routes/demo.js';
 import { systemRoutes } from './routes/system.js';
 
 export const API_PREFIX = '/api/v1';
+/** A connection with no bytes moving either way for this long is closed. */
+const SLOW_CONNECTION_MS = 60_000;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Serialised browse pages (src/content/page-cache.ts). */
+    pageCache: PageCache;
+  }
+}
 
 export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
@@ -37,10 +49,13 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   const app = Fastify({
     logger: opts.logger === undefined ? { level: hub.config.logLevel, serializers: logSerializers } : opts.logger,
     genReqId,
+    // Request loggers are created when something is logged, not for every request.
+    childLoggerFactory: lazyChildLogger as FastifyServerOptions["childLoggerFactory"],
     requestIdHeader: false,
     bodyLimit: hub.config.bodyLimitBytes,
-    // Bounded waits: a slow client cannot hold a connection forever (slowloris).
-    connectionTimeout: 60_000,
+    // Bounded waits: a slow client cannot hold a connection forever (slowloris). Header and
+    // request deadlines are Node's; no bytes moving for 60 s is guardSlowConnections below
+    // (a per-socket timeout would re-arm a timer on every read and write).
     requestTimeout: 120_000,
     keepAliveTimeout: 10_000,
     forceCloseConnections: 'idle',
@@ -49,6 +64,8 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true } },
   });
   app.decorate('hub', hub);
+  guardSlowConnections(app.server, SLOW_CONNECTION_MS);
+  app.decorate('pageCache', new PageCache(hub.clock, hub.config.pageCacheBytes));
 
   registerErrorHandling(app);
   registerSecurityHeaders(app);
@@ -57,17 +74,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   app.addSchema(ErrorEnvelopeSchema);
   for (const s of MODEL_SCHEMAS) app.addSchema(s);
 
-  await app.register(cors, {
-    // Browsers may call the API only from origins some enabled partner registered.
-    origin: (origin, cb) => {
-      if (!origin) return cb(null, false);
-      allowedOrigins(hub).then((set) => cb(null, set.has(origin)), (e) => cb(e as Error, false));
-    },
-    allowedHeaders: ['authorization', 'provider-authorization', 'content-type', 'x-request-id'],
-    exposedHeaders: ['x-request-id', 'retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'],
-    methods: ['GET', 'POST', 'PATCH', 'DELETE'],
-    maxAge: 600,
-  });
+  registerCorsRoute(app);
 
   await app.register(swagger, {
     // Shared schemas appear in components under their $id (ErrorEnvelope), not def-N.
@@ -91,7 +98,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   await app.register(async (api) => {
     await api.register(authRoutes);
     await api.register(systemRoutes);
-    await api.register(assetRoutes);
+    await api.register(assetRoutes, { pages: app.pageCache });
     await api.register(adminRoutes);
     api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     for (const p of hub.providers.list()) if (p.routes) await api.register(async (scope) => p.routes!(scope, hub.damLogin));
@@ -99,15 +106,4 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
 
   if (hub.config.demo) await app.register(demoRoutes);
   return app;
-}
-
-let originCache: { at: number; set: Set<string>; hub: Hub } | null = null;
-
-async function allowedOrigins(hub: Hub): Promise<Set<string>> {
-  const now = Date.now();
-  if (originCache && originCache.hub === hub && now - originCache.at < 2000) return originCache.set;
-  const set = new Set<string>([new URL(hub.config.publicUrl).origin]);
-  for (const p of await hub.stores.partners.list()) if (p.enabled) for (const o of p.allowedOrigins) set.add(o);
-  originCache = { at: now, set, hub };
-  return set;
 }

@@ -49,6 +49,8 @@ export interface HubConfig {
   imageFetchMaxRedirects: number;
   /** Largest declared width × height of a reference image (image bombs). */
   imageMaxPixels: number;
+  /** Bytes of serialised browse pages kept for repeated requests (0 disables; src/content/page-cache.ts). */
+  pageCacheBytes: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
 }
@@ -86,6 +88,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageMaxBytes: 20 * 1024 * 1024,
     imageFetchMaxRedirects: 3,
     imageMaxPixels: 50_000_000,
+    pageCacheBytes: 32 * 1024 * 1024,
     shutdownGraceMs: 10_000,
   };
   return { ...base, ...overrides };
@@ -111,4 +114,5 @@ export const ENV_VARS: Record<string, keyof HubConfig> = {
   DAMHUB_IMAGE_FETCH_TIMEOUT: 'imageFetchTimeoutMs',
   DAMHUB_IMAGE_MAX_BYTES: 'imageMaxBytes',
   DAMHUB_IMAGE_MAX_PIXELS: 'imageMaxPixels',
+  DAMHUB_PAGE_CACHE_MB: 'pageCacheBytes',
 };

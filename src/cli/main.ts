@@ -109,6 +109,8 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (bodyLimit !== undefined) overrides.bodyLimitBytes = bodyLimit;
   const userLimit = num('DAMHUB_USER_RATE_LIMIT');
   if (userLimit !== undefined) overrides.userRateLimitPerMin = userLimit;
+  const pageCacheMb = num('DAMHUB_PAGE_CACHE_MB');
+  if (pageCacheMb !== undefined) overrides.pageCacheBytes = Math.round(pageCacheMb * 1024 * 1024);
   const grace = num('DAMHUB_REFRESH_GRACE');
   if (grace !== undefined) overrides.refreshGraceSec = grace;
   if (env.DAMHUB_IMAGE_FETCH_ALLOW) {

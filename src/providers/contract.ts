@@ -129,4 +129,11 @@ export interface Provider {
   versions?(session: ProviderSession, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList>;
   /** Bytes behind a signed media URL (already verified by the hub). */
   media?(ref: MediaRef): Promise<MediaFile>;
+  /**
+   * A token that changes whenever what `browse` answers this session could change: the content
+   * (an index generation) and the session's scope (account, allowed folders). When present the hub
+   * may answer a repeated browse from its page cache (src/content/page-cache.ts) while the token is
+   * unchanged; absent or null: every browse calls the provider.
+   */
+  viewVersion?(session: ProviderSession): string | null;
 }

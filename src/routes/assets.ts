@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fs from 'node:fs';
 import rangeParser from 'range-parser';
 import { CursorSealer } from '../content/cursors.js';
+import { PageCache } from '../content/page-cache.js';
 import { hubError, integrationError, isHubError, validationError } from '../errors.js';
 import { damOf, principalOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
@@ -32,10 +33,12 @@ const SearchQuery = Type.Composite([ListQuery, Type.Object({
 })]);
 
 const MAX_ID = 2048;
+const FOLDER_CAPABILITIES = { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false };
 
-export async function assetRoutes(app: FastifyInstance): Promise<void> {
+export async function assetRoutes(app: FastifyInstance, opts: { pages?: PageCache } = {}): Promise<void> {
   const hub = app.hub;
   const cursors = new CursorSealer(hub.keys, hub.clock);
+  const pages = opts.pages ?? new PageCache(hub.clock, hub.config.pageCacheBytes);
 
   const providerOf = (dam: ProviderSession): Provider => hub.providers.get(dam.providerId)!;
 
@@ -69,14 +72,27 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       querystring: ListQuery,
       response: responses(Type.Ref('FolderResult')),
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const dam = damOf(req);
     const provider = providerOf(dam);
     requireCapability(provider.descriptor, 'browse', 'folder browsing');
     const folderId = idParam((req.params as { '*': string })['*'], 'folderId');
     const { opts, binding } = listOptions(req, provider, ['folder', folderId]);
+    // Repeated pages come from the page cache while the provider's view of this session, the
+    // request and the media-URL validity are unchanged (see src/content/page-cache.ts).
+    const view = pages.enabled ? call(provider, async () => provider.viewVersion?.(dam) ?? null) : null;
+    const version = view ? await view : null;
+    const key = version === null ? null : PageCache.key([
+      principalOf(req).user.id, provider.descriptor.id, version, folderId, opts.size, (req.query as ListQueryT).more ?? null,
+      opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, hub.mediaUrls.validity(),
+    ]);
+    const hit = key === null ? undefined : pages.get(key);
+    reply.type('application/json; charset=utf-8');
+    if (hit) return reply.send(hit);
     const page = await call(provider, () => provider.browse!(dam, folderId, opts));
-    return { ...sealPage(page, binding), capabilities: { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false } };
+    const body = Buffer.from(reply.serialize({ ...sealPage(page, binding), capabilities: FOLDER_CAPABILITIES }) as string, 'utf8');
+    if (key !== null) pages.set(key, body);
+    return reply.send(body);
   });
 
   app.get('/assets/search', {

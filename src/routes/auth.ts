@@ -62,7 +62,8 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
         expiresAt: Type.Integer({ description: 'epoch milliseconds when the access token expires' }),
       })),
     },
-  }, async (req, reply) => {
+  }, (req, reply) => {
+    // Synchronous handler: no promise and no extra microtask per request on the hub's most frequent call.
     const p = principalOf(req);
     // The answer depends on the principal only, which the principal cache keeps for up to a second:
     // serialise it once per principal rather than once per request.

@@ -26,7 +26,8 @@ export function versionToAsset(row: AssetRow, v: VersionRow, ctx: MappingContext
 type VersionView = Pick<VersionRow, 'version' | 'size' | 'mtimeMs' | 'mimeType' | 'width' | 'height' | 'hashes' | 'meta'> & { comment: string | undefined };
 
 function build(row: AssetRow, v: VersionView, ctx: MappingContext): Asset {
-  const url = (rendition: string) => ctx.urls.url('library', { assetId: row.id, version: v.version, rendition });
+  const urls: Record<string, string> = {};
+  const url = (rendition: string) => (urls[rendition] ??= ctx.urls.url('library', { assetId: row.id, version: v.version, rendition }));
   const m = v.meta;
   const a: Asset = {
     id: row.id,

@@ -154,6 +154,20 @@ export class LibraryProvider implements Provider {
   }
 
   // ── content ──────────────────────────────────────────────────────────────────────────────
+  /**
+   * Account, allowed folders and the index generation: SQLite's total_changes() counts every row
+   * this process wrote (scanner, accounts) and data_version moves on every commit by another
+   * connection (`damhub index`, `damhub users` in another process). Either moving invalidates
+   * cached pages; a change the index has not seen yet is not visible uncached either.
+   */
+  viewVersion(session: ProviderSession): string {
+    const acc = this.account(session);
+    const g = (this.generationStmt ??= this.index.db.prepare('SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v')).get() as { c: number; v: number };
+    return `${acc.id}\n${JSON.stringify(acc.folders)}\n${g.c}.${g.v}`;
+  }
+
+  private generationStmt: import('better-sqlite3').Statement | null = null;
+
   async browse(session: ProviderSession, folderId: string, opts: ListOptions): Promise<FolderPage> {
     const acc = this.account(session);
     const rel = folderPath(folderId);

@@ -1,0 +1,116 @@
+/**
+ * Folder browse of a 200-asset page (GET /api/v1/assets/folder/{id}?size=200) under autocannon vs
+ * a bare node:http server answering the same bytes; peak RSS of the hub.
+ * Run: npm run bench:browse [-- --rounds 5 --duration 10 --connections 50 --assets 220 --page-cache off]
+ * (--page-cache off measures the uncached path: every request reads, maps and serialises the page).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { profileArgs, REPO_ROOT, rssOf, sideBySide, startChild, table } from './lib.js';
+
+const { values } = parseArgs({ options: {
+  rounds: { type: 'string', default: '5' },
+  duration: { type: 'string', default: '10' },
+  connections: { type: 'string', default: '50' },
+  assets: { type: 'string', default: '220' },
+  'page-cache': { type: 'string', default: 'on' },
+} });
+const pageCache = values['page-cache'] !== 'off';
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-browse-'));
+const lib = path.join(dir, 'library');
+const data = path.join(dir, 'data');
+const hubPort = 18191;
+const barePort = 18192;
+const hubUrl = `http://127.0.0.1:${hubPort}`;
+const api = `${hubUrl}/api/v1`;
+
+// A folder of small real JPEGs with XMP title/description/keywords and an EXIF camera model, so
+// every row carries the metadata a real library would (keywords, values, hashes, conversions).
+const count = Number(values.assets);
+const words = ['sunset', 'beach', 'city', 'forest', 'mountain', 'river', 'portrait', 'studio', 'night', 'snow'];
+fs.mkdirSync(path.join(lib, 'Shoot 2026'), { recursive: true });
+fs.mkdirSync(path.join(lib, 'Shoot 2026', 'Selects'), { recursive: true });
+const started = Date.now();
+for (let i = 0; i < count; i++) {
+  const kw = [words[i % 10]!, words[(i * 7 + 3) % 10]!, `set${i % 4}`];
+  const xmp = `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description rdf:about="" xmlns:dc="http://purl.org/dc/elements/1.1/">`
+    + `<dc:title><rdf:Alt><rdf:li xml:lang="x-default">Frame ${i}</rdf:li></rdf:Alt></dc:title>`
+    + `<dc:description><rdf:Alt><rdf:li xml:lang="x-default">A ${kw[0]} picture, frame ${i} of the shoot</rdf:li></rdf:Alt></dc:description>`
+    + `<dc:rights><rdf:Alt><rdf:li xml:lang="x-default">© bench</rdf:li></rdf:Alt></dc:rights>`
+    + `<dc:subject><rdf:Bag>${kw.map((k) => `<rdf:li>${k}</rdf:li>`).join('')}</rdf:Bag></dc:subject></rdf:Description></rdf:RDF></x:xmpmeta>`;
+  const w = 48 + (i % 5) * 8;
+  const h = 32 + (i % 3) * 8;
+  await sharp({ create: { width: w, height: h, channels: 3, background: { r: (i * 37) % 256, g: (i * 91) % 256, b: (i * 13) % 256 } } })
+    .withExif({ IFD0: { Make: 'Bench', Model: `Cam ${i % 3}` } })
+    .withXmp(xmp)
+    .jpeg({ quality: 80 })
+    .toFile(path.join(lib, 'Shoot 2026', `frame ${String(i).padStart(4, '0')}.jpg`));
+}
+fs.writeFileSync(path.join(lib, 'Shoot 2026', 'Selects', 'pick.jpg'), await sharp({ create: { width: 40, height: 40, channels: 3, background: '#888' } }).jpeg().toBuffer());
+console.log(`generated ${count + 1} JPEGs in ${Date.now() - started} ms`);
+
+const hub = await startChild(
+  [...profileArgs(), `${REPO_ROOT}bin/damhub.js`, 'serve', '--demo', '--library', lib, '--port', String(hubPort), '--data', data],
+  'damhub listening',
+  // Per-user content rate limit off: it would (correctly) answer 429 to a load test.
+  { DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0', ...(pageCache ? {} : { DAMHUB_PAGE_CACHE_MB: '0' }) },
+);
+let bare;
+try {
+  const json = async (r: Response) => {
+    if (!r.ok) throw new Error(`${r.url}: ${r.status} ${await r.text()}`);
+    return r.json() as Promise<any>;
+  };
+  const { jwt } = await json(await fetch(`${hubUrl}/demo/partner-token`, { method: 'POST' }));
+  const { access_token } = await json(await fetch(`${api}/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${jwt}` } }));
+  const auth = { authorization: `Bearer ${access_token}` };
+  // DAM login as a browser does it: open the sign-in form, submit it, poll.
+  const start = await json(await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: auth }));
+  const form = await (await fetch(start.redirect_uri)).text();
+  const action = /<form method="post" action="([^"]+)"/.exec(form)![1]!;
+  const signin = await fetch(new URL(action, hubUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ state: start.state, username: 'demo', password: 'demo-password' }),
+  });
+  if (signin.status !== 200) throw new Error(`sign-in failed: ${signin.status}`);
+  const dam = await json(await fetch(`${api}/auth/login?state=${encodeURIComponent(start.state)}&polling=true`));
+  const headers = { ...auth, 'provider-authorization': `Bearer ${dam.access_token}` };
+
+  const root = await json(await fetch(`${api}/assets/folder/root`, { headers }));
+  const folderId = root.folders.find((f: { name: string }) => f.name === 'Shoot 2026').id as string;
+  const url = `${api}/assets/folder/${encodeURIComponent(folderId)}?size=200`;
+  const sample = await fetch(url, { headers });
+  const body = Buffer.from(await sample.arrayBuffer());
+  const page = JSON.parse(body.toString('utf8'));
+  if (page.assets.length !== 200 || page.totalAssetsCount !== count) throw new Error(`unexpected page: ${page.assets.length} assets of ${page.totalAssetsCount}`);
+  const bodyFile = path.join(dir, 'body.json');
+  fs.writeFileSync(bodyFile, body);
+  bare = await startChild([`${REPO_ROOT}dist/bench/bare-server.js`, String(barePort), bodyFile, sample.headers.get('content-type')!], 'bare listening');
+
+  const before = rssOf(hub.pid!);
+  const opts = { rounds: Number(values.rounds), durationSec: Number(values.duration), connections: Number(values.connections) };
+  const r = await sideBySide(
+    { name: 'damhub browse', url, headers },
+    { name: 'bare node:http', url: `http://127.0.0.1:${barePort}/`, headers },
+    opts,
+  );
+  const after = rssOf(hub.pid!);
+  console.log(`browse benchmark: ${opts.rounds} alternating rounds × ${opts.durationSec} s, ${opts.connections} connections, ${os.cpus().length} cores, node ${process.version}, page cache ${pageCache ? 'on' : 'off'}`);
+  console.log(`page: ${page.assets.length} assets of ${page.totalAssetsCount}, ${body.length} bytes, more=${page.more ? 'yes' : 'no'}`);
+  console.log(table([
+    ['side', 'req/s (median)', 'p50 ms', 'p99 ms'],
+    ['damhub', r.subject.rps, r.subject.p50, r.subject.p99],
+    ['bare node:http', r.baseline.rps, r.baseline.p50, r.baseline.p99],
+  ]));
+  console.log(`per-round ratios damhub / bare node:http: ${r.ratios.map((x) => x.toFixed(3)).join(', ')}`);
+  console.log(`median ratio damhub / bare node:http = ${r.ratio.toFixed(3)} (target ≥ 0.5)`);
+  console.log(`hub RSS: ${before.currentMiB.toFixed(1)} MiB before load, ${after.currentMiB.toFixed(1)} MiB after; peak (VmHWM) ${after.peakMiB.toFixed(1)} MiB`);
+} finally {
+  hub.kill('SIGTERM');
+  bare?.kill('SIGTERM');
+  fs.rmSync(dir, { recursive: true, force: true });
+}
