@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { profileArgs, REPO_ROOT, rssOf, sideBySide, startChild, table } from './lib.js';
+import { profileArgs, REPO_ROOT, rssOf, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
 
 const { values } = parseArgs({ options: {
   rounds: { type: 'string', default: '5' },
@@ -89,7 +89,7 @@ try {
   if (page.assets.length !== 200 || page.totalAssetsCount !== count) throw new Error(`unexpected page: ${page.assets.length} assets of ${page.totalAssetsCount}`);
   const bodyFile = path.join(dir, 'body.json');
   fs.writeFileSync(bodyFile, body);
-  bare = await startChild([`${REPO_ROOT}dist/bench/bare-server.js`, String(barePort), bodyFile, sample.headers.get('content-type')!], 'bare listening');
+  bare = await startChild([`${REPO_ROOT}dist/bench/bare-server.js`, String(barePort), bodyFile, sample.headers.get('content-type')!, sameBytesHeaders(sample, `${bodyFile}.headers.json`)], 'bare listening');
 
   const before = rssOf(hub.pid!);
   const opts = { rounds: Number(values.rounds), durationSec: Number(values.duration), connections: Number(values.connections) };

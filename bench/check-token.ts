@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { profileArgs, REPO_ROOT, sideBySide, startChild, table } from './lib.js';
+import { profileArgs, REPO_ROOT, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' } } });
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-'));
@@ -25,9 +25,9 @@ try {
   const sample = await fetch(`${hubUrl}/api/v1/auth/checkToken`, { headers });
   const bodyFile = path.join(dir, 'body.json');
   fs.writeFileSync(bodyFile, Buffer.from(await sample.arrayBuffer()));
-  bare = await startChild([`${REPO_ROOT}dist/bench/bare-server.js`, String(barePort), bodyFile, sample.headers.get('content-type')!], 'bare listening');
+  bare = await startChild([`${REPO_ROOT}dist/bench/bare-server.js`, String(barePort), bodyFile, sample.headers.get('content-type')!, sameBytesHeaders(sample, `${bodyFile}.headers.json`)], 'bare listening');
 
-  fastify = await startChild([`${REPO_ROOT}dist/bench/fastify-server.js`, String(fastifyPort), bodyFile, sample.headers.get('content-type')!], 'fastify listening');
+  fastify = await startChild([`${REPO_ROOT}dist/bench/fastify-server.js`, String(fastifyPort), bodyFile, sample.headers.get('content-type')!, sameBytesHeaders(sample, `${bodyFile}.headers.json`)], 'fastify listening');
 
   const opts = { rounds: Number(values.rounds), durationSec: Number(values.duration), connections: Number(values.connections) };
   const r = await sideBySide(

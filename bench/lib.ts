@@ -95,3 +95,18 @@ export function profileArgs(): string[] {
   const dir = process.env.DAMHUB_BENCH_CPU_PROF;
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
 }
+
+/**
+ * The response headers a baseline should repeat to send the same bytes as the hub: all but those
+ * node:http writes itself (date, connection, keep-alive, content-length) and content-type (passed
+ * apart). The request id keeps its length but not its value.
+ */
+export function sameBytesHeaders(res: Response, file: string): string {
+  const skip = new Set(['date', 'connection', 'keep-alive', 'content-length', 'content-type', 'transfer-encoding']);
+  const out: Record<string, string> = {};
+  res.headers.forEach((v, k) => {
+    if (!skip.has(k)) out[k] = v;
+  });
+  fs.writeFileSync(file, JSON.stringify(out));
+  return file;
+}
