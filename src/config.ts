@@ -49,6 +49,13 @@ export interface HubConfig {
   imageFetchMaxRedirects: number;
   /** Largest declared width × height of a reference image (image bombs). */
   imageMaxPixels: number;
+  /**
+   * A CLIP-style ONNX image model (a local file) for search by image in the embedded library;
+   * null: the built-in descriptors alone (docs/image-search.md).
+   */
+  imageModel: string | null;
+  /** Weight of the model's cosine in the blended similarity score, 0..1 (1: the model alone). */
+  imageModelWeight: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
 }
@@ -86,6 +93,8 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageMaxBytes: 20 * 1024 * 1024,
     imageFetchMaxRedirects: 3,
     imageMaxPixels: 50_000_000,
+    imageModel: null,
+    imageModelWeight: 0.5,
     shutdownGraceMs: 10_000,
   };
   return { ...base, ...overrides };
@@ -111,4 +120,6 @@ export const ENV_VARS: Record<string, keyof HubConfig> = {
   DAMHUB_IMAGE_FETCH_TIMEOUT: 'imageFetchTimeoutMs',
   DAMHUB_IMAGE_MAX_BYTES: 'imageMaxBytes',
   DAMHUB_IMAGE_MAX_PIXELS: 'imageMaxPixels',
+  DAMHUB_IMAGE_MODEL: 'imageModel',
+  DAMHUB_IMAGE_MODEL_WEIGHT: 'imageModelWeight',
 };
