@@ -158,6 +158,24 @@ describe('with a model', () => {
   });
 });
 
+describe('with a model, for an account limited to a folder', () => {
+  let lib: LibraryHarness;
+  before(async () => {
+    lib = await startLibraryHub(files, { folders: ['Flat'], config: { imageModel: modelPath, imageModelWeight: 1 } });
+  });
+  after(() => lib.t.close());
+
+  test('no hit and no count comes from outside the folder', async () => {
+    const res = await lib.t.app.inject({ method: 'POST', url: `${api}/assets/search`, headers: lib.headers, payload: { dataBase64: dataUri(query) } });
+    assert.equal(res.statusCode, 200, res.body);
+    const body = res.json();
+    const flat = new Set(Object.keys(COLOURS).map(assetIdFor));
+    assert.ok(body.assets.length >= 1);
+    assert.ok(body.assets.every((a: { id: string }) => flat.has(a.id)), JSON.stringify(body.assets.map((a: { id: string }) => a.id)));
+    assert.equal(body.totalAssetsCount, body.assets.length);
+  });
+});
+
 describe('without a model', () => {
   let lib: LibraryHarness;
   before(async () => {
