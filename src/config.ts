@@ -51,6 +51,13 @@ export interface HubConfig {
   imageMaxPixels: number;
   /** Bytes of serialised browse pages kept for repeated requests (0 disables; src/content/page-cache.ts). */
   pageCacheBytes: number;
+  /**
+   * A CLIP-style ONNX image model (a local file) for search by image in the embedded library;
+   * null: the built-in descriptors alone (docs/image-search.md).
+   */
+  imageModel: string | null;
+  /** Weight of the model's cosine in the blended similarity score, 0..1 (1: the model alone). */
+  imageModelWeight: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
 }
@@ -89,6 +96,8 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageFetchMaxRedirects: 3,
     imageMaxPixels: 50_000_000,
     pageCacheBytes: 32 * 1024 * 1024,
+    imageModel: null,
+    imageModelWeight: 0.5,
     shutdownGraceMs: 10_000,
   };
   return { ...base, ...overrides };
@@ -115,4 +124,6 @@ export const ENV_VARS: Record<string, keyof HubConfig> = {
   DAMHUB_IMAGE_MAX_BYTES: 'imageMaxBytes',
   DAMHUB_IMAGE_MAX_PIXELS: 'imageMaxPixels',
   DAMHUB_PAGE_CACHE_MB: 'pageCacheBytes',
+  DAMHUB_IMAGE_MODEL: 'imageModel',
+  DAMHUB_IMAGE_MODEL_WEIGHT: 'imageModelWeight',
 };

@@ -70,6 +70,8 @@ export class Hub {
         urls: this.mediaUrls,
         demoAccount: config.demo ? DEMO_LIBRARY_ACCOUNT : null,
         watch: deps.watchLibrary ?? true,
+        imageModel: config.imageModel,
+        imageModelWeight: config.imageModelWeight,
       });
       this.providers.register(this.library);
     }

@@ -21,7 +21,7 @@ export class UsageError extends Error {}
 
 const USAGE = `usage:
   damhub serve [--host H] [--port P] [--data DIR] [--library DIR] [--demo] [--public-url URL]
-               [--database-url URL] [--redis-url URL]
+               [--database-url URL] [--redis-url URL] [--image-model FILE.onnx]
   damhub partners add --issuer ISS (--jwks-url URL | --jwks-file FILE) [--audience AUD] [--name N]
                [--max-token-age S] [--rate-limit N] [--origin URL]... [--id ID] [--data DIR]
   damhub partners list [--data DIR]
@@ -127,6 +127,13 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (imageBytes !== undefined) overrides.imageMaxBytes = imageBytes;
   const imagePixels = num('DAMHUB_IMAGE_MAX_PIXELS');
   if (imagePixels !== undefined) overrides.imageMaxPixels = imagePixels;
+  const model = pick('image-model', 'DAMHUB_IMAGE_MODEL');
+  if (model) overrides.imageModel = path.resolve(model);
+  const weight = num('DAMHUB_IMAGE_MODEL_WEIGHT');
+  if (weight !== undefined) {
+    if (weight > 1) throw new UsageError('DAMHUB_IMAGE_MODEL_WEIGHT must be between 0 and 1');
+    overrides.imageModelWeight = weight;
+  }
   return defaultConfig(overrides);
 }
 
@@ -138,6 +145,7 @@ async function serveCommand(args: string[]): Promise<number> {
     library: { type: 'string' },
     demo: { type: 'boolean' },
     'public-url': { type: 'string' },
+    'image-model': { type: 'string' },
     'database-url': { type: 'string' },
     'redis-url': { type: 'string' },
   });

@@ -21,7 +21,13 @@ export async function serve(config: HubConfig): Promise<number> {
     await stores.close();
     throw e;
   }
-  await hub.start();
+  try {
+    await hub.start();
+  } catch (e) {
+    // e.g. an unusable image model: stop before listening, with the cause as the message.
+    await hub.close().catch(() => undefined);
+    throw e;
+  }
   const app = await buildApp(hub);
   const address = await app.listen({ host: config.host, port: config.port });
   // With --port 0 the real port is known only now; an unset public URL follows it.

@@ -20,6 +20,7 @@ import { tokenize, type EngineQuery, type RankParams } from './search-engine.js'
 import { signinRoutes } from './signin.js';
 import { searchByImage } from './similarity/search.js';
 import { ImageSimilarity } from './similarity/index.js';
+import { ImageEmbedder } from './similarity/embedder.js';
 
 export const LIBRARY_ID = 'library';
 
@@ -33,6 +34,10 @@ export interface LibraryOptions {
   demoAccount?: { name: string; password: string } | null;
   /** Keep the index current while running. */
   watch?: boolean;
+  /** A CLIP-style ONNX image model for search by image (similarity/embedder.ts); null: built-in descriptors only. */
+  imageModel?: string | null;
+  /** Weight of the model's cosine in the blended score, 0..1. */
+  imageModelWeight?: number;
 }
 
 const descriptor: ProviderDescriptor = {
@@ -88,6 +93,10 @@ export class LibraryProvider implements Provider {
 
   /** Cheap rescan (size/mtime) after a restart, then a watcher that rescans on changes. */
   async start(): Promise<ScanReport> {
+    if (this.opts.imageModel && !this.similarity.embedder) {
+      // A missing, corrupt or unsuitable model stops the start here (EmbedderError), never a request.
+      this.similarity.useEmbedder(await ImageEmbedder.load(this.opts.imageModel), this.opts.imageModelWeight);
+    }
     const report = await this.rescan();
     this.index.searchEngine(); // built now rather than on the first search
     if (this.opts.watch) {
@@ -110,6 +119,7 @@ export class LibraryProvider implements Provider {
   async close(): Promise<void> {
     this.watcher?.close();
     if (this.debounce) clearTimeout(this.debounce);
+    await this.similarity.close();
     this.index.close();
   }
 

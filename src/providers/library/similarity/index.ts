@@ -9,7 +9,19 @@ import type Database from 'better-sqlite3';
 import type { Clock } from '../../../clock.js';
 import { describeImage, type Descriptor } from './descriptor.js';
 import { DescriptorStore, type PendingImage } from './store.js';
+import type { ImageEmbedder } from './embedder.js';
+import { EmbeddingIndex, EmbeddingStore } from './embeddings.js';
 import { DEFAULT_CUTOFF, VectorIndex, type Hit } from './vector-index.js';
+
+/** Weight of the model's cosine in the blended score when a model is configured (docs/image-search.md). */
+export const DEFAULT_MODEL_WEIGHT = 0.5;
+
+interface Semantic {
+  embedder: ImageEmbedder;
+  store: EmbeddingStore;
+  index: EmbeddingIndex;
+  weight: number;
+}
 
 /** Pixel limit for library files (the renditions' own limit); query images have a stricter one. */
 const INDEX_PIXEL_LIMIT = 268_402_689;
@@ -29,9 +41,10 @@ export class ImageSimilarity {
   private queued: Promise<number> | null = null;
   private readonly concurrency: number;
   private readonly load: boolean;
+  private semantic: Semantic | null = null;
 
   /** `opts.load: false` (the `damhub index` command) computes and stores descriptors without holding them in memory. */
-  constructor(db: Database.Database, private readonly sources: SimilaritySources, private readonly clock: Clock, opts: { concurrency?: number; load?: boolean } = {}) {
+  constructor(private readonly db: Database.Database, private readonly sources: SimilaritySources, private readonly clock: Clock, opts: { concurrency?: number; load?: boolean } = {}) {
     this.store = new DescriptorStore(db);
     this.concurrency = opts.concurrency ?? 2;
     this.load = opts.load ?? true;
@@ -61,23 +74,67 @@ export class ImageSimilarity {
     return this.queued;
   }
 
+  /**
+   * Adds a semantic embedder (a loaded ONNX model): its stored embeddings are loaded, those of
+   * other models dropped, and the next refresh() computes the missing ones. Call before refresh().
+   */
+  useEmbedder(embedder: ImageEmbedder, weight = DEFAULT_MODEL_WEIGHT): void {
+    const store = new EmbeddingStore(this.db, embedder.modelId, embedder.dim);
+    store.dropOtherModels();
+    const index = new EmbeddingIndex(embedder.dim);
+    if (this.load) {
+      this.sync();
+      store.loadAll((id, vec) => index.put(id, vec));
+    }
+    this.semantic = { embedder, store, index, weight };
+  }
+
+  /** The configured model, if any. */
+  get embedder(): ImageEmbedder | null {
+    return this.semantic?.embedder ?? null;
+  }
+
+  get embeddings(): EmbeddingIndex | null {
+    return this.semantic?.index ?? null;
+  }
+
   private async doRefresh(): Promise<number> {
     const todo = this.store.pending();
-    let next = 0;
-    const worker = async () => {
-      while (next < todo.length) {
-        const img = todo[next++]!;
-        this.store.put(img, await this.describe(img), this.clock.now());
-      }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, this.concurrency) }, worker));
+    await this.each(todo, async (img) => this.store.put(img, await this.describe(img), this.clock.now()));
+    const sem = this.semantic;
+    if (sem) {
+      await this.each(sem.store.pending(), async (img) => sem.store.put(img, await this.embed(sem.embedder, img), this.clock.now()));
+    }
     if (this.load) this.sync();
     return todo.length;
   }
 
-  private async describe(img: PendingImage): Promise<Descriptor | null> {
+  private async each(todo: PendingImage[], work: (img: PendingImage) => Promise<void>): Promise<void> {
+    let next = 0;
+    const worker = async () => {
+      while (next < todo.length) await work(todo[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.max(1, this.concurrency) }, worker));
+  }
+
+  private async embed(embedder: ImageEmbedder, img: PendingImage): Promise<Int8Array | null> {
+    const source = this.source(img);
+    if (!source) return null;
+    try {
+      return await embedder.embed(source, { limitInputPixels: INDEX_PIXEL_LIMIT, failOn: 'none' });
+    } catch {
+      return null; // remembered as such until the content changes
+    }
+  }
+
+  private source(img: PendingImage): string | null {
     const source = this.sources.preview(img.id, img.version) ?? (img.blob ? this.sources.blob(img.blob) : null);
-    if (!source || !fs.existsSync(source)) return null;
+    return source && fs.existsSync(source) ? source : null;
+  }
+
+  private async describe(img: PendingImage): Promise<Descriptor | null> {
+    const source = this.source(img);
+    if (!source) return null;
     try {
       return await describeImage(source, { limitInputPixels: INDEX_PIXEL_LIMIT, failOn: 'none' });
     } catch {
@@ -88,16 +145,30 @@ export class ImageSimilarity {
   /** Applies descriptor changes made since the last look (by this or another process). */
   sync(): void {
     const { seq, changes } = this.store.changesSince(this.seq);
+    const sem = this.semantic;
     for (const c of changes) {
       if (c.descriptor) this.index.put(c.assetId, c.folderPath, c.descriptor);
       else this.index.remove(c.assetId);
+      if (sem) {
+        const vec = sem.store.get(c.assetId);
+        if (vec) sem.index.put(c.assetId, vec);
+        else sem.index.remove(c.assetId);
+      }
     }
     this.seq = seq;
   }
 
   /** Ranked hits at or above the cut-off, k at most, after `after`; total counts them all. */
-  search(q: Descriptor, opts: { k: number; after: Hit | null; folderAllowed: ((folderPath: string) => boolean) | null; cutoff?: number }): { hits: Hit[]; total: number } {
+  /** `embedding`: the query image's embedding by the configured model (blended into the score). */
+  search(q: Descriptor, opts: { k: number; after: Hit | null; folderAllowed: ((folderPath: string) => boolean) | null; cutoff?: number; embedding?: Int8Array | null }): { hits: Hit[]; total: number } {
     this.sync();
-    return this.index.query(q, { k: opts.k, after: opts.after, folderAllowed: opts.folderAllowed, cutoff: opts.cutoff ?? DEFAULT_CUTOFF });
+    const sem = this.semantic;
+    const qe = opts.embedding;
+    const blend = sem && qe && qe.length === sem.index.dim ? { weight: sem.weight, embeddingScore: (id: string) => sem.index.cosine(id, qe) } : null;
+    return this.index.query(q, { k: opts.k, after: opts.after, folderAllowed: opts.folderAllowed, cutoff: opts.cutoff ?? DEFAULT_CUTOFF, blend });
+  }
+
+  async close(): Promise<void> {
+    await this.semantic?.embedder.close();
   }
 }

@@ -38,9 +38,18 @@ export async function searchByImage(sim: ImageSimilarity, image: Buffer, opts: L
   } catch (e) {
     throw validationError(`dataBase64: the reference image could not be decoded (${(e as Error).message.split('\n')[0]})`);
   }
-  const fingerprint = fingerprintOf(q);
+  let embedding: Int8Array | null = null;
+  const embedder = sim.embedder;
+  if (embedder) {
+    try {
+      embedding = await embedder.embed(image, { limitInputPixels: QUERY_PIXEL_LIMIT, failOn: 'error' });
+    } catch (e) {
+      throw validationError(`dataBase64: the reference image could not be decoded (${(e as Error).message.split('\n')[0]})`);
+    }
+  }
+  const fingerprint = fingerprintOf(q, embedder?.modelId);
   const after = opts.more ? parseCursor(opts.more, fingerprint) : null;
-  const { hits, total } = sim.search(q, { k: opts.size + 1, after, folderAllowed: ctx.folderAllowed });
+  const { hits, total } = sim.search(q, { k: opts.size + 1, after, folderAllowed: ctx.folderAllowed, embedding });
   const page = hits.slice(0, opts.size);
   const last = page[page.length - 1];
   const assets = page.map((h) => ctx.toAsset(h.id)).filter((a): a is Asset => a !== null);
@@ -53,8 +62,11 @@ export async function searchByImage(sim: ImageSimilarity, image: Buffer, opts: L
   };
 }
 
-export function fingerprintOf(q: Descriptor): string {
-  return createHash('sha256').update(q.vector).update(q.phash).digest('base64url').slice(0, 16);
+/** With a model, its id is part of the fingerprint: a cursor does not outlive a model change. */
+export function fingerprintOf(q: Descriptor, modelId?: string): string {
+  const h = createHash('sha256').update(q.vector).update(q.phash);
+  if (modelId) h.update(`model:${modelId}`);
+  return h.digest('base64url').slice(0, 16);
 }
 
 function parseCursor(more: string, fingerprint: string): Hit {

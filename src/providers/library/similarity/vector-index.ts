@@ -38,6 +38,18 @@ export interface QueryOptions {
   cutoff: number;
   /** Folder filter for accounts limited to sub-folders; null = every folder. */
   folderAllowed: ((folderPath: string) => boolean) | null;
+  /**
+   * With a semantic embedder (embedder.ts): score = (1 − weight)·(cosine + boost) + weight·
+   * embedding cosine; an asset without an embedding keeps its descriptor score.
+   */
+  blend?: Blend | null;
+}
+
+export interface Blend {
+  /** 0..1: 1 ranks by the embedding alone. */
+  weight: number;
+  /** The embedding cosine of an asset with the query, or null when it has no embedding. */
+  embeddingScore(id: string): number | null;
 }
 
 export class VectorIndex {
@@ -115,7 +127,11 @@ export class VectorIndex {
     const pairsOffset = VECTORS_OFFSET + this.capacity * DIM;
     new Int8Array(this.kernel.memory.buffer, QUERY_OFFSET, DIM).set(q.vector);
     // The boost only raises a score, so nothing below (cut-off − MAX_BOOST) can reach the cut-off.
-    const floor = Math.ceil((opts.cutoff - MAX_BOOST) * SCALE * SCALE);
+    // Blended with an embedding cosine (≤ 1), a descriptor score needs (cut-off − w)/(1 − w) at least.
+    const blend = opts.blend ?? null;
+    const w = blend ? Math.min(1, Math.max(0, blend.weight)) : 0;
+    const need = blend ? (w >= 1 ? -Infinity : (opts.cutoff - w) / (1 - w)) : opts.cutoff;
+    const floor = need === -Infinity ? -0x7fffffff : Math.ceil((need - MAX_BOOST) * SCALE * SCALE);
     const found = this.kernel.dots(QUERY_OFFSET, VECTORS_OFFSET, n, pairsOffset, Math.max(floor, -0x7fffffff));
     const pairs = new Int32Array(this.kernel.memory.buffer, pairsOffset, found * 2);
 
@@ -131,10 +147,14 @@ export class VectorIndex {
     for (let c = 0; c < found; c++) {
       const i = pairs[2 * c]!;
       if (allowed && !allowed[this.folderOf[i]!]) continue;
-      const score = this.score(pairs[2 * c + 1]!, qh, i);
+      let score = this.score(pairs[2 * c + 1]!, qh, i);
+      const id = this.ids[i]!;
+      if (blend) {
+        const e = blend.embeddingScore(id);
+        if (e !== null) score = w >= 1 ? e : (1 - w) * score + w * e;
+      }
       if (score < opts.cutoff) continue;
       total++;
-      const id = this.ids[i]!;
       if (after && (score > after.score || (score === after.score && id <= after.id))) continue;
       heap.offer(score, id);
     }
