@@ -136,7 +136,9 @@ test('library end to end over HTTP', async () => {
   const changed = await solidJpeg(63, 80, [1, 2, 3]);
   fs.writeFileSync(path.join(lib, 'Beach/sunset 3.jpg'), changed);
   let v: any;
-  for (let i = 0; i < 100; i++) {
+  // The watcher debounces, then rescans and describes the file; on a loaded machine that can take
+  // seconds. Poll up to a minute (the usual case returns within the first few polls).
+  for (let i = 0; i < 600; i++) {
     v = await json(await fetch(`${api}/assets/assetversions/${encodeURIComponent(first.id)}?withMaster=true`, { headers: h }));
     if (v.versions?.length === 2) break;
     await new Promise((r) => setTimeout(r, 100));
