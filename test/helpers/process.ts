@@ -41,7 +41,7 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startServer(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<ServerProcess> {
+export async function startServer(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port), '--public-url', url, ...args], {
