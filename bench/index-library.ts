@@ -27,6 +27,7 @@ import sharp from 'sharp';
 import { insertJpegSegment, iptcIim, photoshopIptcSegment, xmpPacket } from '../test/helpers/fixtures.js';
 import { DEFAULT_SCAN_CONCURRENCY } from '../src/providers/library/scanner.js';
 import { median } from './lib.js';
+import { mulberry32 } from '../test/helpers/random.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -59,17 +60,6 @@ interface SideResult { side: 'library' | 'sharp'; files: number; seconds: number
 // Image set
 // ---------------------------------------------------------------------------------------------
 
-/** Deterministic PRNG (mulberry32) so the set is the same on every machine. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ASPECTS: [number, number][] = [[4, 3], [3, 2], [16, 9], [1, 1], [3, 4], [2, 3], [9, 16], [5, 4]];
 const WORDS = ['sunset', 'harbour', 'mountain', 'forest', 'city', 'portrait', 'product', 'studio', 'autumn', 'beach', 'river', 'bridge', 'market', 'night', 'snow', 'desert'];
@@ -77,7 +67,7 @@ const MODELS = ['Canon EOS R5', 'NIKON Z 7_2', 'ILCE-7RM4', 'X-T4', 'iPhone 14 P
 
 /** One image: a smooth multi-stop gradient with soft shapes drawn small, upscaled, plus film-like noise. */
 async function makeImage(i: number): Promise<{ buf: Buffer; width: number; height: number; exif: boolean; iptc: boolean }> {
-  const r = rng(i * 7919 + 17);
+  const r = mulberry32(i * 7919 + 17);
   const mp = 2 + r() * 10; // 2–12 MP
   const [aw, ah] = ASPECTS[Math.floor(r() * ASPECTS.length)]!;
   const width = Math.round(Math.sqrt((mp * 1e6 * aw) / ah));

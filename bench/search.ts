@@ -17,6 +17,7 @@ import { LibraryIndex, searchText } from '../src/providers/library/index-store.j
 import { signInToLibrary } from '../test/helpers/library.js';
 import { startTestHub } from '../test/helpers/hub.js';
 import { median } from './lib.js';
+import { mulberry32 } from '../test/helpers/random.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ''), process.argv[i + 1]!);
@@ -26,22 +27,12 @@ const BASE = path.resolve(args.get('data') ?? '/work/bench-data', `search-${N}`)
 const DATA_VERSION = 'v1';
 
 // ── synthetic library ────────────────────────────────────────────────────────────────────
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SYL = ['ka', 'ro', 'mi', 'su', 'te', 'na', 'lo', 'pi', 'da', 've', 'gu', 'shi', 'bre', 'tor', 'quin', 'ax', 'el', 'ym', 'or', 'ule'];
 /** 30,000 distinct pseudo-words; word i is drawn with Zipf probability ∝ 1/(i+1). */
 const VOCAB = (() => {
   const out = new Set<string>();
-  const r = rng(7);
+  const r = mulberry32(7);
   while (out.size < 30_000) out.add(Array.from({ length: 2 + Math.floor(r() * 3) }, () => SYL[Math.floor(r() * SYL.length)]).join(''));
   return [...out].filter((w) => w !== 'photo');
 })();
@@ -76,7 +67,7 @@ function generate(file: string, ftsFile: string): void {
   fts.exec(`CREATE VIRTUAL TABLE bench_fts USING fts5(name, path, title, caption, keywords, other, content='', tokenize='unicode61 remove_diacritics 2', prefix='2 3')`);
   const db = index.db;
   db.pragma('synchronous = OFF');
-  const r = rng(42);
+  const r = mulberry32(42);
   const words = zipf(VOCAB.length, 1.0);
   const kws = zipf(KEYWORDS.length, 1.1);
   const w = () => VOCAB[draw(words, r())]!;
@@ -135,7 +126,7 @@ interface Q {
 }
 
 function queryMix(): Q[] {
-  const r = rng(99);
+  const r = mulberry32(99);
   const pick = (lo: number, hi: number) => VOCAB[lo + Math.floor(r() * (hi - lo))]!;
   const qs: Q[] = [];
   for (let i = 0; i < 12; i++) qs.push({ category: 'rare', query: pick(15_000, 29_000), filters: [] });

@@ -62,11 +62,8 @@ export type FacetKey = 'type' | 'ext' | 'keyword' | 'year' | 'orientation';
 export type ActiveFilters = Partial<Record<FacetKey, string[]>>;
 
 export interface ListQuery {
-  /** Folder to list directly (browse) or to scope to, including sub-folders (search). */
+  /** The folder whose own assets are listed (sub-folders are not descended into). */
   folderPath: string;
-  recursive: boolean;
-  /** Folders an account is limited to (recursive scopes); null = unrestricted. */
-  allowedRoots: string[] | null;
   filters: ActiveFilters;
   limit: number;
   /** Keyset position: the sort key and id of the last row of the previous page. */
@@ -399,28 +396,8 @@ export class LibraryIndex {
    * counts. Keyword search is the search engine's (searchEngine()).
    */
   list(q: ListQuery): { rows: AssetRow[]; total: number; sortKeys: (number | string)[]; facets: Record<FacetKey, { value: string; count: number }[]> } {
-    const where: string[] = [];
-    const params: Record<string, unknown> = {};
-    if (q.recursive) {
-      if (q.folderPath !== '') {
-        where.push('(a.folder_path = @folder OR (a.folder_path >= @folderLo AND a.folder_path < @folderHi))');
-        params.folder = q.folderPath;
-        params.folderLo = `${q.folderPath}/`;
-        params.folderHi = `${q.folderPath}0`; // '0' sorts right after '/'
-      }
-    } else {
-      where.push('a.folder_path = @folder');
-      params.folder = q.folderPath;
-    }
-    if (q.allowedRoots) {
-      const ors = q.allowedRoots.map((r, i) => {
-        params[`ar${i}`] = r;
-        params[`arLo${i}`] = `${r}/`;
-        params[`arHi${i}`] = `${r}0`;
-        return `(a.folder_path = @ar${i} OR (a.folder_path >= @arLo${i} AND a.folder_path < @arHi${i}))`;
-      });
-      where.push(ors.length ? `(${ors.join(' OR ')})` : '0');
-    }
+    const where = ['a.folder_path = @folder'];
+    const params: Record<string, unknown> = { folder: q.folderPath };
     const facetWhere = (skip: FacetKey | null) => {
       const parts: string[] = [];
       for (const [facet, values] of Object.entries(q.filters) as [FacetKey, string[]][]) {

@@ -190,7 +190,7 @@ export class LibraryProvider implements Provider {
     const folder = this.index.folder(rel);
     if (!folder) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${folderId}`);
     if (roots && !roots.some((r) => isWithin(rel, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not open ${folderId}`);
-    const page = this.page({ folderPath: rel, recursive: false, allowedRoots: null }, opts);
+    const page = this.page(rel, opts);
     return {
       id: rel === '' ? 'root' : `/${rel}`,
       name: rel === '' ? 'Library' : folder.name,
@@ -233,7 +233,7 @@ export class LibraryProvider implements Provider {
     };
   }
 
-  private page(base: { folderPath: string; recursive: boolean; allowedRoots: string[] | null }, opts: ListOptions): Omit<AssetPage, 'folders'> {
+  private page(folderPath: string, opts: ListOptions): Omit<AssetPage, 'folders'> {
     const filters = parseFilters(opts.filters);
     let after: { key: number | string; id: string } | null = null;
     if (opts.more) {
@@ -245,7 +245,7 @@ export class LibraryProvider implements Provider {
         throw validationError('more: not a cursor of this listing');
       }
     }
-    const r = this.index.list({ ...base, filters, limit: opts.size + 1, after });
+    const r = this.index.list({ folderPath, filters, limit: opts.size + 1, after });
     const rows = r.rows.slice(0, opts.size);
     const hasMore = r.rows.length > opts.size;
     const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone };

@@ -267,10 +267,6 @@ export class SearchEngine {
     return this.n - this.live;
   }
 
-  has(rowid: number): boolean {
-    return this.docOf.has(rowid);
-  }
-
   /** Adds or replaces the document of an asset row. */
   upsert(doc: SearchDoc): void {
     this.remove(doc.rowid);
