@@ -49,8 +49,9 @@ export async function hashStream(chunks: AsyncIterable<Uint8Array> | Iterable<Ui
 }
 
 /**
- * The same digests over bytes already in memory (the scanner reads an image once and hashes,
- * stores and decodes that one buffer). Fed in READ_CHUNK slices, yielding to the event loop in
+ * The same digests over bytes already in memory (the scanner reads a file once, hashes that
+ * buffer and writes it out as the version snapshot; metadata and renditions then read the
+ * snapshot). Fed in READ_CHUNK slices, yielding to the event loop in
  * between, so a large buffer never stalls a serving hub for more than one slice's hashing.
  */
 export async function hashBytes(bytes: Uint8Array): Promise<FileHashes> {

@@ -338,9 +338,9 @@ export class LibraryIndex {
           this.engineSeq = this.snapshotSeq = snap.seq;
         }
       }
+      if (this.engine && seq === this.engineSeq) return;
       // Further behind than the removal log reaches: only a rebuild is exact.
       if (this.engine && (this.stmts.metaValue.get('removed_pruned_below') as number) > this.engineSeq + 1) this.engine = null;
-      if (this.engine && seq === this.engineSeq) return;
       if (!this.engine) {
         this.engine = new SearchEngine();
         this.engineSeq = 0;

@@ -17,6 +17,7 @@ import { toAsset, versionToAsset } from './mapping.js';
 import { iconSvg, Renditions, RENDITIONS, type RenditionName } from './renditions.js';
 import { isInside, LibraryScanner, type ScanReport } from './scanner.js';
 import { tokenize, type EngineQuery, type RankParams } from './search-engine.js';
+import { isWithin } from './paths.js';
 import { signinRoutes } from './signin.js';
 import { searchByImage } from './similarity/search.js';
 import { ImageSimilarity } from './similarity/index.js';
@@ -343,10 +344,6 @@ export function folderPath(folderId: string): string {
     throw validationError('folder ids are opaque: pass them back exactly as the hub gave them');
   }
   return rel;
-}
-
-function isWithin(rel: string, root: string): boolean {
-  return root === '' || rel === root || rel.startsWith(`${root}/`);
 }
 
 /** The query's words, folded like indexed text; each must match as a prefix. At most 16 count. */

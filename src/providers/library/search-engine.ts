@@ -12,6 +12,7 @@
  * asset's row id. A search without words lists the newest first (modified, descending).
  */
 import type { ActiveFilters, FacetKey } from './index-store.js';
+import { isWithin } from './paths.js';
 
 /** Field weights of BM25F: a word in the name or title counts for more than one in the path. */
 export const FIELD_WEIGHTS = { name: 10, path: 2, title: 8, caption: 4, keywords: 6, other: 1 } as const;
@@ -294,7 +295,7 @@ export class SearchEngine {
       const code = this.dicts.keyword.code(k.toLowerCase());
       if (code === 0 || this.kwUsed - this.kwStart[d]! >= 1000) continue;
       let seen = false;
-      for (let i = this.kwStart[d]!; i < this.kwUsed; i++) if (this.kwData[i] === code) seen = true;
+      for (let i = this.kwStart[d]!; i < this.kwUsed && !seen; i++) seen = this.kwData[i] === code;
       if (!seen) this.kwData[this.kwUsed++] = code;
     }
     this.kwLen[d] = this.kwUsed - this.kwStart[d]!;
@@ -626,10 +627,9 @@ export class SearchEngine {
     if (folderPath === '' && roots === null) return null;
     const values = this.dicts.folder.values;
     const mask = new Uint8Array(values.length);
-    const within = (p: string, r: string) => r === '' || p === r || p.startsWith(`${r}/`);
     for (let c = 1; c < values.length; c++) {
       const p = values[c] === '/' ? '' : values[c]!;
-      mask[c] = within(p, folderPath) && (roots === null || roots.some((r) => within(p, r))) ? 1 : 0;
+      mask[c] = isWithin(p, folderPath) && (roots === null || roots.some((r) => isWithin(p, r))) ? 1 : 0;
     }
     return mask;
   }

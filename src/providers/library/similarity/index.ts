@@ -106,6 +106,7 @@ export class ImageSimilarity {
       await this.each(sem.store.pending(), async (img) => sem.store.put(img, await this.embed(sem.embedder, img), this.clock.now()));
     }
     if (this.load) this.sync();
+    this.store.pruneLog();
     return todo.length;
   }
 

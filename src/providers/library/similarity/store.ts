@@ -104,9 +104,13 @@ export class DescriptorStore {
       const r = this.stmts.one.get(id) as Row | undefined;
       return r ? fromRow(r) : { assetId: id, folderPath: '', descriptor: null };
     });
-    const last = rows[rows.length - 1]!.seq;
+    return { seq: rows[rows.length - 1]!.seq, changes };
+  }
+
+  /** Keeps the change log bounded; called by the writer after its refresh, not by searches (a read must not take the write lock). */
+  pruneLog(): void {
+    const last = (this.stmts.lastSeq.get() as { s: number }).s;
     if (last > LOG_KEEP) this.stmts.prune.run(last - LOG_KEEP);
-    return { seq: last, changes };
   }
 }
 

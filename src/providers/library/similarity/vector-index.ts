@@ -114,12 +114,6 @@ export class VectorIndex {
     return true;
   }
 
-  clear(): void {
-    this.count = 0;
-    this.ids = [];
-    this.slotOf.clear();
-  }
-
   /** The k best hits after `after`, and how many hits in all are at or above the cut-off. */
   query(q: Descriptor, opts: QueryOptions): { hits: Hit[]; total: number } {
     const n = this.count;
