@@ -25,9 +25,10 @@ try {
   const sample = await fetch(`${hubUrl}/api/v1/auth/checkToken`, { headers });
   const bodyFile = path.join(dir, 'body.json');
   fs.writeFileSync(bodyFile, Buffer.from(await sample.arrayBuffer()));
-  bare = await startChild([`${REPO_ROOT}dist/bench/bare-server.js`, String(barePort), bodyFile, sample.headers.get('content-type')!, sameBytesHeaders(sample, `${bodyFile}.headers.json`)], 'bare listening');
+  const sameHeaders = sameBytesHeaders(sample, `${bodyFile}.headers.json`);
+  bare = await startChild([`${REPO_ROOT}dist/bench/bare-server.js`, String(barePort), bodyFile, sample.headers.get('content-type')!, sameHeaders], 'bare listening');
 
-  fastify = await startChild([`${REPO_ROOT}dist/bench/fastify-server.js`, String(fastifyPort), bodyFile, sample.headers.get('content-type')!, sameBytesHeaders(sample, `${bodyFile}.headers.json`)], 'fastify listening');
+  fastify = await startChild([`${REPO_ROOT}dist/bench/fastify-server.js`, String(fastifyPort), bodyFile, sample.headers.get('content-type')!, sameHeaders], 'fastify listening');
 
   const opts = { rounds: Number(values.rounds), durationSec: Number(values.duration), connections: Number(values.connections) };
   const r = await sideBySide(

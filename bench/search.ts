@@ -16,7 +16,7 @@ import { addAccount } from '../src/providers/library/accounts.js';
 import { LibraryIndex, searchText } from '../src/providers/library/index-store.js';
 import { signInToLibrary } from '../test/helpers/library.js';
 import { startTestHub } from '../test/helpers/hub.js';
-import { median } from './lib.js';
+import { median, rssOf } from './lib.js';
 import { mulberry32 } from '../test/helpers/random.js';
 
 const args = new Map<string, string>();
@@ -154,8 +154,6 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 };
-const vmHWM = () => Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 1024;
-const vmRSS = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 1024;
 
 async function main(): Promise<void> {
   const dataDir = path.join(BASE, 'data');
@@ -178,11 +176,11 @@ async function main(): Promise<void> {
   fs.symlinkSync(path.join(dataDir, 'library'), path.join(hubDir, 'library'));
   const t = await startTestHub({ dataDir: hubDir, config: { libraryDir: emptyRoot, userRateLimitPerMin: 0 } });
   const index = t.hub.library!.index;
-  const rssBefore = vmRSS();
+  const rssBefore = rssOf(process.pid).currentMiB;
   const t0 = performance.now();
   const engine = index.searchEngine();
   const loadMs = performance.now() - t0;
-  const rssEngine = vmRSS();
+  const rssEngine = rssOf(process.pid).currentMiB;
   console.log(`engine: ${engine.size.toLocaleString('en')} assets loaded in ${(loadMs / 1000).toFixed(1)} s; RSS ${rssBefore.toFixed(0)} → ${rssEngine.toFixed(0)} MiB`);
   if (!index.accountByName('bench')) await addAccount(index, 'bench', 'bench-password', [], t.clock.now());
   const { access_token } = await t.login({ sub: 'bench-user' });
@@ -261,7 +259,8 @@ async function main(): Promise<void> {
   console.log(`slowest on the hub (median ms, total): ${perQuery.sort((a, b) => b.ms - a.ms).slice(0, 5).map((x) => `${JSON.stringify(x.q.query)}${x.q.filters.length ? ` [${x.q.filters}]` : ''} ${x.ms.toFixed(1)} (${x.total.toLocaleString('en')})`).join('; ')}`);
   const common = mix.filter((q) => q.category === 'common').map((q) => `${JSON.stringify(q.query)}${q.filters.length ? ` [${q.filters}]` : ''}: ${totals.get(`${q.query}|${q.filters}`)?.toLocaleString('en')}`);
   console.log(`totals of the common queries: ${common.join('; ')}`);
-  console.log(`RSS: ${vmRSS().toFixed(0)} MiB now, peak ${vmHWM().toFixed(0)} MiB (hub and engine in this process; the engine added ${(rssEngine - rssBefore).toFixed(0)} MiB)`);
+  const rss = rssOf(process.pid);
+  console.log(`RSS: ${rss.currentMiB.toFixed(0)} MiB now, peak ${rss.peakMiB.toFixed(0)} MiB (hub and engine in this process; the engine added ${(rssEngine - rssBefore).toFixed(0)} MiB)`);
   fts.close();
   await t.close();
   fs.rmSync(hubDir, { recursive: true, force: true });

@@ -98,7 +98,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   await app.register(async (api) => {
     await api.register(authRoutes);
     await api.register(systemRoutes);
-    await api.register(assetRoutes, { pages: app.pageCache });
+    await api.register(assetRoutes);
     await api.register(adminRoutes);
     api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     for (const p of hub.providers.list()) if (p.routes) await api.register(async (scope) => p.routes!(scope, hub.damLogin));

@@ -102,28 +102,3 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
   };
   return { ...base, ...overrides };
 }
-
-/** Environment variable for each flag of `damhub serve`; documented in README.md. */
-export const ENV_VARS: Record<string, keyof HubConfig> = {
-  DAMHUB_HOST: 'host',
-  DAMHUB_PORT: 'port',
-  DAMHUB_DATA_DIR: 'dataDir',
-  DAMHUB_LIBRARY: 'libraryDir',
-  DAMHUB_PUBLIC_URL: 'publicUrl',
-  DAMHUB_DEMO: 'demo',
-  DATABASE_URL: 'databaseUrl',
-  REDIS_URL: 'redisUrl',
-  DAMHUB_REDIS_PREFIX: 'redisKeyPrefix',
-  DAMHUB_ADMIN_KEY: 'adminKey',
-  DAMHUB_BODY_LIMIT: 'bodyLimitBytes',
-  DAMHUB_USER_RATE_LIMIT: 'userRateLimitPerMin',
-  DAMHUB_REFRESH_GRACE: 'refreshGraceSec',
-  DAMHUB_LOG_LEVEL: 'logLevel',
-  DAMHUB_IMAGE_FETCH_ALLOW: 'imageFetchAllow',
-  DAMHUB_IMAGE_FETCH_TIMEOUT: 'imageFetchTimeoutMs',
-  DAMHUB_IMAGE_MAX_BYTES: 'imageMaxBytes',
-  DAMHUB_IMAGE_MAX_PIXELS: 'imageMaxPixels',
-  DAMHUB_PAGE_CACHE_MB: 'pageCacheBytes',
-  DAMHUB_IMAGE_MODEL: 'imageModel',
-  DAMHUB_IMAGE_MODEL_WEIGHT: 'imageModelWeight',
-};

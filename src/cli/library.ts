@@ -6,7 +6,7 @@ import { addAccount } from '../providers/library/accounts.js';
 import { LibraryIndex } from '../providers/library/index-store.js';
 import { Renditions } from '../providers/library/renditions.js';
 import { DEFAULT_SCAN_CONCURRENCY, LibraryScanner } from '../providers/library/scanner.js';
-import { ImageSimilarity } from '../providers/library/similarity/index.js';
+import { ImageSimilarity, librarySources } from '../providers/library/similarity/index.js';
 import { dataOpt, parse, UsageError } from './main.js';
 
 function libraryDataDir(data: string | undefined): string {
@@ -68,7 +68,8 @@ export async function indexCommand(args: string[]): Promise<number> {
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw new UsageError('--concurrency must be 1..64');
   const dir = libraryDataDir(values.data);
   const index = new LibraryIndex(path.join(dir, 'library.sqlite'));
-  const scanner = new LibraryScanner(root, index, new Renditions(path.join(dir, 'renditions')), dir, systemClock);
+  const renditions = new Renditions(path.join(dir, 'renditions'));
+  const scanner = new LibraryScanner(root, index, renditions, dir, systemClock);
   const tty = process.stderr.isTTY;
   const started = Date.now();
   let last = 0;
@@ -88,11 +89,7 @@ export async function indexCommand(args: string[]): Promise<number> {
     });
     if (tty) process.stderr.write('\n');
     // Descriptors for search by image, from the previews the scan just made.
-    const renditions = new Renditions(path.join(dir, 'renditions'));
-    const similarity = new ImageSimilarity(index.db, {
-      preview: (id, version) => (renditions.has(id, version, 'preview') ? renditions.file(id, version, 'preview') : null),
-      blob: (blob) => scanner.blobPath(blob),
-    }, systemClock, { concurrency, load: false });
+    const similarity = new ImageSimilarity(index.db, librarySources(renditions, scanner), systemClock, { concurrency, load: false });
     const described = await similarity.refresh();
     if (described) process.stdout.write(`described ${described} images for search by image\n`);
     process.stdout.write(`indexed ${report.files} files: ${report.added} added, ${report.updated} updated, ${report.unchanged} unchanged, ${report.removed} removed, ${report.failed.length} failed\n`);

@@ -11,7 +11,6 @@ import { rotateKeyRing } from '../auth/keys.js';
 import { isHubError } from '../errors.js';
 import { clusterMode, openStores, StoreConfigError } from '../stores/index.js';
 import { migratePg, createPgPool } from '../stores/postgres/index.js';
-import { SqliteStores } from '../stores/sqlite/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';
 import { serve } from './serve.js';
 import { indexCommand, usersCommand } from './library.js';
@@ -174,8 +173,7 @@ async function migrateCommand(args: string[]): Promise<number> {
   const url = values['database-url'] || process.env.DATABASE_URL;
   if (!url) {
     const dir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    await SqliteStores.open(path.join(dir, 'hub.sqlite')).close();
+    await (await openStores({ dataDir: dir, databaseUrl: null, redisUrl: null })).close();
     process.stdout.write(`SQLite store in ${dir} is up to date\n`);
     return 0;
   }

@@ -84,7 +84,7 @@ async function referenceBytes(s: string, hub: Hub): Promise<Buffer> {
  * Decodes the image (header first, then the pixels at a reduced size) so that a non-image, a
  * truncated file or an image bomb is refused before any search work.
  */
-export async function verifyImage(bytes: Buffer, maxPixels: number): Promise<void> {
+async function verifyImage(bytes: Buffer, maxPixels: number): Promise<void> {
   let meta: Metadata;
   try {
     meta = await sharp(bytes, { limitInputPixels: false }).metadata();

@@ -13,7 +13,7 @@ import type { FastifyBaseLogger } from 'fastify';
 type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
 type Pino = FastifyBaseLogger & { levels: { values: Record<string, number> }; levelVal: number };
 
-export class LazyLogger {
+class LazyLogger {
   private real: FastifyBaseLogger | null = null;
 
   constructor(

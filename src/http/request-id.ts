@@ -16,7 +16,7 @@ const prefix = (() => {
 })();
 let counter = 0;
 
-export function freshRequestId(): string {
+function freshRequestId(): string {
   counter = (counter + 1) % 0x1000000000000;
   return prefix + counter.toString(16).padStart(12, '0');
 }

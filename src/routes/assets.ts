@@ -35,10 +35,10 @@ const SearchQuery = Type.Composite([ListQuery, Type.Object({
 const MAX_ID = 2048;
 const FOLDER_CAPABILITIES = { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false };
 
-export async function assetRoutes(app: FastifyInstance, opts: { pages?: PageCache } = {}): Promise<void> {
+export async function assetRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
   const cursors = new CursorSealer(hub.keys, hub.clock);
-  const pages = opts.pages ?? new PageCache(hub.clock, hub.config.pageCacheBytes);
+  const pages = app.pageCache;
 
   const providerOf = (dam: ProviderSession): Provider => hub.providers.get(dam.providerId)!;
 
@@ -80,8 +80,7 @@ export async function assetRoutes(app: FastifyInstance, opts: { pages?: PageCach
     const { opts, binding } = listOptions(req, provider, ['folder', folderId]);
     // Repeated pages come from the page cache while the provider's view of this session, the
     // request and the media-URL validity are unchanged (see src/content/page-cache.ts).
-    const view = pages.enabled ? call(provider, async () => provider.viewVersion?.(dam) ?? null) : null;
-    const version = view ? await view : null;
+    const version = pages.enabled && provider.viewVersion ? await call(provider, async () => provider.viewVersion!(dam)) : null;
     const key = version === null ? null : PageCache.key([
       principalOf(req).user.id, provider.descriptor.id, version, folderId, opts.size, (req.query as ListQueryT).more ?? null,
       opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, hub.mediaUrls.validity(),

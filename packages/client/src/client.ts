@@ -639,18 +639,18 @@ export class DamhubClient {
   // ── content: single pages ─────────────────────────────────────────────────────────────────
   folder(folderId: string, o: PageOptions<FolderOptions> = {}): Promise<FolderResult> {
     const { signal, provider, ...q } = o;
-    return this.call({ method: 'GET', path: `/assets/folder/${encodeURIComponent(folderId)}`, operation: 'browse', signal, query: listQuery(q) }, { provider });
+    return this.call({ method: 'GET', path: `/assets/folder/${encodeURIComponent(folderId)}`, operation: 'browse', signal, query: q as Query }, { provider });
   }
 
   search(o: PageOptions<SearchOptions> = {}): Promise<SearchResult> {
     const { signal, provider, ...q } = o;
-    return this.call({ method: 'GET', path: '/assets/search', operation: 'search', signal, query: listQuery(q) }, { provider });
+    return this.call({ method: 'GET', path: '/assets/search', operation: 'search', signal, query: q as Query }, { provider });
   }
 
   async searchByImage(image: ImageInput, o: PageOptions<ImageSearchOptions> = {}): Promise<SearchResult> {
     const { signal, provider, ...q } = o;
     const dataBase64 = await imageReference(image);
-    return this.call({ method: 'POST', path: '/assets/search', operation: 'searchByImage', signal, query: listQuery(q), body: { dataBase64 } }, { provider });
+    return this.call({ method: 'POST', path: '/assets/search', operation: 'searchByImage', signal, query: q as Query, body: { dataBase64 } }, { provider });
   }
 
   asset(assetId: string, o: AssetQuery & ContentOptions = {}): Promise<Asset> {
@@ -702,15 +702,6 @@ export class DamhubClient {
   }
 }
 
-function listQuery(q: Record<string, unknown>): Query {
-  const out: Query = {};
-  for (const [k, v] of Object.entries(q)) {
-    if (v === undefined || v === null) continue;
-    if (k === 'filters') out.filters = (v as string[]).map(String);
-    else out[k] = v as string | number | boolean;
-  }
-  return out;
-}
 
 function bytesToBase64(bytes: Uint8Array): string {
   let s = '';

@@ -20,7 +20,7 @@ import { tokenize, type EngineQuery, type RankParams } from './search-engine.js'
 import { isWithin } from './paths.js';
 import { signinRoutes } from './signin.js';
 import { searchByImage } from './similarity/search.js';
-import { ImageSimilarity } from './similarity/index.js';
+import { ImageSimilarity, librarySources } from './similarity/index.js';
 import { ImageEmbedder } from './similarity/embedder.js';
 
 export const LIBRARY_ID = 'library';
@@ -79,10 +79,7 @@ export class LibraryProvider implements Provider {
     this.index = new LibraryIndex(path.join(opts.dataDir, 'library.sqlite'));
     this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'));
     this.scanner = new LibraryScanner(opts.root, this.index, this.renditions, opts.dataDir, opts.clock);
-    this.similarity = new ImageSimilarity(this.index.db, {
-      preview: (id, version) => (this.renditions.has(id, version, 'preview') ? this.renditions.file(id, version, 'preview') : null),
-      blob: (blob) => this.scanner.blobPath(blob),
-    }, opts.clock);
+    this.similarity = new ImageSimilarity(this.index.db, librarySources(this.renditions, this.scanner), opts.clock);
   }
 
   /** A scan, then the image descriptors of whatever it added or changed. */

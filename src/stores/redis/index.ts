@@ -214,12 +214,8 @@ export class RedisShortLivedStores {
       this.sub = sub;
       await sub.connect();
       await sub.subscribe(this.channel);
-      let first = true;
-      sub.on('ready', () => {
-        if (first) return;
-        this.events.emit('invalidate');
-      });
-      first = false;
+      // A reconnect may have missed messages: drop caches then (the first connect is done above).
+      sub.on('ready', () => this.events.emit('invalidate'));
       sub.on('message', (channel: string, message: string) => {
         if (channel === this.channel && message !== this.nodeId) this.events.emit('invalidate');
       });

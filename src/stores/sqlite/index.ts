@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { gcra } from '../gcra.js';
 import { MIGRATIONS } from './migrations.js';
+import { toSession, toUser } from '../rows.js';
 import {
   StoreConflictError,
   type LoginState,
@@ -21,7 +22,6 @@ import {
   type Session,
   type SessionStore,
   type Stores,
-  type User,
   type UserProfile,
   type UserStore,
 } from '../types.js';
@@ -64,34 +64,6 @@ function toPartner(r: Row): Partner {
     enabled: r.enabled === 1,
     createdAt: r.created_at as number,
     updatedAt: r.updated_at as number,
-  };
-}
-
-function toUser(r: Row): User {
-  return {
-    id: r.id as string,
-    partnerId: r.partner_id as string,
-    sub: r.sub as string,
-    email: r.email as string,
-    name: (r.name as string | null) ?? null,
-    givenName: (r.given_name as string | null) ?? null,
-    familyName: (r.family_name as string | null) ?? null,
-    createdAt: r.created_at as number,
-    lastSeenAt: r.last_seen_at as number,
-  };
-}
-
-function toSession(r: Row): Session {
-  return {
-    id: r.id as string,
-    userId: r.user_id as string,
-    partnerId: r.partner_id as string,
-    currentJti: r.current_jti as string,
-    previousJti: (r.previous_jti as string | null) ?? null,
-    rotatedAt: r.rotated_at as number,
-    createdAt: r.created_at as number,
-    expiresAt: r.expires_at as number,
-    revokedAt: (r.revoked_at as number | null) ?? null,
   };
 }
 

@@ -7,6 +7,8 @@
 import fs from 'node:fs';
 import type Database from 'better-sqlite3';
 import type { Clock } from '../../../clock.js';
+import type { Renditions } from '../renditions.js';
+import type { LibraryScanner } from '../scanner.js';
 import { describeImage, type Descriptor } from './descriptor.js';
 import { DescriptorStore, type PendingImage } from './store.js';
 import type { ImageEmbedder } from './embedder.js';
@@ -31,6 +33,14 @@ export interface SimilaritySources {
   preview(assetId: string, version: number): string | null;
   /** The kept original of a content blob. */
   blob(blob: string): string | null;
+}
+
+/** The library's sources: its preview renditions and the scanner's version store. */
+export function librarySources(renditions: Renditions, scanner: LibraryScanner): SimilaritySources {
+  return {
+    preview: (id, version) => (renditions.has(id, version, 'preview') ? renditions.file(id, version, 'preview') : null),
+    blob: (blob) => scanner.blobPath(blob),
+  };
 }
 
 export class ImageSimilarity {

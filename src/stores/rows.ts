@@ -1,0 +1,35 @@
+/**
+ * Row → record mappers shared by the SQL stores (SQLite and PostgreSQL name and type these
+ * columns alike; partners differ — JSON text vs JSONB, 0/1 vs boolean — and map apart).
+ */
+import type { Session, User } from './types.js';
+
+type Row = Record<string, unknown>;
+
+export function toUser(r: Row): User {
+  return {
+    id: r.id as string,
+    partnerId: r.partner_id as string,
+    sub: r.sub as string,
+    email: r.email as string,
+    name: (r.name as string | null) ?? null,
+    givenName: (r.given_name as string | null) ?? null,
+    familyName: (r.family_name as string | null) ?? null,
+    createdAt: r.created_at as number,
+    lastSeenAt: r.last_seen_at as number,
+  };
+}
+
+export function toSession(r: Row): Session {
+  return {
+    id: r.id as string,
+    userId: r.user_id as string,
+    partnerId: r.partner_id as string,
+    currentJti: r.current_jti as string,
+    previousJti: (r.previous_jti as string | null) ?? null,
+    rotatedAt: r.rotated_at as number,
+    createdAt: r.created_at as number,
+    expiresAt: r.expires_at as number,
+    revokedAt: (r.revoked_at as number | null) ?? null,
+  };
+}
