@@ -87,39 +87,21 @@ export function createPgPool(url: string, o: PgOptions = {}): pg.Pool {
 
 /** Applies pending migrations under an advisory lock, so nodes starting together apply each once. */
 export async function migratePg(pool: pg.Pool, now = Date.now()): Promise<number[]> {
-  let client: pg.PoolClient;
-  try {
-    client = await pool.connect();
-  } catch (e) {
-    throw wrap(e);
-  }
-  const onError = () => {};
-  client.on('error', onError);
-  const applied: number[] = [];
-  let broken = false;
-  try {
-    await client.query('BEGIN');
+  return new Db(pool).tx(async (client) => {
     // Migrations may take longer than a request's statement budget.
     await client.query('SET LOCAL statement_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
     const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    const applied: number[] = [];
     for (const m of PG_MIGRATIONS) {
       if (done.has(m.version)) continue;
       await client.query(m.sql);
       await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
       applied.push(m.version);
     }
-    await client.query('COMMIT');
     return applied;
-  } catch (e) {
-    broken = isUnavailable(e);
-    await client.query('ROLLBACK').catch(() => {});
-    throw wrap(e);
-  } finally {
-    client.off('error', onError);
-    client.release(broken);
-  }
+  });
 }
 
 function toPartner(r: Row): Partner {
