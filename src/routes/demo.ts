@@ -6,7 +6,10 @@ import type { FastifyInstance } from 'fastify';
 import { DemoPartner } from '../demo/partner.js';
 import { sendHtml } from '../http/security-headers.js';
 
-const STATIC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'src', 'demo', 'static');
+const REPO = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const STATIC = path.join(REPO, 'src', 'demo', 'static');
+/** The <damhub-picker> bundle, built by `npm run build` (packages/picker/build.mjs). */
+const PICKER = path.join(REPO, 'packages', 'picker', 'dist', 'damhub-picker.js');
 
 export async function demoRoutes(app: FastifyInstance): Promise<void> {
   const demo = await DemoPartner.setup(app.hub);
@@ -18,6 +21,12 @@ export async function demoRoutes(app: FastifyInstance): Promise<void> {
   app.get('/demo', { schema: { hide: true } }, page('index.html', 'text/html; charset=utf-8'));
   app.get('/demo/app.js', { schema: { hide: true } }, page('app.js', 'text/javascript; charset=utf-8'));
   app.get('/demo/style.css', { schema: { hide: true } }, page('style.css', 'text/css; charset=utf-8'));
+  if (fs.existsSync(PICKER)) {
+    const bundle = fs.readFileSync(PICKER);
+    app.get('/demo/damhub-picker.js', { schema: { hide: true } }, async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(bundle));
+  } else {
+    app.log.warn({ file: PICKER }, 'the picker bundle is missing (run npm run build): the demo page will not work');
+  }
   // Plays the partner's backend: signs a JWT for the demo user.
   app.post('/demo/partner-token', { schema: { hide: true } }, async () => ({
     jwt: await demo.sign({ sub: 'demo-user', email: 'demo.user@example.com', name: 'Demo User' }),

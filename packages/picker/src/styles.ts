@@ -1,0 +1,111 @@
+/**
+ * The picker's styles, adopted as a constructed stylesheet: a page whose CSP forbids inline
+ * styles (`style-src 'self'`, like the hub's own pages) still styles the shadow tree. Every colour
+ * and size is a custom property so a partner can theme it from outside; `theme="dark"` and
+ * `theme="auto"` switch the defaults.
+ */
+export const CSS = `
+:host {
+  --_bg: var(--damhub-bg, #ffffff);
+  --_fg: var(--damhub-fg, #1d2330);
+  --_muted: var(--damhub-muted, #555d6e);
+  --_surface: var(--damhub-surface, #f3f5f8);
+  --_border: var(--damhub-border, #c9ced8);
+  --_accent: var(--damhub-accent, #1f5fcc);
+  --_accent-fg: var(--damhub-accent-fg, #ffffff);
+  --_selected: var(--damhub-selected, #dce8fc);
+  --_focus: var(--damhub-focus, #b3470d);
+  --_danger: var(--damhub-danger, #b3261e);
+  --_radius: var(--damhub-radius, 8px);
+  --_thumb: var(--damhub-thumb-size, 132px);
+  --_height: var(--damhub-height, 34rem);
+  display: block;
+  font: var(--damhub-font, 14px/1.45 system-ui, sans-serif);
+  color: var(--_fg);
+  background: var(--_bg);
+  border: 1px solid var(--_border);
+  border-radius: var(--_radius);
+  overflow: hidden;
+}
+:host([theme="dark"]) {
+  --_bg: var(--damhub-bg, #161a21);
+  --_fg: var(--damhub-fg, #e8ebf1);
+  --_muted: var(--damhub-muted, #aab2c0);
+  --_surface: var(--damhub-surface, #20252e);
+  --_border: var(--damhub-border, #3a4150);
+  --_accent: var(--damhub-accent, #7fb0ff);
+  --_accent-fg: var(--damhub-accent-fg, #0b1220);
+  --_selected: var(--damhub-selected, #27406b);
+  --_focus: var(--damhub-focus, #ffb86b);
+  --_danger: var(--damhub-danger, #ff8a80);
+}
+@media (prefers-color-scheme: dark) {
+  :host([theme="auto"]) {
+    --_bg: var(--damhub-bg, #161a21);
+    --_fg: var(--damhub-fg, #e8ebf1);
+    --_muted: var(--damhub-muted, #aab2c0);
+    --_surface: var(--damhub-surface, #20252e);
+    --_border: var(--damhub-border, #3a4150);
+    --_accent: var(--damhub-accent, #7fb0ff);
+    --_accent-fg: var(--damhub-accent-fg, #0b1220);
+    --_selected: var(--damhub-selected, #27406b);
+    --_focus: var(--damhub-focus, #ffb86b);
+    --_danger: var(--damhub-danger, #ff8a80);
+  }
+}
+* { box-sizing: border-box; }
+[hidden] { display: none !important; }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+button, input { font: inherit; color: inherit; }
+button { background: var(--_surface); border: 1px solid var(--_border); border-radius: calc(var(--_radius) / 2); padding: .3rem .7rem; cursor: pointer; }
+button:disabled { opacity: .55; cursor: default; }
+button.primary { background: var(--_accent); color: var(--_accent-fg); border-color: var(--_accent); }
+:focus-visible { outline: 3px solid var(--_focus); outline-offset: 2px; }
+a { color: var(--_accent); }
+.bar { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; padding: .6rem .8rem; border-bottom: 1px solid var(--_border); background: var(--_surface); }
+.bar .who { display: flex; align-items: center; gap: .4rem; font-weight: 600; margin-right: auto; }
+.bar .who img { width: 22px; height: 22px; }
+.search { display: flex; gap: .3rem; }
+.search input { background: var(--_bg); border: 1px solid var(--_border); border-radius: calc(var(--_radius) / 2); padding: .3rem .5rem; min-width: 12rem; }
+.crumbs ol { display: flex; flex-wrap: wrap; list-style: none; margin: 0; padding: .4rem .8rem; gap: .2rem; }
+.crumbs li + li::before { content: "/"; color: var(--_muted); margin-right: .2rem; }
+.crumbs button { border: 0; background: none; padding: .1rem .3rem; color: var(--_accent); text-decoration: underline; }
+.crumbs [aria-current] { color: var(--_fg); text-decoration: none; font-weight: 600; }
+.status { padding: 0 .8rem; min-height: 1.4em; color: var(--_muted); }
+.error { color: var(--_danger); padding: .3rem .8rem; }
+.body { display: flex; height: var(--_height); border-top: 1px solid var(--_border); }
+.facets { width: 12rem; flex: none; overflow: auto; padding: .5rem .8rem; border-right: 1px solid var(--_border); }
+.facets fieldset { border: 0; margin: 0 0 .8rem; padding: 0; }
+.facets legend { font-weight: 600; padding: 0; margin-bottom: .2rem; }
+.facets label { display: flex; gap: .35rem; align-items: baseline; }
+.facets .count { color: var(--_muted); margin-left: auto; }
+.main { flex: 1; overflow: auto; padding: .6rem .8rem; position: relative; }
+.main.dragging { outline: 3px dashed var(--_accent); outline-offset: -6px; }
+.folders { list-style: none; margin: 0 0 .6rem; padding: 0; display: flex; flex-wrap: wrap; gap: .4rem; }
+.folders button::before { content: ""; display: inline-block; width: 1em; height: .75em; margin-right: .4rem; vertical-align: -1px; border-radius: 2px; background: var(--_accent); }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(var(--_thumb), 1fr)); gap: .6rem; }
+.item { border: 2px solid transparent; border-radius: var(--_radius); padding: .3rem; cursor: pointer; background: var(--_surface); min-width: 0; }
+.item[aria-selected="true"] { border-color: var(--_accent); background: var(--_selected); }
+.item .thumb { display: block; width: 100%; aspect-ratio: 1; object-fit: contain; background: var(--_bg); border-radius: calc(var(--_radius) / 2); }
+.item .name { display: block; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-size: .9em; margin-top: .2rem; }
+.item .check { float: right; font-weight: 700; color: var(--_accent); }
+.sentinel { padding: .8rem 0; text-align: center; color: var(--_muted); }
+.empty { color: var(--_muted); padding: 2rem 0; text-align: center; }
+.detail { width: 18rem; flex: none; overflow: auto; padding: .6rem .8rem; border-left: 1px solid var(--_border); }
+.detail h2, .chooser h2 { font-size: 1.05em; margin: 0 0 .5rem; overflow-wrap: anywhere; }
+.detail h3 { font-size: .95em; margin: .9rem 0 .3rem; }
+.detail img { width: 100%; max-height: 12rem; object-fit: contain; background: var(--_surface); border-radius: calc(var(--_radius) / 2); }
+.detail dl { display: grid; grid-template-columns: auto 1fr; gap: .15rem .6rem; margin: .4rem 0; }
+.detail dt { color: var(--_muted); }
+.detail dd { margin: 0; overflow-wrap: anywhere; }
+.detail ul { margin: 0; padding-left: 1.1rem; }
+.detail .close { float: right; }
+.chooser { padding: 1.2rem; }
+.providers { list-style: none; margin: 0; padding: 0; display: grid; grid-template-columns: repeat(auto-fill, minmax(14rem, 1fr)); gap: .8rem; }
+.providers button { width: 100%; display: flex; gap: .7rem; align-items: center; padding: .8rem; text-align: left; }
+.providers img { width: 40px; height: 40px; flex: none; }
+.providers .pname { font-weight: 600; display: block; }
+.providers .hint { color: var(--_muted); font-size: .9em; }
+footer { display: flex; gap: .5rem; align-items: center; justify-content: flex-end; padding: .6rem .8rem; border-top: 1px solid var(--_border); background: var(--_surface); }
+footer .count { margin-right: auto; color: var(--_muted); }
+`;
