@@ -146,6 +146,17 @@ async function drive(page: Page, picker: Locator, errors: string[]): Promise<voi
   assert.equal(new Set(await optionNames(page)).size, PHOTOS, 'no asset shown twice');
   await shot(page, '05-folder-second-page');
 
+  // Keyboard: one tab stop in the grid, arrows move it, End jumps to the last asset.
+  const names = await optionNames(page);
+  await options.first().focus();
+  await page.keyboard.press('ArrowRight');
+  const tabStop = picker.locator('.item[tabindex="0"]');
+  assert.equal(await tabStop.getAttribute('title'), names[1]);
+  assert.equal(await tabStop.evaluate((el: any) => el.getRootNode().activeElement === el), true, 'focus moved with the tab stop');
+  await page.keyboard.press('End');
+  assert.equal(await tabStop.getAttribute('title'), names[PHOTOS - 1]);
+  assert.equal(await picker.locator('.item[tabindex="0"]').count(), 1);
+
   // 5. Keyword search.
   const search = picker.getByRole('searchbox', { name: 'Search assets' });
   await search.fill('harbor');
@@ -224,5 +235,25 @@ async function drive(page: Page, picker: Locator, errors: string[]): Promise<voi
   await shot(page, '11-dark-theme');
 
   assert.deepEqual(await page.evaluate(() => (globalThis as any).__cspViolations), [], 'the strict CSP blocked nothing');
+
+  // 11. Reload: the session and the DAM connection come back from sessionStorage, straight into the
+  // library. The hub's providers answer is edited to drop similarSearch: no image search offered.
+  await page.route('**/api/v1/auth/providers', async (route) => {
+    const res = await route.fetch();
+    const list = await res.json();
+    for (const p of list) p.capabilities.similarSearch = false;
+    await route.fulfill({ response: res, json: list });
+  });
+  await page.reload();
+  await picker.getByRole('button', { name: 'Photos', exact: true }).waitFor();
+  assert.equal(await picker.getByRole('button', { name: /Search by image/ }).isVisible(), false);
+  await picker.locator('.main').evaluate((main: any, b64: string) => {
+    const g = globalThis as any;
+    const dt = new g.DataTransfer();
+    dt.items.add(new g.File([Uint8Array.from(g.atob(b64), (c: string) => c.charCodeAt(0))], 'x.jpg', { type: 'image/jpeg' }));
+    main.dispatchEvent(new g.DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, dropped.toString('base64'));
+  assert.equal(await picker.getByRole('listbox').getAttribute('aria-label'), 'Assets in Home', 'a drop is ignored without the capability');
+  await shot(page, '12-reload-no-image-search');
   assert.deepEqual(errors, []);
 }

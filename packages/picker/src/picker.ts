@@ -29,10 +29,6 @@ const ROOT: Folder = { id: 'root', name: 'Home' };
 let sheet: CSSStyleSheet | null = null;
 
 export class DamhubPicker extends HTMLElement {
-  static get observedAttributes(): string[] {
-    return ['theme'];
-  }
-
   /** Set a ready client instead of the `hub` / `token-url` attributes (e.g. to share its session). */
   client: DamhubClient | null = null;
   /** Mints a partner JWT; overrides `token-url`. */
@@ -110,10 +106,6 @@ export class DamhubPicker extends HTMLElement {
     this.generation++;
   }
 
-  attributeChangedCallback(): void {
-    /* theme is pure CSS (:host([theme])) */
-  }
-
   /** The assets currently selected. */
   get selectedAssets(): Asset[] {
     return [...this.selected.values()];
@@ -126,7 +118,7 @@ export class DamhubPicker extends HTMLElement {
     e.search.addEventListener('submit', (ev) => {
       ev.preventDefault();
       const query = e.query.value.trim();
-      if (query) this.open({ kind: 'search', query, path: this.view.path });
+      if (query) this.open({ kind: 'search', query, path: [ROOT] });
       else this.open({ kind: 'folder', id: this.currentFolder().id, path: this.view.path });
     });
     e.imageButton.setAttribute('aria-label', 'Search by image: choose a file, or drop or paste an image');
@@ -302,7 +294,7 @@ export class DamhubPicker extends HTMLElement {
 
   private searchByImage(image: Blob, name: string): void {
     if (!this.canSearchByImage()) return;
-    this.open({ kind: 'image', image, name, path: this.view.path });
+    this.open({ kind: 'image', image, name, path: [ROOT] });
   }
 
   private async loadMore(first = false): Promise<void> {

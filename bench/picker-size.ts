@@ -1,0 +1,27 @@
+/**
+ * The size a browser downloads for <damhub-picker>: the minified ES module that `npm run build`
+ * writes (the picker and @damhub/client in one file), raw, gzip -9 and brotli (max quality).
+ * Run: npm run bench:picker-size
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { REPO_ROOT } from './lib.js';
+
+const TARGET_GZIP_BYTES = 40 * 1024;
+const file = path.join(REPO_ROOT, 'packages', 'picker', 'dist', 'damhub-picker.js');
+if (!fs.existsSync(file)) {
+  process.stderr.write(`${file} is missing: run npm run build\n`);
+  process.exit(1);
+}
+const min = fs.readFileSync(file);
+const gzip = zlib.gzipSync(min, { level: 9 }).length;
+const brotli = zlib.brotliCompressSync(min, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
+process.stdout.write([
+  'packages/picker/dist/damhub-picker.js (minified, ES module, @damhub/client bundled in)',
+  `  min:         ${min.length} bytes (${kb(min.length)})`,
+  `  min+gzip -9: ${gzip} bytes (${kb(gzip)})  target ≤ ${kb(TARGET_GZIP_BYTES)}: ${gzip <= TARGET_GZIP_BYTES ? 'met' : 'MISSED'}`,
+  `  min+brotli:  ${brotli} bytes (${kb(brotli)})`,
+  '',
+].join('\n'));
