@@ -51,6 +51,7 @@ export class DamhubPicker extends HTMLElement {
   private detailId: string | null = null;
   private observer: IntersectionObserver | null = null;
   private started = false;
+  private built = false;
 
   private readonly els = {
     who: h('span', { class: 'who' }),
@@ -95,7 +96,8 @@ export class DamhubPicker extends HTMLElement {
   connectedCallback(): void {
     if (this.started) return;
     this.started = true;
-    this.build();
+    if (!this.built) this.build();
+    this.built = true;
     void this.start();
   }
 
