@@ -111,7 +111,11 @@ test('the demo page: connect, browse, page, search, filter, search by image, ver
 async function drive(page: Page, picker: Locator, errors: string[]): Promise<void> {
 
   // 1. Open the demo: the picker exchanges the demo partner's JWT and lists the providers with logos.
-  await page.goto(`${server.url}/demo`);
+  const response = await page.goto(`${server.url}/demo`);
+  const csp = (await response!.allHeaders())['content-security-policy'] ?? '';
+  assert.match(csp, /script-src 'self';/);
+  assert.match(csp, /style-src 'self';/);
+  assert.doesNotMatch(csp, /unsafe-/, 'no unsafe-inline or unsafe-eval');
   const connect = picker.getByRole('button', { name: /Sign in to connect/ });
   await connect.waitFor();
   assert.equal(await picker.locator('.providers img').evaluate((img: any) => img.naturalWidth > 0), true, 'the provider logo loads');
