@@ -65,14 +65,14 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
 
   const tool = <S extends z.ZodObject>(name: string, description: string, schema: S, run: (args: z.infer<S>) => Promise<CallToolResult>) => {
     server.registerTool(name, { description, inputSchema: schema, annotations: { readOnlyHint: name !== 'connect_provider', openWorldHint: false } },
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      // The SDK's callback type cannot be resolved for a generic schema S; args are S's output.
       (async (args: z.infer<S>) => {
         try {
           return await run(args);
         } catch (e) {
           return errorResult(toHubError(e));
         }
-      }) as any);
+      }) as unknown as Parameters<McpServer['registerTool']>[2]);
   };
 
   tool('list_providers', 'List the asset libraries (DAM systems) this hub serves, their capabilities and whether you are connected to each.',
