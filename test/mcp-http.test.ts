@@ -205,3 +205,16 @@ test('an expired access token is refused with the challenge (injected clock)', a
   await assert.rejects(client.callTool({ name: 'list_providers', arguments: {} }));
   clock.set(now);
 });
+
+test('the connection the hub holds is the signed-in user\'s alone', async () => {
+  const other = await obtainAccessToken(as.issuer, resource, 'bob-sub');
+  const bob = new Client({ name: 'bob', version: '1' });
+  await bob.connect(new StreamableHTTPClientTransport(new URL(resource), { requestInit: { headers: { authorization: `Bearer ${other}` } } }));
+  try {
+    assert.equal((await ok(bob, 'list_providers')).body.providers[0].connected, false);
+    await refused(bob, 'get_asset', { assetId: 'anything' }, 'provider-access-token-missing', 'hub');
+  } finally {
+    await bob.close();
+  }
+  assert.equal((await ok(client, 'list_providers')).body.providers[0].connected, true);
+});
