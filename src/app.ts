@@ -22,6 +22,7 @@ import { assetRoutes } from './routes/assets.js';
 import { authRoutes } from './routes/auth.js';
 import { demoRoutes } from './routes/demo.js';
 import { systemRoutes } from './routes/system.js';
+import { mcpRoutes } from './mcp/http.js';
 
 export const API_PREFIX = '/api/v1';
 /** A connection with no bytes moving either way for this long is closed. */
@@ -105,5 +106,6 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   }, { prefix: API_PREFIX });
 
   if (hub.config.demo) await app.register(demoRoutes);
+  await app.register(mcpRoutes);
   return app;
 }

@@ -60,6 +60,9 @@ export interface HubConfig {
   imageModelWeight: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
+  /** OAuth 2.1 authorization server trusted for /mcp (its issuer) and its JWKS URL; null: /mcp is off over HTTP (docs/mcp.md). */
+  mcpIssuer: string | null;
+  mcpJwksUrl: string | null;
 }
 
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
@@ -99,6 +102,8 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageModel: null,
     imageModelWeight: 0.5,
     shutdownGraceMs: 10_000,
+    mcpIssuer: null,
+    mcpJwksUrl: null,
   };
   return { ...base, ...overrides };
 }

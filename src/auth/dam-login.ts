@@ -43,7 +43,7 @@ export class DamLogin implements LoginHost {
     this.publicUrl = opts.publicUrl.replace(/\/+$/, '');
   }
 
-  async start(p: HubPrincipal, providerId: string, serverUrl: string | null): Promise<{ redirect_uri: string; state: string }> {
+  async start(p: Pick<HubPrincipal, 'user' | 'partner'>, providerId: string, serverUrl: string | null): Promise<{ redirect_uri: string; state: string }> {
     const provider = this.providers.require(providerId);
     if (serverUrl !== null) {
       if (!provider.descriptor.capabilities.serverUrl) throw hubError('hub-validation-error', `provider ${providerId} does not take a serverUrl`);

@@ -29,7 +29,7 @@ export class ProviderConnections {
   }
 
   /** GET /auth/refreshToken with a DAM refresh token: a new DAM connection token. */
-  async refresh(token: string, access: HubClaims): Promise<{ access_token: string; refresh_token?: string; expires_in: number; token_type: 'Bearer' }> {
+  async refresh(token: string, access: Pick<HubClaims, 'sub' | 'pid'>): Promise<{ access_token: string; refresh_token?: string; expires_in: number; token_type: 'Bearer' }> {
     const c = await this.tokens.open(token, DAM_REFRESH_TYP).catch((e) => {
       throw hubError('provider-access-token-invalid', e instanceof ProviderTokenError ? e.message : 'the DAM refresh token failed verification');
     });

@@ -15,6 +15,7 @@ import { StoreConflictError, type Stores } from '../stores/types.js';
 import { serve } from './serve.js';
 import { indexCommand, usersCommand } from './library.js';
 import { AddressPolicy } from '../content/safe-fetch.js';
+import { runStdio } from '../mcp/stdio.js';
 
 export class UsageError extends Error {}
 
@@ -31,6 +32,7 @@ const USAGE = `usage:
   damhub index [--library DIR] [--data DIR] [--concurrency N (default 8)]
   damhub keys rotate [--data DIR]
   damhub migrate [--database-url URL] [--data DIR]
+  damhub mcp --user SUB [--data DIR] [--library DIR] [--public-url URL]   (MCP over stdio; docs/mcp.md)
 
   partners commands take --database-url URL --redis-url URL (or DATABASE_URL, REDIS_URL) in cluster mode.`;
 
@@ -50,6 +52,8 @@ export async function main(argv: string[]): Promise<number> {
         return await indexCommand(rest);
       case 'migrate':
         return await migrateCommand(rest);
+      case 'mcp':
+        return await mcpCommand(rest);
       case undefined:
       case 'help':
       case '--help':
@@ -133,6 +137,8 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     if (weight > 1) throw new UsageError('DAMHUB_IMAGE_MODEL_WEIGHT must be between 0 and 1');
     overrides.imageModelWeight = weight;
   }
+  if (env.DAMHUB_MCP_ISSUER) overrides.mcpIssuer = env.DAMHUB_MCP_ISSUER;
+  if (env.DAMHUB_MCP_JWKS_URL) overrides.mcpJwksUrl = env.DAMHUB_MCP_JWKS_URL;
   return defaultConfig(overrides);
 }
 
@@ -278,4 +284,14 @@ function keysCommand(args: string[]): number {
   const ring = rotateKeyRing(dir, Date.now(), Math.max(c.refreshTokenTtlSec, c.providerRefreshTtlSec) * 1000 + 86_400_000);
   process.stdout.write(`new keys: ${ring.active('sig').kid}, ${ring.active('enc').kid}; restart the hub to use them\n`);
   return 0;
+}
+
+/** MCP over stdio for a local assistant, acting as the hub user --user names (docs/mcp.md). */
+async function mcpCommand(args: string[]): Promise<number> {
+  const { values } = parse(args, { ...dataOpt, library: { type: 'string' }, user: { type: 'string' }, 'public-url': { type: 'string' }, ...clusterOpts });
+  const user = values.user ?? process.env.DAMHUB_MCP_USER;
+  if (!user) throw new UsageError('mcp needs --user SUB (or DAMHUB_MCP_USER): the hub user the assistant acts for');
+  const config = configFrom(values);
+  clusterMode(config);
+  return runStdio({ ...config, logLevel: 'silent' }, user);
 }

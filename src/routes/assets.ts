@@ -7,15 +7,13 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fs from 'node:fs';
 import rangeParser from 'range-parser';
-import { CursorSealer } from '../content/cursors.js';
+import { AssetOps, call, idParam, type ListQuery as ListQueryT } from '../content/asset-ops.js';
 import { PageCache } from '../content/page-cache.js';
-import { hubError, integrationError, isHubError, validationError } from '../errors.js';
+import { hubError, integrationError } from '../errors.js';
 import { damOf, principalOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
-import type { ListOptions, MediaFile, Provider, ProviderSession } from '../providers/contract.js';
-import type { AssetPage } from '../providers/model.js';
+import type { MediaFile } from '../providers/contract.js';
 import { requireCapability } from '../providers/registry.js';
-import { decodeImageReference } from '../content/image-reference.js';
 
 const ListQuery = Type.Object({
   size: Type.Optional(Type.Integer({ minimum: 0, description: 'assets per page; clamped to the provider maximum; 0 = provider default' })),
@@ -25,42 +23,18 @@ const ListQuery = Type.Object({
   dataLocale: Type.Optional(Type.String({ maxLength: 35 })),
   uiLocale: Type.Optional(UiLocaleSchema),
 });
-type ListQueryT = { size?: number; more?: string; filters?: string[]; timeZone?: string; dataLocale?: string; uiLocale?: string };
 
 const SearchQuery = Type.Composite([ListQuery, Type.Object({
   query: Type.Optional(Type.String({ maxLength: 1024 })),
   parentId: Type.Optional(Type.String({ maxLength: 2048 })),
 })]);
 
-const MAX_ID = 2048;
 const FOLDER_CAPABILITIES = { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false };
 
 export async function assetRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
-  const cursors = new CursorSealer(hub.keys, hub.clock);
+  const ops = new AssetOps(hub);
   const pages = app.pageCache;
-
-  const providerOf = (dam: ProviderSession): Provider => hub.providers.get(dam.providerId)!;
-
-  /** Validated, clamped options and the provider cursor unsealed against this exact query. */
-  const listOptions = (req: FastifyRequest, provider: Provider, bindingParts: (string | null)[]): { opts: ListOptions; binding: string } => {
-    const q = req.query as ListQueryT;
-    const { defaultSize, maxSize } = provider.descriptor.paging;
-    const size = !q.size ? defaultSize : Math.min(q.size, maxSize);
-    if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
-    const filters = [...new Set(q.filters ?? [])].sort();
-    const p = principalOf(req);
-    const binding = CursorSealer.binding([p.user.id, provider.descriptor.id, ...bindingParts, filters, q.dataLocale ?? null]);
-    const more = q.more ? cursors.unseal(q.more, binding) : null;
-    return { opts: { size, more, filters, timeZone: q.timeZone ?? null, dataLocale: q.dataLocale ?? null, uiLocale: q.uiLocale ?? 'en' }, binding };
-  };
-
-  const sealPage = <T extends AssetPage>(page: T, binding: string): T => {
-    const out = { ...page };
-    if (page.more === undefined || page.more === null || page.more === '') delete out.more;
-    else out.more = cursors.seal(page.more, binding);
-    return out;
-  };
 
   app.get('/assets/folder/*', {
     config: { auth: 'content' },
@@ -74,10 +48,10 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     const dam = damOf(req);
-    const provider = providerOf(dam);
+    const provider = ops.providerOf(dam);
     requireCapability(provider.descriptor, 'browse', 'folder browsing');
     const folderId = idParam((req.params as { '*': string })['*'], 'folderId');
-    const { opts, binding } = listOptions(req, provider, ['folder', folderId]);
+    const { opts, binding } = ops.listOptions(dam.userId, provider, req.query as ListQueryT, ['folder', folderId]);
     // Repeated pages come from the page cache while the provider's view of this session, the
     // request and the media-URL validity are unchanged (see src/content/page-cache.ts).
     const version = pages.enabled && provider.viewVersion ? await call(provider, async () => provider.viewVersion!(dam)) : null;
@@ -89,7 +63,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     reply.type('application/json; charset=utf-8');
     if (hit) return reply.send(hit);
     const page = await call(provider, () => provider.browse!(dam, folderId, opts));
-    const body = Buffer.from(reply.serialize({ ...sealPage(page, binding), capabilities: FOLDER_CAPABILITIES }) as string, 'utf8');
+    const body = Buffer.from(reply.serialize({ ...ops.sealPage(page, binding), capabilities: FOLDER_CAPABILITIES }) as string, 'utf8');
     if (key !== null) pages.set(key, body);
     return reply.send(body);
   });
@@ -104,15 +78,8 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       response: responses(Type.Ref('SearchResult')),
     },
   }, async (req) => {
-    const dam = damOf(req);
-    const provider = providerOf(dam);
-    requireCapability(provider.descriptor, 'search', 'keyword search');
-    const q = req.query as { query?: string; parentId?: string };
-    const query = (q.query ?? '').trim();
-    const parentId = q.parentId ? idParam(q.parentId, 'parentId') : null;
-    const { opts, binding } = listOptions(req, provider, ['search', query, parentId]);
-    const page = await call(provider, () => provider.search!(dam, { query, parentId }, opts));
-    return { ...sealPage(page, binding), capabilities: { canAddAsset: false } };
+    const page = await ops.search(damOf(req), req.query as { query?: string; parentId?: string }, req.query as ListQueryT);
+    return { ...page, capabilities: { canAddAsset: false } };
   });
 
   app.post('/assets/search', {
@@ -126,14 +93,8 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       response: responses(Type.Ref('SearchResult')),
     },
   }, async (req) => {
-    const dam = damOf(req);
-    const provider = providerOf(dam);
-    requireCapability(provider.descriptor, 'similarSearch', 'search by image');
-    const { dataBase64 } = req.body as { dataBase64: string };
-    const image = await decodeImageReference(dataBase64, hub);
-    const { opts, binding } = listOptions(req, provider, ['image', CursorSealer.binding([image.toString('base64')])]);
-    const page = await call(provider, () => provider.searchByImage!(dam, image, opts));
-    return { ...sealPage(page, binding), capabilities: { canAddAsset: false } };
+    const page = await ops.searchByImage(damOf(req), (req.body as { dataBase64: string }).dataBase64, req.query as ListQueryT);
+    return { ...page, capabilities: { canAddAsset: false } };
   });
 
   app.get('/assets/asset/*', {
@@ -146,15 +107,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       querystring: Type.Object({ uiLocale: Type.Optional(UiLocaleSchema), timeZone: Type.Optional(Type.String({ maxLength: 64 })) }),
       response: responses(Type.Ref('Asset')),
     },
-  }, async (req) => {
-    const dam = damOf(req);
-    const provider = providerOf(dam);
-    if (!provider.asset) throw integrationError('integration-not-implemented', provider.descriptor.id, 'reading one asset');
-    const assetId = idParam((req.params as { '*': string })['*'], 'assetId');
-    const q = req.query as { uiLocale?: string; timeZone?: string };
-    if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
-    return call(provider, () => provider.asset!(dam, assetId, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
-  });
+  }, async (req) => ops.asset(damOf(req), (req.params as { '*': string })['*'], req.query as { uiLocale?: string; timeZone?: string }));
 
   app.get('/assets/assetversions/*', {
     config: { auth: 'content' },
@@ -166,14 +119,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       querystring: Type.Object({ withMaster: Type.Optional(Type.Boolean()), uiLocale: Type.Optional(UiLocaleSchema) }),
       response: responses(Type.Ref('VersionsResult')),
     },
-  }, async (req) => {
-    const dam = damOf(req);
-    const provider = providerOf(dam);
-    requireCapability(provider.descriptor, 'versions', 'asset versions');
-    const assetId = idParam((req.params as { '*': string })['*'], 'assetId');
-    const q = req.query as { withMaster?: boolean; uiLocale?: string };
-    return call(provider, () => provider.versions!(dam, assetId, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
-  });
+  }, async (req) => ops.versions(damOf(req), (req.params as { '*': string })['*'], req.query as { withMaster?: boolean; uiLocale?: string }));
 
   // Signed media URLs: the URL is the credential (an <img> cannot send headers).
   const mediaParams = Type.Object({ provider: Type.String({ maxLength: 64 }), assetId: Type.String({ maxLength: 256 }), version: Type.Integer({ minimum: 1 }), rendition: Type.Optional(Type.String({ maxLength: 32 })) });
@@ -188,38 +134,6 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
   };
   app.get('/assets/download/:provider/:assetId/:version', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Original bytes (signed URL from downloadUrl)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
   app.get('/assets/thumbnail/:provider/:assetId/:version/:rendition', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Rendition bytes (signed URL from thumbnailUrl or conversions)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
-}
-
-/** Runs a provider operation: hub errors pass through, anything else is a bug logged as hub-internal-error. */
-async function call<T>(provider: Provider, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (isHubError(e)) throw e;
-    throw Object.assign(hubError('hub-internal-error', `provider ${provider.descriptor.id} failed`), { cause: e });
-  }
-}
-
-function idParam(raw: string, name: string): string {
-  if (!raw) throw validationError(`${name} is required`);
-  if (raw.length > MAX_ID) throw validationError(`${name} is longer than ${MAX_ID} characters`);
-  if (raw.includes('\0')) throw validationError(`${name} contains a NUL byte`);
-  return raw;
-}
-
-const tzCache = new Map<string, boolean>();
-function validTimeZone(tz: string): boolean {
-  let ok = tzCache.get(tz);
-  if (ok === undefined) {
-    try {
-      new Intl.DateTimeFormat('en', { timeZone: tz });
-      ok = true;
-    } catch {
-      ok = false;
-    }
-    if (tzCache.size < 1000) tzCache.set(tz, ok);
-  }
-  return ok;
 }
 
 /** Streams a media file with ETag, conditional GET and single byte ranges (RFC 9110). */

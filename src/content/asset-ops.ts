@@ -1,0 +1,128 @@
+/**
+ * The content operations behind /assets, shared by the REST routes and the MCP tools: validation
+ * and clamping of list options, the capability check, the provider call with its error rule, and
+ * the sealing of paging cursors. Both front ends call these, so a cursor issued by one works in the
+ * other and a refusal reads the same whichever way it was asked.
+ */
+import type { Hub } from '../hub.js';
+import { hubError, isHubError, integrationError, validationError } from '../errors.js';
+import type { ListOptions, Provider, ProviderSession } from '../providers/contract.js';
+import type { Asset, AssetPage, FolderPage, VersionList } from '../providers/model.js';
+import { requireCapability } from '../providers/registry.js';
+import { CursorSealer } from './cursors.js';
+import { decodeImageReference } from './image-reference.js';
+
+/** The list parameters of a request, as the client sent them (already schema-checked). */
+export interface ListQuery {
+  size?: number;
+  more?: string;
+  filters?: string[];
+  timeZone?: string;
+  dataLocale?: string;
+  uiLocale?: string;
+}
+
+const MAX_ID = 2048;
+
+export class AssetOps {
+  private readonly cursors: CursorSealer;
+
+  constructor(private readonly hub: Hub) {
+    this.cursors = new CursorSealer(hub.keys, hub.clock);
+  }
+
+  providerOf(dam: ProviderSession): Provider {
+    return this.hub.providers.get(dam.providerId)!;
+  }
+
+  /** Validated, clamped options and the provider cursor unsealed against this exact query. */
+  listOptions(userId: string, provider: Provider, q: ListQuery, bindingParts: (string | null)[]): { opts: ListOptions; binding: string } {
+    const { defaultSize, maxSize } = provider.descriptor.paging;
+    const size = !q.size ? defaultSize : Math.min(q.size, maxSize);
+    if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
+    const filters = [...new Set(q.filters ?? [])].sort();
+    const binding = CursorSealer.binding([userId, provider.descriptor.id, ...bindingParts, filters, q.dataLocale ?? null]);
+    const more = q.more ? this.cursors.unseal(q.more, binding) : null;
+    return { opts: { size, more, filters, timeZone: q.timeZone ?? null, dataLocale: q.dataLocale ?? null, uiLocale: q.uiLocale ?? 'en' }, binding };
+  }
+
+  sealPage<T extends AssetPage>(page: T, binding: string): T {
+    const out = { ...page };
+    if (page.more === undefined || page.more === null || page.more === '') delete out.more;
+    else out.more = this.cursors.seal(page.more, binding);
+    return out;
+  }
+
+  async browse(dam: ProviderSession, folderId: string, q: ListQuery): Promise<FolderPage> {
+    const provider = this.providerOf(dam);
+    requireCapability(provider.descriptor, 'browse', 'folder browsing');
+    const id = idParam(folderId, 'folderId');
+    const { opts, binding } = this.listOptions(dam.userId, provider, q, ['folder', id]);
+    return this.sealPage(await call(provider, () => provider.browse!(dam, id, opts)), binding);
+  }
+
+  async search(dam: ProviderSession, s: { query?: string; parentId?: string }, q: ListQuery): Promise<AssetPage> {
+    const provider = this.providerOf(dam);
+    requireCapability(provider.descriptor, 'search', 'keyword search');
+    const query = (s.query ?? '').trim();
+    const parentId = s.parentId ? idParam(s.parentId, 'parentId') : null;
+    const { opts, binding } = this.listOptions(dam.userId, provider, q, ['search', query, parentId]);
+    return this.sealPage(await call(provider, () => provider.search!(dam, { query, parentId }, opts)), binding);
+  }
+
+  /** `reference`: a data URI, an http(s) URL or a media URL this hub issued (image-reference.ts). */
+  async searchByImage(dam: ProviderSession, reference: string, q: ListQuery): Promise<AssetPage> {
+    const provider = this.providerOf(dam);
+    requireCapability(provider.descriptor, 'similarSearch', 'search by image');
+    const image = await decodeImageReference(reference, this.hub);
+    const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([image.toString('base64')])]);
+    return this.sealPage(await call(provider, () => provider.searchByImage!(dam, image, opts)), binding);
+  }
+
+  async asset(dam: ProviderSession, assetId: string, q: { uiLocale?: string; timeZone?: string }): Promise<Asset> {
+    const provider = this.providerOf(dam);
+    if (!provider.asset) throw integrationError('integration-not-implemented', provider.descriptor.id, 'reading one asset');
+    const id = idParam(assetId, 'assetId');
+    if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
+    return call(provider, () => provider.asset!(dam, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
+  }
+
+  async versions(dam: ProviderSession, assetId: string, q: { withMaster?: boolean; uiLocale?: string }): Promise<VersionList> {
+    const provider = this.providerOf(dam);
+    requireCapability(provider.descriptor, 'versions', 'asset versions');
+    const id = idParam(assetId, 'assetId');
+    return call(provider, () => provider.versions!(dam, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
+  }
+}
+
+/** Runs a provider operation: hub errors pass through, anything else is a bug logged as hub-internal-error. */
+export async function call<T>(provider: Provider, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (isHubError(e)) throw e;
+    throw Object.assign(hubError('hub-internal-error', `provider ${provider.descriptor.id} failed`), { cause: e });
+  }
+}
+
+export function idParam(raw: string, name: string): string {
+  if (!raw) throw validationError(`${name} is required`);
+  if (raw.length > MAX_ID) throw validationError(`${name} is longer than ${MAX_ID} characters`);
+  if (raw.includes('\0')) throw validationError(`${name} contains a NUL byte`);
+  return raw;
+}
+
+const tzCache = new Map<string, boolean>();
+export function validTimeZone(tz: string): boolean {
+  let ok = tzCache.get(tz);
+  if (ok === undefined) {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: tz });
+      ok = true;
+    } catch {
+      ok = false;
+    }
+    if (tzCache.size < 1000) tzCache.set(tz, ok);
+  }
+  return ok;
+}

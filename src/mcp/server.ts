@@ -1,0 +1,30 @@
+/**
+ * One MCP server per caller: the tools bound to that caller's identity. Over HTTP a server is
+ * built per request (stateless Streamable HTTP, so any hub node can answer any request); over
+ * stdio one lives for the process.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { AssetOps } from '../content/asset-ops.js';
+import type { Hub } from '../hub.js';
+import { McpConnectionStore } from './connection-store.js';
+import { McpConnections } from './connections.js';
+import type { McpIdentity } from './identity.js';
+import { registerTools, type ToolContext } from './tools.js';
+
+export const SERVER_INFO = { name: 'damhub', version: '1.0.0' };
+
+const INSTRUCTIONS = `damhub gives read access to brand assets in the user's asset libraries (DAM systems).
+Start with list_providers; if not connected, call connect_provider and give the user the sign-in URL.
+Listings are paged: pass a result's "more" back unchanged for the next page.
+Errors carry error.source: "hub" means damhub refused, "integration" means the asset library refused.`;
+
+export function toolContext(hub: Hub): ToolContext & { close(): void } {
+  const store = McpConnectionStore.open(hub.config.dataDir);
+  return { hub, ops: new AssetOps(hub), connections: new McpConnections(hub, store), close: () => store.close() };
+}
+
+export function createMcpServer(ctx: ToolContext, id: McpIdentity): McpServer {
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  registerTools(server, ctx, id);
+  return server;
+}

@@ -1,0 +1,37 @@
+/**
+ * `damhub mcp`: the MCP server over stdio for a local assistant. The process opens the hub's data
+ * dir and library directly (no HTTP), so it acts with the operator's trust: whoever can run it
+ * can read the data dir's keys anyway. Per the MCP authorization specification a stdio server
+ * takes its credentials from its environment rather than OAuth: `--user SUB` (or
+ * DAMHUB_MCP_USER) names the hub user, the same user an OAuth token with that `sub` maps to over
+ * HTTP, so DAM connections made in either place are shared. Nothing but JSON-RPC goes to stdout.
+ */
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { HubConfig } from '../config.js';
+import { Hub } from '../hub.js';
+import { openStores } from '../stores/index.js';
+import { identityFor, LOCAL_ISSUER, mcpPartner } from './identity.js';
+import { createMcpServer, toolContext } from './server.js';
+
+export async function runStdio(config: HubConfig, sub: string): Promise<number> {
+  const stores = await openStores(config, { keyPrefix: config.redisKeyPrefix });
+  const hub = new Hub(config, { stores, watchLibrary: false });
+  await hub.start();
+  const partner = await mcpPartner(hub, config.mcpIssuer ?? LOCAL_ISSUER, config.mcpJwksUrl);
+  const user = await identityFor(hub, partner, sub);
+  const ctx = toolContext(hub);
+  const server = createMcpServer(ctx, { user, partner, scopes: [], clientId: 'stdio' });
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = () => resolve();
+    process.stdin.on('end', () => resolve());
+    process.once('SIGTERM', () => resolve());
+    process.once('SIGINT', () => resolve());
+  });
+  await server.connect(transport);
+  await closed;
+  await server.close().catch(() => undefined);
+  ctx.close();
+  await hub.close();
+  return 0;
+}
