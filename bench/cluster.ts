@@ -52,11 +52,11 @@ for (let i = 0; i < COUNT; i++) {
 }
 
 // One partner key for every configuration.
-const { privateKey, publicKey } = await generateKeyPair('ES256');
+const { privateKey, publicKey } = await generateKeyPair('RS256');
 const jwksFile = path.join(dir, 'jwks.json');
-fs.writeFileSync(jwksFile, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' }] }));
+fs.writeFileSync(jwksFile, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'bench', alg: 'RS256', use: 'sig' }] }));
 const ISSUER = 'https://bench.example/';
-const partnerJwt = () => new SignJWT({ email: 'bench@example.com' }).setProtectedHeader({ alg: 'ES256', kid: 'bench' })
+const partnerJwt = () => new SignJWT({ email: 'bench@example.com' }).setProtectedHeader({ alg: 'RS256', kid: 'bench' })
   .setIssuer(ISSUER).setAudience('urn:damhub').setSubject('bench-user').setIssuedAt().setExpirationTime('5m').setJti(randomUUID()).sign(privateKey);
 
 const check = async (r: Response) => {

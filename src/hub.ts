@@ -79,7 +79,7 @@ export class Hub {
       this.providers.register(this.library);
     }
 
-    this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes });
+    this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes }, this.stores.jwksCache ?? null);
     this.hubTokens = new HubTokens(this.keys, this.clock, config.accessTokenTtlSec, config.refreshTokenTtlSec);
     this.providerTokens = new ProviderTokens(this.keys, this.clock);
     this.exchange = new TokenExchange(this.stores, this.jwks, this.hubTokens, this.clock, config.refreshTokenTtlSec);

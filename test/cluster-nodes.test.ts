@@ -5,7 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { decodeProtectedHeader } from 'jose';
+import { ClusterStores } from '../src/stores/index.js';
+import { makeKey, signPartnerJwt } from './helpers/partner.js';
 import { clusterEnv, type ClusterEnv } from './stores-env.js';
 import { addPartner, api, call, damSignIn, exchange, makeLibrary, poll, startNodes, type TestPartner } from './helpers/cluster.js';
 import { runCli, type ServerProcess } from './helpers/process.js';
@@ -144,6 +148,33 @@ describe('three hub nodes sharing PostgreSQL and Redis', () => {
         const r = await call(api(n, '/auth/checkToken'), { token });
         assert.equal(r.status, 200, JSON.stringify(r.body));
       }
+    }
+  });
+
+  test('a partner JWKS fetched by one node serves every node (one fetch for the cluster)', async (t) => {
+    if (!env) return t.skip('backing services unavailable');
+    const key = await makeKey();
+    let fetches = 0;
+    const jwksServer = http.createServer((_req, res) => {
+      fetches++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [key.publicJwk] }));
+    });
+    await new Promise<void>((r) => jwksServer.listen(0, '127.0.0.1', r));
+    try {
+      const issuer = 'https://cn-jwks.example/';
+      const stores = await ClusterStores.open(env);
+      await stores.partners.create({
+        id: 'cn-jwks', name: 'cn-jwks', issuer, audience: 'urn:damhub', enabled: true, allowedOrigins: [],
+        jwksUrl: `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks.json`, jwks: null, maxTokenAgeSec: 3600, rateLimitPerMin: 100,
+      }, Date.now());
+      await stores.close();
+      for (const [i, n] of nodes.entries()) {
+        const r = await exchange(n, await signPartnerJwt(Date.now(), { key, issuer, sub: `jwks-${i}` }));
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+      }
+      assert.equal(fetches, 1, 'B and C took the JWKS A fetched from Redis');
+    } finally {
+      jwksServer.close();
     }
   });
 });
