@@ -26,6 +26,9 @@ export interface HubDeps {
   clock?: Clock;
   stores?: Stores;
   keys?: KeyRing;
+  /** Secrets shared by every node (cluster mode); by default from the data dir. */
+  adminKey?: string;
+  userHashKey?: string;
   providers?: Provider[];
   /** Watch the library folder for changes (tests turn it off and rescan explicitly). */
   watchLibrary?: boolean;
@@ -59,7 +62,7 @@ export class Hub {
     }
     this.stores = deps.stores ?? SqliteStores.open(path.join(config.dataDir, 'hub.sqlite'));
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
-    this.adminKey = loadOrCreateSecret(config.dataDir, 'admin.key', config.adminKey);
+    this.adminKey = config.adminKey ?? deps.adminKey ?? loadOrCreateSecret(config.dataDir, 'admin.key', null);
     for (const p of deps.providers ?? []) this.providers.register(p);
     this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''));
     if (config.libraryDir) {
@@ -76,7 +79,7 @@ export class Hub {
       this.providers.register(this.library);
     }
 
-    this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes });
+    this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes }, this.stores.jwksCache ?? null);
     this.hubTokens = new HubTokens(this.keys, this.clock, config.accessTokenTtlSec, config.refreshTokenTtlSec);
     this.providerTokens = new ProviderTokens(this.keys, this.clock);
     this.exchange = new TokenExchange(this.stores, this.jwks, this.hubTokens, this.clock, config.refreshTokenTtlSec);
@@ -85,7 +88,7 @@ export class Hub {
       accessTtlSec: config.providerTokenTtlSec,
       refreshTtlSec: config.providerRefreshTtlSec,
       publicUrl: config.publicUrl,
-      hashSecret: loadOrCreateSecret(config.dataDir, 'user-hash.key', null),
+      hashSecret: deps.userHashKey ?? loadOrCreateSecret(config.dataDir, 'user-hash.key', null),
     });
     this.sessions = new SessionService(this.stores, this.hubTokens, this.clock, config.refreshTokenTtlSec, config.refreshGraceSec,
       (partnerId, sub) => this.damLogin.userHash(partnerId, 'hub', sub));

@@ -7,7 +7,7 @@ import { createLocalJWKSet, type JSONWebKeySet, type JWK } from 'jose';
 import type { Clock } from '../clock.js';
 import type { Partner } from '../stores/types.js';
 
-interface Entry {
+export interface JwksEntry {
   jwks: JSONWebKeySet;
   fetchedAt: number;
   /** partner.updatedAt when fetched: an edited registration invalidates the entry. */
@@ -29,13 +29,24 @@ export interface JwksCacheOptions {
   cooldownMs?: number;
 }
 
+/**
+ * A cache every node shares (Redis in cluster mode): a JWKS one node fetched serves all nodes, so
+ * a partner sees one fetch per TTL from the whole cluster, not one per node. Best effort: when it
+ * fails the node fetches for itself.
+ */
+export interface SharedJwksCache {
+  get(partnerId: string): Promise<JwksEntry | null>;
+  set(partnerId: string, entry: JwksEntry, ttlMs: number): Promise<void>;
+}
+
 export class JwksCache {
-  private readonly entries = new Map<string, Entry>();
-  private readonly inflight = new Map<string, Promise<Entry>>();
+  private readonly entries = new Map<string, JwksEntry>();
+  private readonly inflight = new Map<string, Promise<JwksEntry>>();
 
   constructor(
     private readonly clock: Clock,
     private readonly opts: JwksCacheOptions,
+    private readonly shared: SharedJwksCache | null = null,
   ) {}
 
   /** Key material for `kid`, or null when the partner has no such key (after one refetch). */
@@ -44,6 +55,14 @@ export class JwksCache {
     if (!partner.jwksUrl) return null;
     let entry = await this.current(partner);
     let key = findKey(entry.jwks, kid);
+    if (!key) {
+      // Another node may have refetched after the partner's key rotation already.
+      const newer = await this.fromShared(partner);
+      if (newer && newer.fetchedAt > entry.fetchedAt) {
+        entry = newer;
+        key = findKey(entry.jwks, kid);
+      }
+    }
     if (!key && this.clock.now() - entry.fetchedAt >= (this.opts.cooldownMs ?? 10_000)) {
       entry = await this.refetch(partner);
       key = findKey(entry.jwks, kid);
@@ -55,19 +74,33 @@ export class JwksCache {
     this.entries.delete(partnerId);
   }
 
-  private async current(partner: Partner): Promise<Entry> {
+  private async current(partner: Partner): Promise<JwksEntry> {
     const e = this.entries.get(partner.id);
-    if (e && e.version === partner.updatedAt && this.clock.now() - e.fetchedAt < this.opts.ttlMs) return e;
-    return this.refetch(partner);
+    if (e && this.usable(e, partner)) return e;
+    return (await this.fromShared(partner)) ?? this.refetch(partner);
   }
 
-  private refetch(partner: Partner): Promise<Entry> {
+  private usable(e: JwksEntry, partner: Partner): boolean {
+    return e.version === partner.updatedAt && this.clock.now() - e.fetchedAt < this.opts.ttlMs;
+  }
+
+  /** The shared entry when it is current for this registration (kept locally too), else null. */
+  private async fromShared(partner: Partner): Promise<JwksEntry | null> {
+    if (!this.shared) return null;
+    const e = await this.shared.get(partner.id).catch(() => null);
+    if (!e || !this.usable(e, partner)) return null;
+    this.entries.set(partner.id, e);
+    return e;
+  }
+
+  private refetch(partner: Partner): Promise<JwksEntry> {
     let p = this.inflight.get(partner.id);
     if (!p) {
       p = this.fetchJwks(partner.jwksUrl!).then(
         (jwks) => {
           const entry = { jwks, fetchedAt: this.clock.now(), version: partner.updatedAt };
           this.entries.set(partner.id, entry);
+          void this.shared?.set(partner.id, entry, this.opts.ttlMs).catch(() => undefined);
           return entry;
         },
       ).finally(() => this.inflight.delete(partner.id));

@@ -10,7 +10,7 @@ import path from 'node:path';
 
 export type KeyUse = 'sig' | 'enc';
 
-interface StoredKey {
+export interface StoredKey {
   kid: string;
   use: KeyUse;
   /** base64url of 32 random bytes. */
@@ -26,16 +26,30 @@ export interface HubKey {
 
 export class KeyRing {
   private readonly byKid = new Map<string, HubKey>();
-  private current: Record<KeyUse, HubKey>;
+  private current!: Record<KeyUse, HubKey>;
 
-  constructor(private readonly stored: StoredKey[]) {
-    for (const s of stored) this.byKid.set(s.kid, { kid: s.kid, key: createSecretKey(Buffer.from(s.k, 'base64url')), createdAt: s.createdAt });
+  constructor(private stored: StoredKey[]) {
+    this.replace(stored);
+  }
+
+  /**
+   * Swaps in another version of the ring in place (cluster mode: a rotation made on another node),
+   * so the services holding this object see it at once. Throws, leaving the ring as it was, when
+   * the new version lacks a key of either use.
+   */
+  replace(stored: StoredKey[]): void {
+    const byKid = new Map<string, HubKey>();
+    for (const s of stored) byKid.set(s.kid, { kid: s.kid, key: createSecretKey(Buffer.from(s.k, 'base64url')), createdAt: s.createdAt });
     const first = (use: KeyUse) => {
       const s = stored.find((k) => k.use === use);
       if (!s) throw new Error(`key ring has no ${use} key`);
-      return this.byKid.get(s.kid)!;
+      return byKid.get(s.kid)!;
     };
-    this.current = { sig: first('sig'), enc: first('enc') };
+    const current = { sig: first('sig'), enc: first('enc') };
+    this.byKid.clear();
+    for (const [kid, k] of byKid) this.byKid.set(kid, k);
+    this.current = current;
+    this.stored = stored;
   }
 
   /** The key new tokens are made with. */
@@ -89,12 +103,22 @@ export function loadOrCreateKeyRing(dataDir: string, now: number): KeyRing {
 export function rotateKeyRing(dataDir: string, now: number, retireAfterMs: number): KeyRing {
   const file = keyFile(dataDir);
   const old = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as StoredKey[]) : [];
+  const ring = new KeyRing(rotatedKeys(old, now, retireAfterMs));
+  writeSecretFile(file, JSON.stringify(ring.toJSON(), null, 2));
+  return ring;
+}
+
+/** The rotation itself, wherever the ring is stored (a file here, PostgreSQL in cluster mode). */
+export function rotatedKeys(old: StoredKey[], now: number, retireAfterMs: number): StoredKey[] {
   // The ring is ordered newest first: the nearest earlier entry of the same use replaced a key.
   const retiredAt = (i: number) => old.slice(0, i).reverse().find((s) => s.use === old[i]!.use)?.createdAt ?? now;
   const kept = old.filter((_, i) => now - retiredAt(i) < retireAfterMs);
-  const ring = new KeyRing([newKey('sig', now), newKey('enc', now), ...kept]);
-  writeSecretFile(file, JSON.stringify(ring.toJSON(), null, 2));
-  return ring;
+  return [newKey('sig', now), newKey('enc', now), ...kept];
+}
+
+/** A fresh random secret (admin key, user-hash key). */
+export function newSecret(): string {
+  return randomBytes(32).toString('base64url');
 }
 
 /**
@@ -105,7 +129,7 @@ export function loadOrCreateSecret(dataDir: string, name: string, configured: st
   if (configured) return configured;
   const file = path.join(dataDir, name);
   if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
-  const key = randomBytes(32).toString('base64url');
+  const key = newSecret();
   writeSecretFile(file, `${key}\n`);
   return key;
 }

@@ -9,7 +9,8 @@ import { defaultConfig, type HubConfig } from '../config.js';
 import { partnerInput, partnerView } from '../auth/partners.js';
 import { rotateKeyRing } from '../auth/keys.js';
 import { isHubError } from '../errors.js';
-import { clusterMode, openStores, StoreConfigError } from '../stores/index.js';
+import { ClusterStores, clusterMode, openStores, StoreConfigError } from '../stores/index.js';
+import { rotateSharedKeys } from '../stores/postgres/secrets.js';
 import { migratePg, createPgPool } from '../stores/postgres/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';
 import { serve } from './serve.js';
@@ -30,7 +31,7 @@ const USAGE = `usage:
   damhub users list [--data DIR]
   damhub users remove NAME [--data DIR]
   damhub index [--library DIR] [--data DIR] [--concurrency N (default 8)]
-  damhub keys rotate [--data DIR]
+  damhub keys rotate [--data DIR | --database-url URL --redis-url URL]
   damhub migrate [--database-url URL] [--data DIR]
   damhub mcp --user SUB [--data DIR] [--library DIR] [--public-url URL]   (MCP over stdio; docs/mcp.md)
 
@@ -45,7 +46,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'partners':
         return await partnersCommand(rest);
       case 'keys':
-        return keysCommand(rest);
+        return await keysCommand(rest);
       case 'users':
         return await usersCommand(rest);
       case 'index':
@@ -273,15 +274,29 @@ async function partnersCommand(args: string[]): Promise<number> {
   throw new UsageError(`unknown partners command ${JSON.stringify(sub ?? '')}`);
 }
 
-function keysCommand(args: string[]): number {
+async function keysCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== 'rotate') throw new UsageError(`unknown keys command ${JSON.stringify(sub ?? '')}`);
-  const { values } = parse(rest, dataOpt);
-  const dir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const { values } = parse(rest, { ...dataOpt, ...clusterOpts });
   const c = defaultConfig();
   // Keep old keys as long as the longest-lived token they may have made (refresh tokens).
-  const ring = rotateKeyRing(dir, Date.now(), Math.max(c.refreshTokenTtlSec, c.providerRefreshTtlSec) * 1000 + 86_400_000);
+  const retireAfterMs = Math.max(c.refreshTokenTtlSec, c.providerRefreshTtlSec) * 1000 + 86_400_000;
+  const store = values['database-url'] || values['redis-url'] || process.env.DATABASE_URL || process.env.REDIS_URL ? await openStore(values) : null;
+  if (store instanceof ClusterStores) {
+    try {
+      const ring = await rotateSharedKeys(store.pg.pool, Date.now(), retireAfterMs);
+      // Running nodes reload the shared ring when they hear this.
+      await store.redis.publishInvalidate();
+      process.stdout.write(`new keys: ${ring.active('sig').kid}, ${ring.active('enc').kid}; running nodes switch to them within seconds\n`);
+    } finally {
+      await store.close();
+    }
+    return 0;
+  }
+  await store?.close();
+  const dir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const ring = rotateKeyRing(dir, Date.now(), retireAfterMs);
   process.stdout.write(`new keys: ${ring.active('sig').kid}, ${ring.active('enc').kid}; restart the hub to use them\n`);
   return 0;
 }

@@ -3,7 +3,9 @@ import { buildApp } from '../app.js';
 import { ensureDemoLibrary } from '../demo/library.js';
 import type { HubConfig } from '../config.js';
 import { Hub } from '../hub.js';
-import { openStores } from '../stores/index.js';
+import { KeyRing } from '../auth/keys.js';
+import { ClusterStores, openStores } from '../stores/index.js';
+import { loadSharedSecrets, SharedKeyFollower } from '../stores/postgres/secrets.js';
 
 /** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
 export async function serve(config: HubConfig): Promise<number> {
@@ -15,9 +17,20 @@ export async function serve(config: HubConfig): Promise<number> {
   // SQLite in the data dir, or PostgreSQL + Redis (connected and migrated here, before serving).
   const stores = await openStores(config, { keyPrefix: config.redisKeyPrefix });
   let hub: Hub;
+  let follower: SharedKeyFollower | null = null;
   try {
-    hub = new Hub(config, { stores });
+    if (stores instanceof ClusterStores) {
+      // Cluster mode: keys and secrets from PostgreSQL, so every node verifies every node's tokens.
+      const secrets = await loadSharedSecrets(stores.pg.pool, Date.now());
+      const keys = new KeyRing(secrets.keys);
+      follower = new SharedKeyFollower(stores.pg.pool, keys);
+      stores.onInvalidate(() => void follower!.reload());
+      hub = new Hub(config, { stores, keys, adminKey: secrets.adminKey, userHashKey: secrets.userHashKey });
+    } else {
+      hub = new Hub(config, { stores });
+    }
   } catch (e) {
+    follower?.close();
     await stores.close();
     throw e;
   }
@@ -49,7 +62,7 @@ export async function serve(config: HubConfig): Promise<number> {
     `  API reference:  ${base}/api/v1/docs`,
     `  OpenAPI:        ${base}/api/v1/openapi.json`,
     `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics`,
-    `  admin key:      ${config.adminKey ? '(from DAMHUB_ADMIN_KEY)' : `${config.dataDir}/admin.key`}`,
+    `  admin key:      ${config.adminKey ? '(from DAMHUB_ADMIN_KEY)' : follower ? "shared: SELECT value FROM hub_secrets WHERE name = 'admin.key'" : `${config.dataDir}/admin.key`}`,
     '',
   ].filter((l) => l !== null).join('\n'));
 
@@ -60,6 +73,7 @@ export async function serve(config: HubConfig): Promise<number> {
       closing = true;
       app.log.info({ signal }, 'shutting down: draining in-flight requests');
       clearInterval(sweep);
+      follower?.close();
       const force = setTimeout(() => {
         app.log.error('drain timed out; exiting');
         resolve(1);

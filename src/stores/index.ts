@@ -6,6 +6,7 @@
  * states) would look like a cluster and behave like separate hubs.
  */
 import { EventEmitter } from 'node:events';
+import type { SharedJwksCache } from '../auth/jwks-cache.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createPgPool, PgDurableStores, type PgOptions } from './postgres/index.js';
@@ -33,6 +34,7 @@ export class ClusterStores implements Stores {
   readonly replay: ReplayStore;
   readonly logins: LoginStateStore;
   readonly rateLimits: RateLimitStore;
+  readonly jwksCache: SharedJwksCache;
   readonly pg: PgDurableStores;
   readonly redis: RedisShortLivedStores;
   private readonly events = new EventEmitter();
@@ -54,6 +56,7 @@ export class ClusterStores implements Stores {
     this.replay = this.redis.replay;
     this.logins = this.redis.logins;
     this.rateLimits = this.redis.rateLimits;
+    this.jwksCache = this.redis.jwks;
   }
 
   /** Connects to both services and applies pending migrations; closes everything on failure. */

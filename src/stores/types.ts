@@ -5,6 +5,7 @@
  * (rotate, consume, hit) so that implementations can make it atomic.
  */
 import type { JSONWebKeySet } from 'jose';
+import type { SharedJwksCache } from '../auth/jwks-cache.js';
 import { HubError } from '../errors.js';
 
 export interface Partner {
@@ -131,6 +132,8 @@ export interface Stores {
   replay: ReplayStore;
   logins: LoginStateStore;
   rateLimits: RateLimitStore;
+  /** Partner JWKS fetched by any node (cluster mode); absent: each node caches its own fetches. */
+  jwksCache?: SharedJwksCache;
   /**
    * Called after anything that must end cached authentications: a session revoked, a user
    * removed, a partner changed or removed (on this node or, in cluster mode, on any node).

@@ -51,6 +51,18 @@ export const PG_MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX sessions_revoked ON sessions (revoked_at) WHERE revoked_at IS NOT NULL;
     `,
   },
+  {
+    // Numbered apart from the library-index migrations developed alongside (they take 2, 3, ...).
+    version: 20,
+    name: 'hub secrets shared by every node',
+    sql: `
+      CREATE TABLE hub_secrets (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Key of the advisory lock that serialises migrations when several nodes start at once. */

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Redis, type RedisOptions } from 'ioredis';
+import type { JwksEntry, SharedJwksCache } from '../../auth/jwks-cache.js';
 import {
   StoreConflictError,
   StoreUnavailableError,
@@ -183,8 +184,19 @@ class RedisRateLimits implements RateLimitStore {
   }
 }
 
+class RedisJwks implements SharedJwksCache {
+  constructor(private readonly redis: Scripted, private readonly prefix: string) {}
+  async get(partnerId: string): Promise<JwksEntry | null> {
+    const v = await call(this.redis.get(`${this.prefix}jwks:${partnerId}`));
+    return v ? (JSON.parse(v) as JwksEntry) : null;
+  }
+  async set(partnerId: string, entry: JwksEntry, ttlMs: number): Promise<void> {
+    await call(this.redis.set(`${this.prefix}jwks:${partnerId}`, JSON.stringify(entry), 'PX', Math.max(1, Math.ceil(ttlMs))));
+  }
+}
+
 /**
- * Login states, replay keys, rate limits and cross-node invalidation. Invalidation: a node
+ * Login states, replay keys, rate limits, partner JWKS and cross-node invalidation. Invalidation: a node
  * publishes its id on `<prefix>invalidate`; every other node's subscriber calls its listeners.
  * After a subscriber reconnect the listeners are called too, since messages may have been missed.
  */
@@ -192,6 +204,7 @@ export class RedisShortLivedStores {
   readonly logins: LoginStateStore;
   readonly replay: ReplayStore;
   readonly rateLimits: RateLimitStore;
+  readonly jwks: SharedJwksCache;
   readonly nodeId = randomUUID();
   private readonly events = new EventEmitter();
   private readonly channel: string;
@@ -202,6 +215,7 @@ export class RedisShortLivedStores {
     this.logins = new RedisLogins(redis, prefix);
     this.replay = new RedisReplay(redis, prefix);
     this.rateLimits = new RedisRateLimits(redis, prefix);
+    this.jwks = new RedisJwks(redis, prefix);
     this.channel = `${prefix}invalidate`;
   }
 
