@@ -60,6 +60,8 @@ export interface HubConfig {
   imageModelWeight: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
+  /** Deadline of one call into a provider (browse, search, refresh, ...): past it the caller gets 504 integration-unavailable. */
+  providerTimeoutMs: number;
 }
 
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
@@ -99,6 +101,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageModel: null,
     imageModelWeight: 0.5,
     shutdownGraceMs: 10_000,
+    providerTimeoutMs: 30_000,
   };
   return { ...base, ...overrides };
 }

@@ -9,13 +9,14 @@ import fs from 'node:fs';
 import rangeParser from 'range-parser';
 import { CursorSealer } from '../content/cursors.js';
 import { PageCache } from '../content/page-cache.js';
-import { hubError, integrationError, isHubError, validationError } from '../errors.js';
+import { hubError, integrationError, validationError } from '../errors.js';
 import { damOf, principalOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
 import type { ListOptions, MediaFile, Provider, ProviderSession } from '../providers/contract.js';
 import type { AssetPage } from '../providers/model.js';
 import { requireCapability } from '../providers/registry.js';
 import { decodeImageReference } from '../content/image-reference.js';
+import { callProvider } from '../providers/deadline.js';
 
 const ListQuery = Type.Object({
   size: Type.Optional(Type.Integer({ minimum: 0, description: 'assets per page; clamped to the provider maximum; 0 = provider default' })),
@@ -39,6 +40,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
   const cursors = new CursorSealer(hub.keys, hub.clock);
   const pages = app.pageCache;
+  const call = <T>(provider: Provider, fn: () => Promise<T>, answers?: 'object' | 'any'): Promise<T> => callProvider(provider, hub.config.providerTimeoutMs, fn, answers);
 
   const providerOf = (dam: ProviderSession): Provider => hub.providers.get(dam.providerId)!;
 
@@ -80,7 +82,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     const { opts, binding } = listOptions(req, provider, ['folder', folderId]);
     // Repeated pages come from the page cache while the provider's view of this session, the
     // request and the media-URL validity are unchanged (see src/content/page-cache.ts).
-    const version = pages.enabled && provider.viewVersion ? await call(provider, async () => provider.viewVersion!(dam)) : null;
+    const version = pages.enabled && provider.viewVersion ? await call(provider, async () => provider.viewVersion!(dam), 'any') : null;
     const key = version === null ? null : PageCache.key([
       principalOf(req).user.id, provider.descriptor.id, version, folderId, opts.size, (req.query as ListQueryT).more ?? null,
       opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, hub.mediaUrls.validity(),
@@ -188,16 +190,6 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
   };
   app.get('/assets/download/:provider/:assetId/:version', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Original bytes (signed URL from downloadUrl)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
   app.get('/assets/thumbnail/:provider/:assetId/:version/:rendition', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Rendition bytes (signed URL from thumbnailUrl or conversions)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
-}
-
-/** Runs a provider operation: hub errors pass through, anything else is a bug logged as hub-internal-error. */
-async function call<T>(provider: Provider, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (isHubError(e)) throw e;
-    throw Object.assign(hubError('hub-internal-error', `provider ${provider.descriptor.id} failed`), { cause: e });
-  }
 }
 
 function idParam(raw: string, name: string): string {
