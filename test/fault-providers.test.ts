@@ -14,7 +14,6 @@ const TIMEOUT_MS = 150;
 let t: TestHub;
 let fp: FaultProvider;
 let access: string;
-let hubRefresh: string;
 let dam: string;
 let damRefresh: string;
 let faults = 0;
@@ -35,7 +34,6 @@ before(async () => {
   t = await startTestHub({ providers: [fp], config: { providerTimeoutMs: TIMEOUT_MS, userRateLimitPerMin: 0 }, partner: { rateLimitPerMin: 10_000 } });
   const pair = await t.login();
   access = pair.access_token;
-  hubRefresh = pair.refresh_token;
   const d = await damLogin(t, access, fp.descriptor.id);
   dam = d.access_token;
   damRefresh = d.refresh_token;
