@@ -295,3 +295,21 @@ test('secrets are compared in constant time: every comparison site uses timingSa
   }
   assert.deepEqual(found, [], 'comparisons of secret-looking values without timingSafeEqual');
 });
+
+test('library sign-in: five wrong passwords end the login state; the right password afterwards does not revive it (ASVS 2.2.1)', async () => {
+  const lib = await startLibraryHub({ 'a.txt': 'x' });
+  try {
+    const start = await lib.t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=library&polling=true', headers: { authorization: lib.headers.authorization } });
+    const { state } = start.json();
+    const submit = (password: string) => lib.t.app.inject({ method: 'POST', url: '/api/v1/auth/library/signin', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ state, username: 'alice', password }).toString() });
+    for (let i = 0; i < 4; i++) assert.equal((await submit(`guess-${i}`)).statusCode, 401);
+    const fifth = await submit('guess-4');
+    assert.match(fifth.body, /Too many failed attempts/);
+    assert.equal((await submit('correct horse')).statusCode, 400);
+    const poll = await lib.t.app.inject({ url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
+    assert.equal(poll.json().access_token, undefined);
+    assert.match(poll.json().error, /too many failed/);
+  } finally {
+    await lib.t.close();
+  }
+});
