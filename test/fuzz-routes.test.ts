@@ -43,6 +43,7 @@ const ids: string[] = [];
 const cursors: string[] = [];
 const mediaPaths: string[] = [];
 let requests = 0;
+const statuses = new Map<number, number>();
 
 interface Route { method: string; path: string; query: string[] }
 let routes: Route[] = [];
@@ -127,7 +128,7 @@ before(async () => {
 
 after(async () => {
   await t?.close();
-  recordFigure('fuzz-requests', `requests fuzzed over every route (${routes.length} method/path pairs)`, requests);
+  recordFigure('fuzz-requests', `requests fuzzed over every route (${routes.length} method/path pairs); answers by status ${JSON.stringify(Object.fromEntries([...statuses].sort((x, y) => x[0] - y[0])))}`, requests);
 });
 
 // ---- arbitraries ----
@@ -301,6 +302,7 @@ test(`fuzz every route (seed ${SEED}, ${RUNS} runs): no 5xx but 503, envelopes r
       throw e;
     }
     requests++;
+    statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
     covered.add(`${route.method} ${route.path}`);
     let decoded = url;
     try {
