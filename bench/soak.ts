@@ -344,5 +344,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     process.stdout.write(`\nsummary ${JSON.stringify(summary)}\n\n| t (s) | requests | req/s | p99 (ms) | errors | RSS (MiB) |\n|---|---|---|---|---|---|\n`);
     for (const s of samples) process.stdout.write(`| ${s.atSec} | ${s.requests} | ${s.rps} | ${s.p99Ms} | ${s.errors} | ${s.rssMiB} |\n`);
   }
+  // Flat within noise is under 1 MiB/min; the figure is reported either way (docs/reliability.md).
+  process.stdout.write(`RSS trend over the second half: ${result.rssSlopeMiBPerMin} MiB/min${result.rssSlopeMiBPerMin > 1 ? ' — GROWING' : ' — flat'}\n`);
   process.exitCode = result.unexpected === 0 ? 0 : 1;
 }
