@@ -97,11 +97,12 @@ test('a data directory that came back read-only: the start stops with an error n
 
   execFileSync('mount', ['-o', 'remount,ro', dir], { stdio: 'pipe' });
   faults++;
-  await assert.rejects(startTestHub({ dataDir, clock }), (e: Error) => {
+  const rejected = assert.rejects(startTestHub({ dataDir, clock }), (e: Error) => {
     assert.match(e.message, new RegExp(`cannot open the hub database in ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(is the data directory read-only or full\\?\\)`));
     return true;
   });
-  execFileSync('mount', ['-o', 'remount,rw', dir], { stdio: 'pipe' });
+  // Back to read-write whatever the assertion said, so the mount can be taken down.
+  await rejected.finally(() => execFileSync('mount', ['-o', 'remount,rw', dir], { stdio: 'pipe' }));
   const h = await startTestHub({ dataDir, clock });
   try {
     assert.equal((await h.app.inject({ url: '/api/v1/auth/checkToken', headers: { authorization: bearer(pair.access_token) } })).statusCode, 200);
