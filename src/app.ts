@@ -11,6 +11,7 @@ import { guardSlowConnections } from './http/connection-guard.js';
 import { registerCorsRoute } from './http/cors.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
 import { registerErrorHandling } from './http/errors.js';
+import { clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { registerOps } from './http/ops.js';
 import { genReqId } from './http/request-id.js';
 import { ErrorEnvelopeSchema } from './http/schemas.js';
@@ -62,6 +63,8 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     routerOptions: { maxParamLength: 2048, ignoreTrailingSlash: true },
+    frameworkErrors,
+    clientErrorHandler,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true } },
   });
   app.decorate('hub', hub);
@@ -94,7 +97,8 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
       },
     },
   });
-  await app.register(swaggerUi, { routePrefix: `${API_PREFIX}/docs` });
+  // The reference page gets a CSP too (the plugin's, with no framing) like every HTML page of the hub.
+  await app.register(swaggerUi, { routePrefix: `${API_PREFIX}/docs`, staticCSP: true, transformStaticCSP: (h) => h.replace("frame-ancestors 'self'", "frame-ancestors 'none'") });
 
   await app.register(async (api) => {
     await api.register(authRoutes);

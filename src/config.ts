@@ -63,6 +63,8 @@ export interface HubConfig {
   /** OAuth 2.1 authorization server trusted for /mcp (its issuer) and its JWKS URL; null: /mcp is off over HTTP (docs/mcp.md). */
   mcpIssuer: string | null;
   mcpJwksUrl: string | null;
+  /** Deadline of one call into a provider (browse, search, refresh, ...): past it the caller gets 504 integration-unavailable. */
+  providerTimeoutMs: number;
 }
 
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
@@ -104,6 +106,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     shutdownGraceMs: 10_000,
     mcpIssuer: null,
     mcpJwksUrl: null,
+    providerTimeoutMs: 30_000,
   };
   return { ...base, ...overrides };
 }

@@ -34,6 +34,15 @@ export interface HubDeps {
   watchLibrary?: boolean;
 }
 
+/** The embedded store; a data directory that cannot be written (read-only volume, full disk) is named in the error. */
+function openSqliteStores(dataDir: string): Stores {
+  try {
+    return SqliteStores.open(path.join(dataDir, 'hub.sqlite'));
+  } catch (e) {
+    throw new Error(`cannot open the hub database in ${dataDir} (is the data directory read-only or full?): ${(e as Error).message}`, { cause: e });
+  }
+}
+
 export const DEMO_LIBRARY_ACCOUNT = { name: 'demo', password: 'demo-password' };
 
 export class Hub {
@@ -60,7 +69,7 @@ export class Hub {
       // The cluster stores connect and migrate asynchronously: src/stores/index.ts openStores().
       throw new Error('cluster mode: open the stores with openStores(config) and pass them as deps.stores');
     }
-    this.stores = deps.stores ?? SqliteStores.open(path.join(config.dataDir, 'hub.sqlite'));
+    this.stores = deps.stores ?? openSqliteStores(config.dataDir);
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = config.adminKey ?? deps.adminKey ?? loadOrCreateSecret(config.dataDir, 'admin.key', null);
     for (const p of deps.providers ?? []) this.providers.register(p);
@@ -92,7 +101,7 @@ export class Hub {
     });
     this.sessions = new SessionService(this.stores, this.hubTokens, this.clock, config.refreshTokenTtlSec, config.refreshGraceSec,
       (partnerId, sub) => this.damLogin.userHash(partnerId, 'hub', sub));
-    this.connections = new ProviderConnections(this.providerTokens, this.providers, config.providerTokenTtlSec, config.providerRefreshTtlSec);
+    this.connections = new ProviderConnections(this.providerTokens, this.providers, config.providerTokenTtlSec, config.providerRefreshTtlSec, config.providerTimeoutMs);
   }
 
   /** Work that must finish before serving: the library's cheap rescan, the demo account. */

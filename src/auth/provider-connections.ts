@@ -6,6 +6,7 @@ import { hubError, integrationError, isHubError } from '../errors.js';
 import type { ProviderSession } from '../providers/contract.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { bearer } from './exchange.js';
+import { providerDeadline, withDeadline } from '../providers/deadline.js';
 import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, ProviderTokenError, type ProviderTokens } from './provider-tokens.js';
 
 export class ProviderConnections {
@@ -14,6 +15,7 @@ export class ProviderConnections {
     private readonly providers: ProviderRegistry,
     private readonly accessTtlSec: number,
     private readonly refreshTtlSec: number,
+    private readonly timeoutMs = 30_000,
   ) {}
 
   /** provider-authorization → the DAM connection of this hub user. */
@@ -41,7 +43,7 @@ export class ProviderConnections {
     }
     let cred;
     try {
-      cred = await provider.refresh(c.cred);
+      cred = await withDeadline(provider.refresh(c.cred), this.timeoutMs, () => providerDeadline(provider, this.timeoutMs));
     } catch (e) {
       if (isHubError(e)) throw e;
       throw integrationError('integration-auth-failed', c.prv, (e as Error).message);

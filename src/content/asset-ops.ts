@@ -5,7 +5,8 @@
  * other and a refusal reads the same whichever way it was asked.
  */
 import type { Hub } from '../hub.js';
-import { hubError, isHubError, integrationError, validationError } from '../errors.js';
+import { integrationError, validationError } from '../errors.js';
+import { callProvider } from '../providers/deadline.js';
 import type { ListOptions, Provider, ProviderSession } from '../providers/contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../providers/model.js';
 import { requireCapability } from '../providers/registry.js';
@@ -29,6 +30,11 @@ export class AssetOps {
 
   constructor(private readonly hub: Hub) {
     this.cursors = new CursorSealer(hub.keys, hub.clock);
+  }
+
+  /** A provider operation under the hub's provider deadline (src/providers/deadline.ts). */
+  private call<T>(provider: Provider, fn: () => Promise<T>): Promise<T> {
+    return callProvider(provider, this.hub.config.providerTimeoutMs, fn);
   }
 
   providerOf(dam: ProviderSession): Provider {
@@ -58,7 +64,7 @@ export class AssetOps {
     requireCapability(provider.descriptor, 'browse', 'folder browsing');
     const id = idParam(folderId, 'folderId');
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['folder', id]);
-    return this.sealPage(await call(provider, () => provider.browse!(dam, id, opts)), binding);
+    return this.sealPage(await this.call(provider, () => provider.browse!(dam, id, opts)), binding);
   }
 
   async search(dam: ProviderSession, s: { query?: string; parentId?: string }, q: ListQuery): Promise<AssetPage> {
@@ -67,7 +73,7 @@ export class AssetOps {
     const query = (s.query ?? '').trim();
     const parentId = s.parentId ? idParam(s.parentId, 'parentId') : null;
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['search', query, parentId]);
-    return this.sealPage(await call(provider, () => provider.search!(dam, { query, parentId }, opts)), binding);
+    return this.sealPage(await this.call(provider, () => provider.search!(dam, { query, parentId }, opts)), binding);
   }
 
   /** `reference`: a data URI, an http(s) URL or a media URL this hub issued (image-reference.ts). */
@@ -76,7 +82,7 @@ export class AssetOps {
     requireCapability(provider.descriptor, 'similarSearch', 'search by image');
     const image = await decodeImageReference(reference, this.hub);
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([image.toString('base64')])]);
-    return this.sealPage(await call(provider, () => provider.searchByImage!(dam, image, opts)), binding);
+    return this.sealPage(await this.call(provider, () => provider.searchByImage!(dam, image, opts)), binding);
   }
 
   async asset(dam: ProviderSession, assetId: string, q: { uiLocale?: string; timeZone?: string }): Promise<Asset> {
@@ -84,24 +90,14 @@ export class AssetOps {
     if (!provider.asset) throw integrationError('integration-not-implemented', provider.descriptor.id, 'reading one asset');
     const id = idParam(assetId, 'assetId');
     if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
-    return call(provider, () => provider.asset!(dam, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
+    return this.call(provider, () => provider.asset!(dam, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
   }
 
   async versions(dam: ProviderSession, assetId: string, q: { withMaster?: boolean; uiLocale?: string }): Promise<VersionList> {
     const provider = this.providerOf(dam);
     requireCapability(provider.descriptor, 'versions', 'asset versions');
     const id = idParam(assetId, 'assetId');
-    return call(provider, () => provider.versions!(dam, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
-  }
-}
-
-/** Runs a provider operation: hub errors pass through, anything else is a bug logged as hub-internal-error. */
-export async function call<T>(provider: Provider, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (isHubError(e)) throw e;
-    throw Object.assign(hubError('hub-internal-error', `provider ${provider.descriptor.id} failed`), { cause: e });
+    return this.call(provider, () => provider.versions!(dam, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
   }
 }
 

@@ -13,7 +13,7 @@ import type { HubPrincipal } from '../auth/sessions.js';
 import { hubError } from '../errors.js';
 import type { Hub } from '../hub.js';
 import type { ProviderSession } from '../providers/contract.js';
-import type { RateLimitDecision } from '../stores/types.js';
+import type { Partner, RateLimitDecision } from '../stores/types.js';
 import { bearer } from '../auth/exchange.js';
 
 export type AuthMode = 'none' | 'access' | 'content' | 'admin' | 'partner';
@@ -47,6 +47,22 @@ export function secretEquals(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a).digest();
   const hb = createHash('sha256').update(b).digest();
   return timingSafeEqual(ha, hb);
+}
+
+const hubOrigins = new WeakMap<Hub, string>();
+
+/**
+ * CORS per partner: a browser request (it carries Origin) made with a partner's credentials must
+ * come from an origin that partner registered (or the hub's own pages). The CORS hook only knows
+ * the union of all partners' origins; this check, once the partner is known, narrows it.
+ */
+export function checkOrigin(req: FastifyRequest, partner: Partner): void {
+  const origin = req.headers.origin;
+  if (!origin || partner.allowedOrigins.includes(origin)) return;
+  const hub = req.server.hub;
+  let own = hubOrigins.get(hub);
+  if (own === undefined) hubOrigins.set(hub, (own = new URL(hub.config.publicUrl).origin));
+  if (origin !== own) throw hubError('hub-access-denied', `origin check: ${origin} is not an origin partner ${partner.id} registered`);
 }
 
 export function applyRateLimitHeaders(reply: FastifyReply, d: RateLimitDecision): void {
@@ -92,19 +108,25 @@ const checks: { admin: AsyncCheck; access: CallbackCheck; content: AsyncCheck } 
     // Synchronous on a cache hit: no promise per request on the most frequent call.
     const sessions = req.server.hub.sessions;
     const hit = sessions.cached(req.headers.authorization);
-    if (hit) {
-      req.principal = hit;
-      return done();
-    }
-    sessions.authenticate(req.headers.authorization).then((p) => {
+    const admit = (p: HubPrincipal) => {
       req.principal = p;
+      if (req.headers.origin) {
+        try {
+          checkOrigin(req, p.partner);
+        } catch (e) {
+          return done(e as Error);
+        }
+      }
       done();
-    }, done);
+    };
+    if (hit) return admit(hit);
+    sessions.authenticate(req.headers.authorization).then(admit, done);
   },
   async content(req, reply) {
     const hub = req.server.hub;
     const principal = await hub.sessions.authenticate(req.headers.authorization);
     req.principal = principal;
+    if (req.headers.origin) checkOrigin(req, principal.partner);
     const limit = hub.config.userRateLimitPerMin;
     if (limit > 0) {
       const d = await hub.stores.rateLimits.hit(`user:${principal.user.id}`, limit, 60_000, hub.clock.now());

@@ -56,6 +56,7 @@ export function toHubError(e: unknown): HubError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return hubError('hub-validation-error', 'Content-Length does not match the body');
   }
+  if (isStorageFault(e)) return hubError('hub-unavailable', 'the data directory cannot be written (read-only or full)');
   if (fe instanceof SyntaxError && (fe as FastifyError).statusCode === 400) return hubError('hub-validation-error', 'the body is not valid JSON');
   const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
   if (status === 404) return hubError('hub-not-found', fe.message);
@@ -63,6 +64,16 @@ export function toHubError(e: unknown): HubError {
   if (status >= 400 && status < 500) return hubError('hub-validation-error', fe.message);
   if (status === 503) return hubError('hub-unavailable', fe.message);
   return hubError('hub-internal-error');
+}
+
+/**
+ * A data directory that became read-only or full is an outage of the hub's own storage, not a
+ * bug: 503 so clients retry, and reads keep working meanwhile.
+ */
+const STORAGE_FAULTS = /^(SQLITE_(FULL|READONLY|IOERR|CANTOPEN)|EROFS|ENOSPC|EDQUOT)/;
+function isStorageFault(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return typeof code === 'string' && STORAGE_FAULTS.test(code);
 }
 
 /** Ajv's "must NOT have additional properties" does not say which one; the details must name it. */

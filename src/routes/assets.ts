@@ -7,13 +7,14 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fs from 'node:fs';
 import rangeParser from 'range-parser';
-import { AssetOps, call, idParam, type ListQuery as ListQueryT } from '../content/asset-ops.js';
+import { AssetOps, idParam, type ListQuery as ListQueryT } from '../content/asset-ops.js';
 import { PageCache } from '../content/page-cache.js';
 import { hubError, integrationError } from '../errors.js';
 import { damOf, principalOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
-import type { MediaFile } from '../providers/contract.js';
+import type { MediaFile, Provider } from '../providers/contract.js';
 import { requireCapability } from '../providers/registry.js';
+import { callProvider } from '../providers/deadline.js';
 
 const ListQuery = Type.Object({
   size: Type.Optional(Type.Integer({ minimum: 0, description: 'assets per page; clamped to the provider maximum; 0 = provider default' })),
@@ -35,6 +36,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
   const ops = new AssetOps(hub);
   const pages = app.pageCache;
+  const call = <T>(provider: Provider, fn: () => Promise<T>, answers?: 'object' | 'any'): Promise<T> => callProvider(provider, hub.config.providerTimeoutMs, fn, answers);
 
   app.get('/assets/folder/*', {
     config: { auth: 'content' },
@@ -54,7 +56,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     const { opts, binding } = ops.listOptions(dam.userId, provider, req.query as ListQueryT, ['folder', folderId]);
     // Repeated pages come from the page cache while the provider's view of this session, the
     // request and the media-URL validity are unchanged (see src/content/page-cache.ts).
-    const version = pages.enabled && provider.viewVersion ? await call(provider, async () => provider.viewVersion!(dam)) : null;
+    const version = pages.enabled && provider.viewVersion ? await call(provider, async () => provider.viewVersion!(dam), 'any') : null;
     const key = version === null ? null : PageCache.key([
       principalOf(req).user.id, provider.descriptor.id, version, folderId, opts.size, (req.query as ListQueryT).more ?? null,
       opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, hub.mediaUrls.validity(),

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { looksLikeJwe } from '../auth/provider-tokens.js';
 import { bearer } from '../auth/exchange.js';
 import { hubError } from '../errors.js';
-import { applyRateLimitHeaders, principalOf, rateLimited } from '../http/auth.js';
+import { applyRateLimitHeaders, checkOrigin, principalOf, rateLimited } from '../http/auth.js';
 import { HubAuth, responses, TokenPairSchema } from '../http/schemas.js';
 
 const ProviderSchema = Type.Object({
@@ -38,6 +38,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     const identified = await hub.exchange.identify(req.headers.authorization);
     // Charged only for correctly signed tokens: knowing a partner's issuer is not enough to spend its budget.
     const verified = await hub.exchange.verify(identified);
+    checkOrigin(req, identified.partner);
     const d = await hub.stores.rateLimits.hit(`exchange:${identified.partner.issuer}`, identified.partner.rateLimitPerMin, 60_000, hub.clock.now());
     if (!d.allowed) throw rateLimited(d, 'token exchanges of this partner');
     applyRateLimitHeaders(reply, d);

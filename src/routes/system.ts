@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { damOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
+import { callProvider } from '../providers/deadline.js';
 
 export async function systemRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
@@ -19,6 +20,6 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
     const dam = damOf(req);
     const provider = hub.providers.get(dam.providerId)!;
     const { uiLocale = 'en' } = req.query as { uiLocale?: string };
-    return provider.providerInfo ? provider.providerInfo(dam, { uiLocale }) : {};
+    return provider.providerInfo ? callProvider(provider, hub.config.providerTimeoutMs, () => provider.providerInfo!(dam, { uiLocale })) : {};
   });
 }

@@ -17,13 +17,16 @@ const snap = (ms: number) => Math.round(ms * GRID) / GRID;
 export function gcra(tat: number | null, limit: number, periodMs: number, now: number): { decision: RateLimitDecision; tat: number } {
   const interval = Math.max(1, Math.floor((periodMs / limit) * GRID)) / GRID;
   const burst = interval * limit; // ≈ periodMs
-  const base = snap(Math.max(tat ?? now, now));
+  // A TAT beyond now + burst can only come from a clock that jumped back (or another node's clock
+  // ahead of ours): clamp it, so the jump costs at most one period, not the length of the jump.
+  const base = snap(Math.max(Math.min(tat ?? now, now + burst), now));
   const newTat = base + interval;
   const allowAt = newTat - burst;
   if (allowAt > now) {
     const retry = allowAt - now;
     return {
-      tat: tat ?? now,
+      // Unchanged, except a clamped jump, which is kept so the next period can pass.
+      tat: Math.min(tat ?? now, now + burst),
       decision: { allowed: false, limit, remaining: 0, resetSec: Math.ceil((base - now) / 1000), retryAfterSec: Math.max(1, Math.ceil(retry / 1000)) },
     };
   }

@@ -71,10 +71,11 @@ local tat = now
 if v then tat = tonumber(v) end
 local interval = math.max(1, math.floor((period / limit) * GRID)) / GRID
 local burst = interval * limit
-local base = math.floor(math.max(tat, now) * GRID + 0.5) / GRID
+local base = math.floor(math.max(math.min(tat, now + burst), now) * GRID + 0.5) / GRID
 local newTat = base + interval
 local allowAt = newTat - burst
 if allowAt > now then
+  if tat > now + burst then redis.call('SET', KEYS[1], string.format('%.17g', now + burst), 'PX', math.ceil(burst) + 1000) end
   return {0, 0, math.ceil((base - now) / 1000), math.max(1, math.ceil((allowAt - now) / 1000))}
 end
 local remaining = math.max(0, math.floor((now + burst - newTat) / interval))

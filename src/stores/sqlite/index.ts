@@ -259,7 +259,7 @@ class SqliteRateLimits implements RateLimitStore {
     this.tx = db.transaction((key: string, limit: number, periodMs: number, now: number) => {
       const row = this.read.get(key) as { tat: number } | undefined;
       const { decision, tat } = gcra(row?.tat ?? null, limit, periodMs, now);
-      if (decision.allowed) this.write.run(key, tat);
+      if (decision.allowed || (row && tat !== row.tat)) this.write.run(key, tat);
       return decision;
     });
   }

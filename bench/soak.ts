@@ -1,0 +1,350 @@
+/**
+ * Soak: a steady mixed workload against the real server process on loopback — token exchange,
+ * refresh, browse, keyword search, search by image and downloads of signed URLs — bounded in
+ * time and in request count. Every 10 s (or `sampleMs`) it records throughput, p99 latency,
+ * errors and the server's resident set size; at the end it fits a line through the RSS samples of
+ * the second half (after warm-up) and reports the slope.
+ *
+ *   npm run soak                        10 minutes (SOAK_SECONDS, SOAK_MAX_REQUESTS, SOAK_WORKERS)
+ *   node dist/bench/soak.js --json      the same, the summary as JSON
+ *
+ * The test suite runs a short variant (test/soak-short.test.ts) through runSoak().
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import sharp from 'sharp';
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = path.join(REPO_ROOT, 'bin/damhub.js');
+
+export type Op = 'exchange' | 'refresh' | 'browse' | 'search' | 'imageSearch' | 'download' | 'health';
+/** Out of 100: how often each operation is picked. */
+const MIX: [Op, number][] = [['browse', 30], ['search', 20], ['download', 20], ['imageSearch', 8], ['refresh', 10], ['exchange', 7], ['health', 5]];
+
+export interface Sample {
+  atSec: number;
+  requests: number;
+  rps: number;
+  p99Ms: number;
+  errors: number;
+  rssMiB: number;
+}
+
+export interface SoakResult {
+  seconds: number;
+  requests: number;
+  byOp: Record<Op, number>;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Answers outside the expected statuses, and network failures. */
+  unexpected: number;
+  fiveXx: number;
+  firstErrors: string[];
+  samples: Sample[];
+  rssStartMiB: number;
+  rssEndMiB: number;
+  rssMaxMiB: number;
+  /** Least-squares slope of RSS over the second half of the run. */
+  rssSlopeMiBPerMin: number;
+}
+
+export interface SoakOptions {
+  seconds: number;
+  maxRequests: number;
+  workers: number;
+  sampleMs: number;
+  images: number;
+  log?: (line: string) => void;
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`damhub ${args.join(' ')} exited ${code}: ${out}`))));
+    child.stdin.end(input);
+  });
+}
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+function rssMiB(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round((kb / 1024) * 10) / 10;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (!sorted.length) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+function slope(points: [number, number][]): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((s, p) => s + p[0], 0) / n;
+  const my = points.reduce((s, p) => s + p[1], 0) / n;
+  const num = points.reduce((s, p) => s + (p[0] - mx) * (p[1] - my), 0);
+  const den = points.reduce((s, p) => s + (p[0] - mx) ** 2, 0);
+  return den === 0 ? 0 : num / den;
+}
+
+export async function runSoak(o: SoakOptions): Promise<SoakResult> {
+  const log = o.log ?? (() => {});
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-soak-'));
+  const data = path.join(tmp, 'data');
+  const library = path.join(tmp, 'library');
+  for (let i = 0; i < o.images; i++) {
+    const dir = path.join(library, `folder-${i % 8}`, `sub-${i % 3}`);
+    fs.mkdirSync(dir, { recursive: true });
+    const img = await sharp({ create: { width: 96, height: 64, channels: 3, background: { r: (i * 37) % 256, g: (i * 91) % 256, b: (i * 53) % 256 } } }).jpeg().toBuffer();
+    fs.writeFileSync(path.join(dir, `picture-${i}-${['sky', 'sea', 'tree', 'city'][i % 4]}.jpg`), img);
+  }
+  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+  const kid = 'soak-key';
+  const jwksFile = path.join(tmp, 'jwks.json');
+  fs.writeFileSync(jwksFile, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' }] }));
+  const issuer = 'https://soak.partner.example/';
+  await run(['partners', 'add', '--issuer', issuer, '--jwks-file', jwksFile, '--data', data, '--rate-limit', '1000000'], {});
+  await run(['users', 'add', 'soak', '--password-stdin', '--data', data], {}, 'soak-password');
+  await run(['index', '--library', library, '--data', data], {});
+
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const server = spawn(process.execPath, [CLI, 'serve', '--port', String(port), '--public-url', base, '--data', data, '--library', library], {
+    cwd: REPO_ROOT, env: { ...process.env, DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let serverOut = '';
+  server.stdout!.on('data', (d) => (serverOut += d));
+  server.stderr!.on('data', (d) => (serverOut += d));
+  await new Promise<void>((resolve, reject) => {
+    const check = () => serverOut.includes('damhub listening on') && resolve();
+    server.stdout!.on('data', check);
+    server.on('exit', (code) => reject(new Error(`server exited ${code}: ${serverOut}`)));
+  });
+
+  const api = `${base}/api/v1`;
+  const sign = (sub: string) => new SignJWT({ email: `${sub}@soak.example` }).setProtectedHeader({ alg: 'RS256', kid })
+    .setIssuer(issuer).setAudience('urn:damhub').setSubject(sub).setIssuedAt().setExpirationTime('5m').setJti(`${sub}-${Math.random()}`).sign(privateKey as CryptoKey);
+
+  interface Session { access: string; refresh: string; dam: string }
+  const exchange = async (sub: string) => {
+    const r = await fetch(`${api}/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${await sign(sub)}` } });
+    if (r.status !== 200) throw new Error(`exchange ${r.status} ${await r.text()}`);
+    return (await r.json()) as { access_token: string; refresh_token: string };
+  };
+  const damLogin = async (access: string) => {
+    const start = (await (await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: { authorization: `Bearer ${access}` } })).json()) as { state: string };
+    const form = await fetch(`${api}/auth/library/signin`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state: start.state, username: 'soak', password: 'soak-password' }) });
+    await form.arrayBuffer();
+    const poll = (await (await fetch(`${api}/auth/login?state=${encodeURIComponent(start.state)}&polling=true`)).json()) as { access_token: string };
+    if (!poll.access_token) throw new Error('library sign-in failed');
+    return poll.access_token;
+  };
+  const sessions: Session[] = [];
+  for (let w = 0; w < o.workers; w++) {
+    const p = await exchange(`soak-${w}`);
+    sessions.push({ access: p.access_token, refresh: p.refresh_token, dam: await damLogin(p.access_token) });
+  }
+  const reference = `data:image/jpeg;base64,${(await sharp({ create: { width: 48, height: 32, channels: 3, background: { r: 40, g: 120, b: 200 } } }).jpeg().toBuffer()).toString('base64')}`;
+
+  const byOp = Object.fromEntries(MIX.map(([op]) => [op, 0])) as Record<Op, number>;
+  const latencies: number[] = [];
+  let window: number[] = [];
+  let requests = 0;
+  let unexpected = 0;
+  let fiveXx = 0;
+  let windowErrors = 0;
+  const firstErrors: string[] = [];
+  const samples: Sample[] = [];
+  const started = Date.now();
+  const deadline = started + o.seconds * 1000;
+  const rssStart = rssMiB(server.pid!);
+  let lastSample = started;
+  let lastCount = 0;
+  let rng = 0x50ac;
+  const rand = () => {
+    rng = (rng * 1103515245 + 12345) & 0x7fffffff;
+    return rng / 0x7fffffff;
+  };
+  const pick = (): Op => {
+    let x = rand() * 100;
+    for (const [op, w] of MIX) if ((x -= w) < 0) return op;
+    return 'browse';
+  };
+  const media: string[] = [];
+  const folders: string[] = ['root'];
+  const words = ['sky', 'sea', 'tree', 'city', 'picture', 'folder', 'nothing-matches'];
+
+  const fail = (what: string) => {
+    unexpected++;
+    windowErrors++;
+    if (firstErrors.length < 10) firstErrors.push(what);
+  };
+
+  const timed = async (op: Op, url: string, init: RequestInit, ok: number[]): Promise<Response | null> => {
+    const t0 = performance.now();
+    try {
+      const r = await fetch(url, init);
+      const body = await r.arrayBuffer();
+      const ms = performance.now() - t0;
+      latencies.push(ms);
+      window.push(ms);
+      requests++;
+      byOp[op]++;
+      if (r.status >= 500) fiveXx++;
+      if (!ok.includes(r.status)) {
+        fail(`${op} ${r.status} ${Buffer.from(body).toString('utf8').slice(0, 200)}`);
+        return null;
+      }
+      return new Response(body, { status: r.status, headers: r.headers });
+    } catch (e) {
+      requests++;
+      fail(`${op} network: ${(e as Error).message}`);
+      return null;
+    }
+  };
+
+  const worker = async (w: number) => {
+    const s = sessions[w]!;
+    const content = () => ({ authorization: `Bearer ${s.access}`, 'provider-authorization': `Bearer ${s.dam}` });
+    while (Date.now() < deadline && requests < o.maxRequests) {
+      const op = pick();
+      switch (op) {
+        case 'exchange': {
+          const jwt = await sign(`soak-${w}`);
+          const r = await timed(op, `${api}/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${jwt}` } }, [200]);
+          if (r) {
+            const p = (await r.json()) as { access_token: string; refresh_token: string };
+            s.access = p.access_token;
+            s.refresh = p.refresh_token;
+          }
+          break;
+        }
+        case 'refresh': {
+          const r = await timed(op, `${api}/auth/refreshToken`, { headers: { authorization: `Bearer ${s.access}`, 'provider-authorization': `Bearer ${s.refresh}` } }, [200]);
+          if (r) {
+            const p = (await r.json()) as { access_token: string; refresh_token: string };
+            s.access = p.access_token;
+            s.refresh = p.refresh_token;
+          }
+          break;
+        }
+        case 'browse': {
+          const folder = folders[Math.floor(rand() * folders.length)]!;
+          const r = await timed(op, `${api}/assets/folder/${encodeURIComponent(folder)}?size=${1 + Math.floor(rand() * 20)}`, { headers: content() }, [200]);
+          if (r) {
+            const page = (await r.json()) as { folders: { id: string }[]; assets: { downloadUrl?: string; thumbnailUrl?: string }[] };
+            for (const f of page.folders) if (folders.length < 64 && !folders.includes(f.id)) folders.push(f.id);
+            for (const a of page.assets) for (const u of [a.downloadUrl, a.thumbnailUrl]) if (u && media.length < 256) media.push(u);
+          }
+          break;
+        }
+        case 'search': {
+          const q = words[Math.floor(rand() * words.length)]!;
+          await timed(op, `${api}/assets/search?query=${q}&size=10`, { headers: content() }, [200]);
+          break;
+        }
+        case 'imageSearch':
+          await timed(op, `${api}/assets/search?size=5`, { method: 'POST', headers: { ...content(), 'content-type': 'application/json' }, body: JSON.stringify({ dataBase64: reference }) }, [200]);
+          break;
+        case 'download': {
+          if (!media.length) break;
+          // Signed URLs expire; one that did is refreshed by the next browse of the same folder.
+          const u = media[Math.floor(rand() * media.length)]!;
+          const r = await timed(op, u, {}, [200, 403]);
+          if (r?.status === 403) media.splice(media.indexOf(u), 1);
+          break;
+        }
+        case 'health':
+          await timed(op, `${base}/healthz`, {}, [200]);
+          break;
+      }
+      const now = Date.now();
+      if (w === 0 && now - lastSample >= o.sampleMs) {
+        window.sort((x, y) => x - y);
+        const sample: Sample = {
+          atSec: Math.round((now - started) / 1000),
+          requests,
+          rps: Math.round(((requests - lastCount) / ((now - lastSample) / 1000)) * 10) / 10,
+          p99Ms: Math.round(percentile(window, 99) * 10) / 10,
+          errors: windowErrors,
+          rssMiB: rssMiB(server.pid!),
+        };
+        samples.push(sample);
+        log(`t=${sample.atSec}s requests=${sample.requests} rps=${sample.rps} p99=${sample.p99Ms}ms errors=${sample.errors} rss=${sample.rssMiB}MiB`);
+        window = [];
+        windowErrors = 0;
+        lastSample = now;
+        lastCount = requests;
+      }
+    }
+  };
+
+  let rssEnd = rssStart;
+  try {
+    await Promise.all(sessions.map((_, w) => worker(w)));
+  } finally {
+    rssEnd = rssMiB(server.pid!);
+    server.kill('SIGTERM');
+    await new Promise((r) => server.once('exit', r));
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  {
+    latencies.sort((x, y) => x - y);
+    const secs = (Date.now() - started) / 1000;
+    const half = samples.filter((s) => s.atSec >= (samples.at(-1)?.atSec ?? 0) / 2);
+    const result: SoakResult = {
+      seconds: Math.round(secs),
+      requests,
+      byOp,
+      rps: Math.round((requests / secs) * 10) / 10,
+      p50Ms: Math.round(percentile(latencies, 50) * 10) / 10,
+      p99Ms: Math.round(percentile(latencies, 99) * 10) / 10,
+      unexpected,
+      fiveXx,
+      firstErrors,
+      samples,
+      rssStartMiB: rssStart,
+      rssEndMiB: rssEnd,
+      rssMaxMiB: Math.max(rssStart, rssEnd, ...samples.map((s) => s.rssMiB)),
+      rssSlopeMiBPerMin: Math.round(slope(half.map((s) => [s.atSec / 60, s.rssMiB])) * 100) / 100,
+    };
+    return result;
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const env = (name: string, d: number) => Number(process.env[name] ?? d);
+  const result = await runSoak({
+    seconds: env('SOAK_SECONDS', 600),
+    maxRequests: env('SOAK_MAX_REQUESTS', 5_000_000),
+    workers: env('SOAK_WORKERS', 8),
+    sampleMs: env('SOAK_SAMPLE_MS', 10_000),
+    images: env('SOAK_IMAGES', 300),
+    log: (l) => process.stdout.write(`${l}\n`),
+  });
+  if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  else {
+    const { samples, ...summary } = result;
+    process.stdout.write(`\nsummary ${JSON.stringify(summary)}\n\n| t (s) | requests | req/s | p99 (ms) | errors | RSS (MiB) |\n|---|---|---|---|---|---|\n`);
+    for (const s of samples) process.stdout.write(`| ${s.atSec} | ${s.requests} | ${s.rps} | ${s.p99Ms} | ${s.errors} | ${s.rssMiB} |\n`);
+  }
+  // Flat within noise is under 1 MiB/min; the figure is reported either way (docs/reliability.md).
+  process.stdout.write(`RSS trend over the second half: ${result.rssSlopeMiBPerMin} MiB/min${result.rssSlopeMiBPerMin > 1 ? ' — GROWING' : ' — flat'}\n`);
+  process.exitCode = result.unexpected === 0 ? 0 : 1;
+}

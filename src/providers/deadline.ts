@@ -1,0 +1,40 @@
+/**
+ * Every call into a provider runs under a deadline: a DAM that never answers must cost the caller
+ * a quick 504, not a connection held until the request timeout (and a pile of waiting requests).
+ * The provider's own work is not cancelled (the contract has no signal); its late answer is dropped.
+ */
+import { hubError, integrationError, isHubError, type HubError } from '../errors.js';
+import type { Provider } from './contract.js';
+
+export function providerDeadline(provider: Provider, timeoutMs: number): HubError {
+  return integrationError('integration-unavailable', provider.descriptor.id, `the asset library did not answer within ${timeoutMs} ms`, { status: 504 });
+}
+
+/** `work`, or the error `onTimeout` makes once `timeoutMs` have passed without an answer. */
+export async function withDeadline<T>(work: Promise<T>, timeoutMs: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), timeoutMs);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs a provider operation under the deadline; hub errors pass through, anything else is a bug logged as hub-internal-error. */
+export async function callProvider<T>(provider: Provider, timeoutMs: number, fn: () => Promise<T>, answers: 'object' | 'any' = 'object'): Promise<T> {
+  try {
+    const out = await withDeadline(fn(), timeoutMs, () => providerDeadline(provider, timeoutMs));
+    // Every operation answers an object; anything else would be sent verbatim (a string) or as
+    // an empty body, so it is the DAM answering garbage: 502.
+    if (answers === 'object' && (typeof out !== 'object' || out === null || Array.isArray(out))) {
+      throw integrationError('integration-unavailable', provider.descriptor.id, `the asset library answered ${out === null ? 'null' : Array.isArray(out) ? 'a list' : `a ${typeof out}`} where an object was expected`, { status: 502 });
+    }
+    return out;
+  } catch (e) {
+    if (isHubError(e)) throw e;
+    throw Object.assign(hubError('hub-internal-error', `provider ${provider.descriptor.id} failed`), { cause: e });
+  }
+}
