@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { ConnectorsConfig } from './providers/kit/catalog.js';
 
 /** One typed configuration for a hub node; built from flags and environment by the CLI, or by tests directly. */
 export interface HubConfig {
@@ -60,6 +61,8 @@ export interface HubConfig {
   imageModelWeight: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
+  /** Remote connectors to serve, by id, with their upstream overrides (docs/connectors.md); {} = none. */
+  connectors: ConnectorsConfig;
 }
 
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
@@ -99,6 +102,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageModel: null,
     imageModelWeight: 0.5,
     shutdownGraceMs: 10_000,
+    connectors: {},
   };
   return { ...base, ...overrides };
 }
