@@ -7,6 +7,7 @@ import type { Clock } from '../../clock.js';
 import type { KeyRing } from '../../auth/keys.js';
 import type { ConnectorDeps, DefinedConnector } from './define.js';
 import type { UpstreamSettings } from './http.js';
+import { webdavConnector } from '../webdav/provider.js';
 
 export type ConnectorFactory = (deps: ConnectorDeps) => DefinedConnector;
 
@@ -14,6 +15,7 @@ export type ConnectorFactory = (deps: ConnectorDeps) => DefinedConnector;
 export type ConnectorsConfig = Record<string, Partial<UpstreamSettings>>;
 
 export const CATALOG: Record<string, ConnectorFactory> = {
+  webdav: webdavConnector,
 };
 
 export function knownConnectors(): string[] {

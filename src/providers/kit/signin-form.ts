@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { isHubError } from '../../errors.js';
 import { sendHtml } from '../../http/security-headers.js';
 import type { LoginHost } from '../contract.js';
+import type { UpstreamClient } from './http.js';
 
 export const MAX_SIGNIN_ATTEMPTS = 5;
 
@@ -34,7 +35,7 @@ export interface FormSignIn<C> {
   title: string;
   fields: FormField[];
   /** Checks the values against the upstream; a HubError's message is shown on the form. */
-  verify(values: Record<string, string>): Promise<SignInResult<C>>;
+  verify(values: Record<string, string>, http: UpstreamClient): Promise<SignInResult<C>>;
 }
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -50,7 +51,7 @@ export function signInPath(providerId: string): string {
 }
 
 /** Mounts GET/POST /auth/{provider}/signin. */
-export function formSignInRoutes<C extends Record<string, unknown>>(app: FastifyInstance, host: LoginHost, providerId: string, form: FormSignIn<C>): void {
+export function formSignInRoutes<C extends Record<string, unknown>>(app: FastifyInstance, host: LoginHost, providerId: string, form: FormSignIn<C>, http: UpstreamClient): void {
   const attempts = new Map<string, number>();
   const action = `/api/v1${signInPath(providerId)}`;
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16384 }, (_req, body, done) => {
@@ -94,7 +95,7 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
     if (missing) return sendHtml(reply, 400, render(state, `${missing.label} is required.`, shown));
     let result: SignInResult<C>;
     try {
-      result = await form.verify(values);
+      result = await form.verify(values, http);
     } catch (e) {
       if (!isHubError(e)) throw e;
       const n = (attempts.get(state) ?? 0) + 1;
