@@ -167,7 +167,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
               if (v !== undefined) reply.header(name, Array.isArray(v) ? v[0] : v);
             }
             reply.header('cache-control', 'private, max-age=3600');
-            reply.header('content-disposition', `attachment; filename*=UTF-8''${(req.params as { name: string }).name}`);
+            reply.header('content-disposition', `attachment; filename*=UTF-8''${encodeURIComponent((req.params as { name: string }).name)}`);
             if (up.status === 304 || req.method === 'HEAD') {
               up.body.destroy();
               return reply.send();
