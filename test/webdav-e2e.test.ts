@@ -33,6 +33,10 @@ test('a wrong password shows the form again; the right one completes the login',
   assert.match(wrong.page, /did not accept these credentials/);
   assert.doesNotMatch(wrong.page, /nope/, 'the password is never echoed');
   assert.equal(wrong.token, null);
+  const css = /href="([^"]+\.css)"/.exec(wrong.page)![1]!;
+  const sheet = await h.t.app.inject({ method: 'GET', url: css });
+  assert.equal(sheet.statusCode, 200);
+  assert.match(String(sheet.headers['content-type']), /^text\/css/);
   const providers = await h.t.app.inject({ method: 'GET', url: '/api/v1/auth/providers', headers: { authorization: `Bearer ${access_token}` } });
   const webdav = providers.json().find((p: any) => p.id === 'webdav');
   assert.equal(webdav.capabilities.serverUrl, true);
