@@ -99,6 +99,11 @@ test('another user\'s DAM token is refused; ids cannot leave the connection root
   assert.ok(bob.token);
   const cross = await h.t.app.inject({ method: 'GET', url: '/api/v1/assets/folder/root', headers: { authorization: `Bearer ${h.access}`, 'provider-authorization': `Bearer ${bob.token}` } });
   assertError(cross, 'provider-access-token-invalid', 403);
+  // Renewing bob's connection re-checks his credentials and yields a working DAM token.
+  const renewed = await h.t.app.inject({ method: 'GET', url: '/api/v1/auth/refreshToken', headers: { authorization: `Bearer ${bobAccess}`, 'provider-authorization': `Bearer ${bob.refresh}` } });
+  assert.equal(renewed.statusCode, 200, renewed.body);
+  const again = await h.t.app.inject({ method: 'GET', url: '/api/v1/assets/folder/root', headers: { authorization: `Bearer ${bobAccess}`, 'provider-authorization': `Bearer ${renewed.json().access_token}` } });
+  assert.equal(again.statusCode, 200, again.body);
   for (const id of ['/../secret.txt', '/Shoot/../../etc/passwd', '../secret.txt']) {
     const r = await h.t.app.inject({ method: 'GET', url: `/api/v1/assets/asset/${encodeURIComponent(id)}`, headers: h.headers });
     assertError(r, 'integration-not-found', 404, 'integration');

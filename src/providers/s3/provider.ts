@@ -78,7 +78,7 @@ export const s3Connector = defineProvider<S3Cred>({
   name: 'S3',
   version: '1.0.0',
   glyph: 'S3',
-  capabilities: { browse: true, search: true, versions: true, serverUrl: true, assetHashAlgorithm: null },
+  capabilities: { browse: true, search: true, versions: true, refresh: true, serverUrl: true, assetHashAlgorithm: null },
   paging: { defaultSize: 50, maxSize: 1000 },
   errorMessage: s3ErrorMessage,
   credentials: parseCred,
@@ -108,6 +108,12 @@ export const s3Connector = defineProvider<S3Cred>({
   hooks: {
     async validate(ctx) {
       await listObjects(ctx.http, ctx.cred, { prefix: '', delimiter: true, maxKeys: 1, token: null });
+    },
+
+    /** Keys do not expire by themselves: renewing re-checks them with the bucket. */
+    async refresh(cred, http) {
+      await listObjects(http, cred, { prefix: '', delimiter: true, maxKeys: 1, token: null });
+      return cred;
     },
 
     async browse(ctx, folderId, opts): Promise<FolderPage> {

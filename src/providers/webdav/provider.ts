@@ -85,7 +85,7 @@ export const webdavConnector = defineProvider<WebdavCred>({
   name: 'WebDAV',
   version: '1.0.0',
   glyph: 'W',
-  capabilities: { browse: true, search: true, serverUrl: true, assetHashAlgorithm: null },
+  capabilities: { browse: true, search: true, refresh: true, serverUrl: true, assetHashAlgorithm: null },
   paging: { defaultSize: 50, maxSize: 500 },
   errorMessage: davErrorMessage,
   credentials: parseCred,
@@ -117,6 +117,12 @@ export const webdavConnector = defineProvider<WebdavCred>({
   hooks: {
     async validate(ctx) {
       await propfind(ctx.http, ctx.cred, '/', 0);
+    },
+
+    /** The credentials do not expire by themselves: renewing re-checks them with the server. */
+    async refresh(cred, http) {
+      await propfind(http, cred, '/', 0);
+      return cred;
     },
 
     async browse(ctx, folderId, opts): Promise<FolderPage> {
