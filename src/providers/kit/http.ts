@@ -139,7 +139,15 @@ export class UpstreamClient {
   async text(req: UpstreamRequest): Promise<{ status: number; headers: UpstreamResponse['headers']; text: string }> {
     const res = await this.send(req);
     const what = req.what ?? `${req.method} ${new URL(req.url).pathname}`;
-    return { status: res.status, headers: res.headers, text: await this.readCapped(res, what) };
+    // A buffered answer gets the whole deadline, body included: a server dripping a byte at a
+    // time within bodyTimeout still ends here.
+    const timer = setTimeout(() => res.body.destroy(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
+    timer.unref();
+    try {
+      return { status: res.status, headers: res.headers, text: await this.readCapped(res, what) };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** A JSON answer; HTML or other non-JSON where JSON was due is an integration error, not a crash. */
@@ -172,18 +180,19 @@ export class UpstreamClient {
     if (!admitted.ok) {
       throw unavailable(this.providerId, `${what}: ${url.host} failed repeatedly; calls are paused for a moment`, { retryAfterSec: Math.max(1, Math.ceil(admitted.retryAfterMs / 1000)) });
     }
+    // The deadline covers the answer's head only; a streamed body (a download) may take longer,
+    // bounded by the idle bodyTimeout between chunks.
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
+    timer.unref();
     let res;
     try {
-      res = await request(url, {
-        dispatcher: this.agent,
-        method: req.method as 'GET',
-        headers: req.headers,
-        body: req.body,
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
-      });
+      res = await request(url, { dispatcher: this.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
     } catch (e) {
       this.breakers.failure(key);
       throw new Retryable(networkError(this.providerId, what, e, this.settings.timeoutMs), null);
+    } finally {
+      clearTimeout(timer);
     }
     const status = res.statusCode;
     const ok = (status >= 200 && status < 300) || req.accept?.includes(status) === true;
