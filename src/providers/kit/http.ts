@@ -9,7 +9,7 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
-import { Agent, errors as undiciErrors, request } from 'undici';
+import type { Agent } from 'undici';
 import type { Clock } from '../../clock.js';
 import { isHubError, type HubError } from '../../errors.js';
 import { AddressPolicy } from '../../content/safe-fetch.js';
@@ -73,6 +73,14 @@ export interface UpstreamDeps {
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PROPFIND', 'SEARCH', 'REPORT']);
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
 
+/**
+ * undici is loaded on the first upstream call, not at start: loading it installs its global
+ * dispatcher, which changed how a hub without any connector drained in-flight requests on SIGTERM
+ * (test/e2e.test.ts). A hub that serves no connector never loads it.
+ */
+let undiciModule: Promise<typeof import('undici')> | null = null;
+const loadUndici = () => (undiciModule ??= import('undici'));
+
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
 class Retryable extends Error {
@@ -83,7 +91,8 @@ class Retryable extends Error {
 
 export class UpstreamClient {
   readonly breakers: CircuitBreakers;
-  private readonly agent: Agent;
+  private agent: Agent | null = null;
+  private readonly agentOptions: ConstructorParameters<typeof Agent>[0];
   private readonly policy: AddressPolicy;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly random: () => number;
@@ -104,16 +113,16 @@ export class UpstreamClient {
         cb(null, list[0]!.address, list[0]!.family);
       });
     };
-    this.agent = new Agent({
+    this.agentOptions = {
       connect: { timeout: settings.timeoutMs, lookup },
       headersTimeout: settings.timeoutMs,
       bodyTimeout: settings.timeoutMs,
       keepAliveTimeout: 10_000,
-    });
+    };
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    await this.agent?.close();
   }
 
   /** A streamed answer (2xx or an accepted status). The caller must consume or destroy the body. */
@@ -187,7 +196,9 @@ export class UpstreamClient {
     timer.unref();
     let res;
     try {
-      res = await request(url, { dispatcher: this.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
+      const undici = await loadUndici();
+      this.agent ??= new undici.Agent(this.agentOptions);
+      res = await undici.request(url, { dispatcher: this.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
     } catch (e) {
       this.breakers.failure(key);
       throw new Retryable(networkError(this.providerId, what, e, this.settings.timeoutMs), null);
@@ -265,8 +276,8 @@ async function readSome(body: Readable, max: number): Promise<string> {
 function networkError(provider: string, what: string, e: unknown, timeoutMs: number): HubError {
   if (isHubError(e)) return e;
   const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError' || e instanceof undiciErrors.HeadersTimeoutError
-    || e instanceof undiciErrors.BodyTimeoutError || e instanceof undiciErrors.ConnectTimeoutError;
+  const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError'
+    || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' || err.code === 'UND_ERR_CONNECT_TIMEOUT';
   if (timedOut) return unavailable(provider, `${what}: no answer within ${timeoutMs} ms`, { timeout: true });
   const code = err.code ?? err.cause?.code;
   const msg = err.cause?.message ?? err.message ?? String(e);
