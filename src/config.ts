@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { ConnectorsConfig } from './providers/kit/catalog.js';
 
 /** One typed configuration for a hub node; built from flags and environment by the CLI, or by tests directly. */
 export interface HubConfig {
@@ -65,6 +66,8 @@ export interface HubConfig {
   mcpJwksUrl: string | null;
   /** Deadline of one call into a provider (browse, search, refresh, ...): past it the caller gets 504 integration-unavailable. */
   providerTimeoutMs: number;
+  /** Remote connectors to serve, by id, with their upstream overrides (docs/connectors.md); {} = none. */
+  connectors: ConnectorsConfig;
 }
 
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
@@ -107,6 +110,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     mcpIssuer: null,
     mcpJwksUrl: null,
     providerTimeoutMs: 30_000,
+    connectors: {},
   };
   return { ...base, ...overrides };
 }

@@ -21,6 +21,8 @@ import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import type { Stores } from './stores/types.js';
+import { buildConnectors } from './providers/kit/catalog.js';
+import type { DefinedConnector } from './providers/kit/define.js';
 
 export interface HubDeps {
   clock?: Clock;
@@ -61,6 +63,8 @@ export class Hub {
   readonly mediaUrls: SignedMediaUrls;
   /** The embedded library, when a library folder is configured. */
   readonly library: LibraryProvider | null = null;
+  /** Remote connectors enabled in config.connectors (src/providers/kit/). */
+  readonly connectors: DefinedConnector[];
 
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
     fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -87,6 +91,8 @@ export class Hub {
       });
       this.providers.register(this.library);
     }
+    this.connectors = buildConnectors(config.connectors, { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl });
+    for (const c of this.connectors) this.providers.register(c);
 
     this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes }, this.stores.jwksCache ?? null);
     this.hubTokens = new HubTokens(this.keys, this.clock, config.accessTokenTtlSec, config.refreshTokenTtlSec);
@@ -114,6 +120,7 @@ export class Hub {
 
   async close(): Promise<void> {
     await this.library?.close();
+    await Promise.all(this.connectors.map((c) => c.close()));
     await this.stores.close();
   }
 }

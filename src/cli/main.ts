@@ -11,6 +11,7 @@ import { rotateKeyRing } from '../auth/keys.js';
 import { isHubError } from '../errors.js';
 import { ClusterStores, clusterMode, openStores, StoreConfigError } from '../stores/index.js';
 import { rotateSharedKeys } from '../stores/postgres/secrets.js';
+import { connectorsFromEnv } from '../providers/kit/catalog.js';
 import { migratePg, createPgPool } from '../stores/postgres/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';
 import { serve } from './serve.js';
@@ -140,6 +141,11 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   }
   if (env.DAMHUB_MCP_ISSUER) overrides.mcpIssuer = env.DAMHUB_MCP_ISSUER;
   if (env.DAMHUB_MCP_JWKS_URL) overrides.mcpJwksUrl = env.DAMHUB_MCP_JWKS_URL;
+  try {
+    overrides.connectors = connectorsFromEnv(env);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
   return defaultConfig(overrides);
 }
 
