@@ -60,6 +60,10 @@ export interface HubConfig {
   imageModelWeight: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
+  /** Cluster mode: lifetime of the library's indexer lease; its holder renews it every third (docs/library.md). */
+  libraryLeaseSec: number;
+  /** Cluster mode: the indexer's periodic rescan (a shared folder's changes may not reach its watcher); 0 disables. */
+  libraryRescanSec: number;
 }
 
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
@@ -99,6 +103,8 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageModel: null,
     imageModelWeight: 0.5,
     shutdownGraceMs: 10_000,
+    libraryLeaseSec: 15,
+    libraryRescanSec: 60,
   };
   return { ...base, ...overrides };
 }

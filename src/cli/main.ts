@@ -126,6 +126,10 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (imageBytes !== undefined) overrides.imageMaxBytes = imageBytes;
   const imagePixels = num('DAMHUB_IMAGE_MAX_PIXELS');
   if (imagePixels !== undefined) overrides.imageMaxPixels = imagePixels;
+  const leaseSec = num('DAMHUB_LIBRARY_LEASE_SEC');
+  if (leaseSec !== undefined) overrides.libraryLeaseSec = leaseSec;
+  const rescanSec = num('DAMHUB_LIBRARY_RESCAN_SEC');
+  if (rescanSec !== undefined) overrides.libraryRescanSec = rescanSec;
   const model = pick('image-model', 'DAMHUB_IMAGE_MODEL');
   if (model) overrides.imageModel = path.resolve(model);
   const weight = num('DAMHUB_IMAGE_MODEL_WEIGHT');
