@@ -1,0 +1,14 @@
+/**
+ * The search-by-image suite (test/image-search.test.ts), again, with the library index in PostgreSQL
+ * (cluster stores on a fresh `cindex_` database; see test/helpers/cindex-env.ts).
+ */
+import { after, test } from 'node:test';
+import { useLibraryPgIndex } from './helpers/cindex-env.js';
+
+const env = await useLibraryPgIndex();
+if (env) {
+  await import('./image-search.test.js');
+  after(() => env.cleanup());
+} else {
+  test('image-search suite over the PostgreSQL index', (t) => t.skip('PostgreSQL or Redis unreachable (reason printed above)'));
+}
