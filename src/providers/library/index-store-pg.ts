@@ -8,8 +8,7 @@
  *   a smaller number (a plain sequence object would not promise that).
  * - Every node keeps its own in-memory keyword engine (search-engine.ts) and catches it up from
  *   that sequence before each search, in one REPEATABLE READ snapshot; idle, that is one indexed
- *   read. search_tsv (a generated tsvector with a GIN index) holds the same words for SQL-side
- *   full-text queries; see docs/library.md for why requests are answered by the engine.
+ *   read. Keyword search is not a tsvector/GIN query: docs/library.md ("Cluster mode") says why.
  * - Image descriptors and their change log live here too (DescriptorBackend), logged with the same
  *   counter, and are dropped in the transaction that removes an asset or changes its content.
  */
@@ -32,7 +31,7 @@ const REMOVED_LOG_KEEP = 100_000;
 /** Descriptor log entries kept after they were applied (as in SQLite). */
 const DESCRIPTOR_LOG_KEEP = 10_000;
 
-/** Every asset column except the tsvector (a listing never needs it). */
+/** Every asset column except search_text (only the engine's catch-up reads it). */
 const ASSET_COLS = 'rowid, id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at';
 
 async function nextSeq(c: Q): Promise<number> {

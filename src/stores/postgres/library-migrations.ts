@@ -39,13 +39,10 @@ export const LIBRARY_PG_MIGRATIONS: { version: number; name: string; sql: string
         blob TEXT,
         indexed_at BIGINT NOT NULL,
         search_text TEXT NOT NULL,
-        change_seq BIGINT NOT NULL,
-        -- The six searchable fields as words (separators \\x1f/\\x1e become spaces), for the GIN index.
-        search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, translate(search_text, E'\\x1f\\x1e', '  '))) STORED
+        change_seq BIGINT NOT NULL
       );
       CREATE INDEX library_assets_folder ON library_assets (folder_path, name, id);
       CREATE INDEX library_assets_change_seq ON library_assets (change_seq);
-      CREATE INDEX library_assets_tsv ON library_assets USING GIN (search_tsv);
       CREATE TABLE library_asset_keywords (
         asset_rowid BIGINT NOT NULL REFERENCES library_assets(rowid) ON DELETE CASCADE,
         keyword TEXT COLLATE "C" NOT NULL,
