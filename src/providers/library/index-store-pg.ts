@@ -28,6 +28,8 @@ type Q = Pick<pg.PoolClient, 'query'>;
 
 /** Removal log entries kept for other nodes' engines to catch up with (as in SQLite). */
 const REMOVED_LOG_KEEP = 100_000;
+/** Bound on reading the whole index to build a node's engine. */
+const BUILD_TIMEOUT_MS = 10 * 60_000;
 /** Descriptor log entries kept after they were applied (as in SQLite). */
 const DESCRIPTOR_LOG_KEEP = 10_000;
 
@@ -96,6 +98,9 @@ export class PgLibraryIndex implements LibraryIndexStore {
 
   async upsertAsset(a: AssetRow, previous: VersionRow | null): Promise<void> {
     await this.db.tx(async (c) => {
+      // Lock order everywhere: the asset's row, then the sequence row (PgDescriptors.put and
+      // removeAsset take them in the same order), so concurrent writers cannot deadlock.
+      const old = (await c.query<Row>('SELECT rowid, blob FROM library_assets WHERE id = $1 FOR UPDATE', [a.id])).rows[0];
       await ensureFolders(c, a.folderPath);
       if (previous) {
         await c.query(
@@ -107,7 +112,6 @@ export class PgLibraryIndex implements LibraryIndexStore {
             previous.hashes ? JSON.stringify(previous.hashes) : null, JSON.stringify(previous.meta), previous.blob, previous.comment, previous.createdAt],
         );
       }
-      const old = (await c.query<Row>('SELECT rowid, blob FROM library_assets WHERE id = $1 FOR UPDATE', [a.id])).rows[0];
       if (old) await c.query('DELETE FROM library_asset_keywords WHERE asset_rowid = $1', [old.rowid]);
       const seq = await nextSeq(c);
       const row = (await c.query<Row>(
@@ -217,8 +221,15 @@ export class PgLibraryIndex implements LibraryIndexStore {
       } else {
         for (const r of (await c.query<Row>('SELECT asset_rowid FROM library_removed WHERE seq > $1 ORDER BY seq', [from])).rows) engine.remove(Number(r.asset_rowid));
       }
-      const changed = await c.query<Row>(
-        'SELECT rowid, folder_path, kind, ext, year, orientation, mtime_ms, search_text FROM library_assets WHERE change_seq > $1 ORDER BY change_seq', [from]);
+      if (from === 0) {
+        // A build reads the whole table (a million assets: seconds), beyond a request's budget.
+        await c.query('SET LOCAL statement_timeout = 0');
+      }
+      const changed = await c.query<Row>({
+        text: 'SELECT rowid, folder_path, kind, ext, year, orientation, mtime_ms, search_text FROM library_assets WHERE change_seq > $1 ORDER BY change_seq',
+        values: [from],
+        ...(from === 0 ? { query_timeout: BUILD_TIMEOUT_MS } : {}),
+      } as pg.QueryConfig);
       for (const r of changed.rows) engine.upsert(searchDoc({ ...r, rowid: Number(r.rowid) }));
       if (from === 0) engine.trim();
       else if (engine.deadDocuments > 10_000 && engine.deadDocuments > engine.size) engine.compact();
@@ -285,8 +296,10 @@ export class PgLibraryIndex implements LibraryIndexStore {
 
   // ── accounts ─────────────────────────────────────────────────────────────────────────────
   async addAccount(a: AccountRow): Promise<void> {
-    await this.db.query('INSERT INTO library_accounts (id, name, password_hash, folders, created_at) VALUES ($1, $2, $3, $4, $5)',
+    // Two nodes may add the same name at once (the demo account at start): one insert wins.
+    const r = await this.db.query('INSERT INTO library_accounts (id, name, password_hash, folders, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING',
       [a.id, a.name, a.passwordHash, JSON.stringify(a.folders), a.createdAt]);
+    if (r.rowCount === 0) throw new Error(`user ${a.name} already exists`);
   }
 
   async account(id: string) {

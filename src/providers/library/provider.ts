@@ -176,7 +176,13 @@ export class LibraryProvider implements Provider {
 
   async ensureDemoAccount(): Promise<void> {
     const d = this.opts.demoAccount;
-    if (d && !(await this.index.accountByName(d.name))) await addAccount(this.index, d.name, d.password, [], this.opts.clock.now());
+    if (!d || (await this.index.accountByName(d.name))) return;
+    try {
+      await addAccount(this.index, d.name, d.password, [], this.opts.clock.now());
+    } catch (e) {
+      // Another node sharing the index added it first.
+      if (!(await this.index.accountByName(d.name))) throw e;
+    }
   }
 
   // ── login ────────────────────────────────────────────────────────────────────────────────
