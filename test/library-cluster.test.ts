@@ -103,7 +103,7 @@ describe('indexer lease', () => {
 
 /**
  * Two nodes, one database, one library folder. Waiting for the cluster to converge is done by
- * polling a condition with a generous bound (the lease is 2 s here), never by asserting a time.
+ * polling a condition with a generous bound (the lease is 5 s here), never by asserting a time.
  */
 describe('two serve processes share the index; SIGKILL of the indexer moves the lease', () => {
   let env: CindexEnv | null = null;
@@ -138,7 +138,7 @@ describe('two serve processes share the index; SIGKILL of the indexer moves the 
     }
 
     const args = ['--data', data, '--library', root, '--database-url', env.databaseUrl, '--redis-url', env.redisUrl];
-    const nodeEnv = { DAMHUB_REDIS_PREFIX: env.keyPrefix, DAMHUB_LIBRARY_LEASE_SEC: '2', DAMHUB_LIBRARY_RESCAN_SEC: '0' };
+    const nodeEnv = { DAMHUB_REDIS_PREFIX: env.keyPrefix, DAMHUB_LIBRARY_LEASE_SEC: '5', DAMHUB_LIBRARY_RESCAN_SEC: '0' };
     const a = await startServer(args, nodeEnv);
     servers.push(a);
     const b = await startServer(args, nodeEnv);
@@ -172,7 +172,7 @@ describe('two serve processes share the index; SIGKILL of the indexer moves the 
     };
     const search = async (node: ServerProcess, q: string) => (await get(node, `/assets/search?query=${encodeURIComponent(q)}&size=50`)).assets.map((x) => x.name).sort();
     const until = async (what: string, cond: () => Promise<boolean>) => {
-      for (let i = 0; i < 300; i++) {
+      for (let i = 0; i < 600; i++) {
         if (await cond()) return;
         await new Promise((r) => setTimeout(r, 100));
       }
