@@ -21,6 +21,7 @@ import { DIM, describeImage, hamming, SCALE, type Descriptor } from '../src/prov
 import { DEFAULT_CUTOFF, MAX_BOOST, NEAR_DUPLICATE_BITS } from '../src/providers/library/similarity/vector-index.js';
 import { rng, sceneJpeg, transform } from '../test/helpers/scenes.js';
 import { startLibraryHub } from '../test/helpers/library.js';
+import type { LibraryIndex } from '../src/providers/library/index-store.js';
 
 const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' }, queries: { type: 'string', default: '60' } } });
 const sizes = values.sizes!.split(',').map(Number);
@@ -45,7 +46,7 @@ const lib = await startLibraryHub(files);
 const address = await lib.t.app.listen({ host: '127.0.0.1', port: 0 });
 const url = `http://127.0.0.1:${(lib.t.app.server.address() as AddressInfo).port}/api/v1/assets/search?size=${K}`;
 const sim = lib.t.hub.library!.similarity;
-const db = lib.t.hub.library!.index.db;
+const db = (lib.t.hub.library!.index as LibraryIndex).db;
 const queryImages: { body: string; q: Descriptor }[] = [];
 for (let i = 0; i < QUERIES; i++) {
   const img = await transform(scenes[i % REAL]!, (['resize50', 'crop10', 'jpeg35', 'rotate3', 'bright15', 'blur'] as const)[Math.floor(i / REAL) % 6]);

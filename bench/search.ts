@@ -178,11 +178,11 @@ async function main(): Promise<void> {
   const index = t.hub.library!.index;
   const rssBefore = rssOf(process.pid).currentMiB;
   const t0 = performance.now();
-  const engine = index.searchEngine();
+  const engine = await index.searchEngine();
   const loadMs = performance.now() - t0;
   const rssEngine = rssOf(process.pid).currentMiB;
   console.log(`engine: ${engine.size.toLocaleString('en')} assets loaded in ${(loadMs / 1000).toFixed(1)} s; RSS ${rssBefore.toFixed(0)} → ${rssEngine.toFixed(0)} MiB`);
-  if (!index.accountByName('bench')) await addAccount(index, 'bench', 'bench-password', [], t.clock.now());
+  if (!(await index.accountByName('bench'))) await addAccount(index, 'bench', 'bench-password', [], t.clock.now());
   const { access_token } = await t.login({ sub: 'bench-user' });
   const dam = await signInToLibrary(t, access_token, 'bench', 'bench-password');
   const address = await t.app.listen({ host: '127.0.0.1', port: 0 });

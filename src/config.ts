@@ -68,6 +68,10 @@ export interface HubConfig {
   providerTimeoutMs: number;
   /** Remote connectors to serve, by id, with their upstream overrides (docs/connectors.md); {} = none. */
   connectors: ConnectorsConfig;
+  /** Cluster mode: lifetime of the library's indexer lease; its holder renews it every third (docs/library.md). */
+  libraryLeaseSec: number;
+  /** Cluster mode: the indexer's periodic rescan (a shared folder's changes may not reach its watcher); 0 disables. */
+  libraryRescanSec: number;
 }
 
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
@@ -111,6 +115,8 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     mcpJwksUrl: null,
     providerTimeoutMs: 30_000,
     connectors: {},
+    libraryLeaseSec: 15,
+    libraryRescanSec: 60,
   };
   return { ...base, ...overrides };
 }

@@ -20,6 +20,7 @@ import type { Provider } from './providers/contract.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
 import { LibraryProvider } from './providers/library/provider.js';
+import { sharedLibraryIndex } from './providers/library/shared-index.js';
 import type { Stores } from './stores/types.js';
 import { buildConnectors } from './providers/kit/catalog.js';
 import type { DefinedConnector } from './providers/kit/define.js';
@@ -88,6 +89,7 @@ export class Hub {
         watch: deps.watchLibrary ?? true,
         imageModel: config.imageModel,
         imageModelWeight: config.imageModelWeight,
+        sharedIndex: sharedLibraryIndex(this.stores, this.clock, config),
       });
       this.providers.register(this.library);
     }

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import type { LibraryIndex } from '../src/providers/library/index-store.js';
 import { assetIdFor } from '../src/providers/library/scanner.js';
 import { CLIP_MEAN, CLIP_STD, EmbedderError, ImageEmbedder, quantise } from '../src/providers/library/similarity/embedder.js';
 import { cosine } from '../src/providers/library/similarity/descriptor.js';
@@ -87,7 +88,7 @@ describe('with a model', () => {
 
   test('every image gets an embedding, stored per asset and model, equal to the model computed independently', () => {
     const sim = lib.t.hub.library!.similarity;
-    const db = lib.t.hub.library!.index.db;
+    const db = (lib.t.hub.library!.index as LibraryIndex).db;
     const rows = db.prepare('SELECT asset_id, model, vec FROM similarity_embeddings').all() as { asset_id: string; model: string; vec: Buffer }[];
     assert.equal(rows.length, Object.keys(files).length);
     assert.ok(rows.every((r) => r.model === sim.embedder!.modelId && r.vec.length === model.dim));
@@ -142,13 +143,13 @@ describe('with a model', () => {
     assert.notEqual(e.modelId, oldId);
     // A second ImageSimilarity over the same database, as a restart with the new model would make.
     const { ImageSimilarity } = await import('../src/providers/library/similarity/index.js');
-    const sim = new ImageSimilarity(lp.index.db, {
+    const sim = new ImageSimilarity((lp.index as LibraryIndex).db, {
       preview: (id, version) => (lp.renditions.has(id, version, 'preview') ? lp.renditions.file(id, version, 'preview') : null),
       blob: (blob) => lp.scanner.blobPath(blob),
     }, lib.t.clock);
-    sim.useEmbedder(e, 1);
+    await sim.useEmbedder(e, 1);
     await sim.refresh();
-    const rows = lp.index.db.prepare('SELECT model, vec FROM similarity_embeddings').all() as { model: string; vec: Buffer }[];
+    const rows = (lp.index as LibraryIndex).db.prepare('SELECT model, vec FROM similarity_embeddings').all() as { model: string; vec: Buffer }[];
     assert.equal(rows.length, Object.keys(files).length);
     assert.ok(rows.every((r) => r.model === e.modelId && r.vec.length === 3));
     const got = sim.embeddings!.get(assetIdFor('Flat/blue.png'))!;
@@ -187,7 +188,7 @@ describe('without a model', () => {
     const lp = lib.t.hub.library!;
     assert.equal(lp.similarity.embedder, null);
     assert.equal(lp.similarity.embeddings, null);
-    const table = lp.index.db.prepare("SELECT name FROM sqlite_master WHERE name = 'similarity_embeddings'").get();
+    const table = (lp.index as LibraryIndex).db.prepare("SELECT name FROM sqlite_master WHERE name = 'similarity_embeddings'").get();
     assert.equal(table, undefined);
     const res = await lib.t.app.inject({ method: 'POST', url: `${api}/assets/search`, headers: lib.headers, payload: { dataBase64: dataUri(query) } });
     assert.equal(res.statusCode, 200, res.body);

@@ -128,7 +128,7 @@ test('removing the library account ends cached answers at once', async () => {
   const get = () => lib.t.app.inject({ url: harbour, headers: { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${dam}` } });
   assert.equal((await get()).statusCode, 200);
   assert.equal((await get()).statusCode, 200);
-  assert.ok(lib.t.hub.library!.index.removeAccount('erin'));
+  assert.ok(await lib.t.hub.library!.index.removeAccount('erin'));
   const res = await get();
   assert.equal(res.json().error.code, 'integration-auth-failed');
 });

@@ -1,9 +1,14 @@
 /** `damhub users …` (library accounts) and `damhub index` (scan with a progress bar). */
 import fs from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../clock.js';
 import { addAccount } from '../providers/library/accounts.js';
 import { LibraryIndex } from '../providers/library/index-store.js';
+import type { LibraryIndexStore } from '../providers/library/index-contract.js';
+import { PgLibraryIndex } from '../providers/library/index-store-pg.js';
+import { IndexerLease } from '../providers/library/indexer-lease.js';
+import { createPgPool, migratePg } from '../stores/postgres/index.js';
 import { Renditions } from '../providers/library/renditions.js';
 import { DEFAULT_SCAN_CONCURRENCY, LibraryScanner } from '../providers/library/scanner.js';
 import { ImageSimilarity, librarySources } from '../providers/library/similarity/index.js';
@@ -15,6 +20,29 @@ function libraryDataDir(data: string | undefined): string {
   return dir;
 }
 
+const dbOpt = { 'database-url': { type: 'string' } } as const;
+
+/**
+ * The library index these commands work on: PostgreSQL when --database-url (or DATABASE_URL) is
+ * given, the cluster's shared index (migrated first, as `damhub migrate` would); else the
+ * embedded SQLite file in the data directory.
+ */
+async function openIndex(values: { data?: string; 'database-url'?: string }): Promise<{ index: LibraryIndexStore; pool: import('pg').Pool | null; close(): Promise<void> }> {
+  const url = values['database-url'] || process.env.DATABASE_URL;
+  if (url) {
+    const pool = createPgPool(url);
+    try {
+      await migratePg(pool);
+    } catch (e) {
+      await pool.end();
+      throw e;
+    }
+    return { index: new PgLibraryIndex(pool), pool, close: () => pool.end() };
+  }
+  const index = new LibraryIndex(path.join(libraryDataDir(values.data), 'library.sqlite'));
+  return { index, pool: null, close: async () => index.close() };
+}
+
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
@@ -24,34 +52,34 @@ async function readStdin(): Promise<string> {
 export async function usersCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'add') {
-    const { values, positionals } = parse(rest, { ...dataOpt, 'password-stdin': { type: 'boolean' }, folders: { type: 'string' } }, true);
+    const { values, positionals } = parse(rest, { ...dataOpt, ...dbOpt, 'password-stdin': { type: 'boolean' }, folders: { type: 'string' } }, true);
     if (positionals.length !== 1) throw new UsageError('users add takes one user name');
     let password: string;
     if (values['password-stdin']) password = await readStdin();
     else if (process.env.DAMHUB_USER_PASSWORD) password = process.env.DAMHUB_USER_PASSWORD;
     else throw new UsageError('give the password on standard input with --password-stdin (or in DAMHUB_USER_PASSWORD)');
     const folders = values.folders ? values.folders.split(',').map((f) => f.trim()).filter(Boolean) : [];
-    const index = new LibraryIndex(path.join(libraryDataDir(values.data), 'library.sqlite'));
+    const { index, close } = await openIndex(values);
     try {
       const acc = await addAccount(index, positionals[0]!, password, folders, Date.now());
       process.stdout.write(`added ${acc.name}${acc.folders.length ? ` (limited to ${acc.folders.join(', ')})` : ''}\n`);
     } finally {
-      index.close();
+      await close();
     }
     return 0;
   }
   if (sub === 'list' || sub === 'remove') {
-    const { values, positionals } = parse(rest, dataOpt, true);
-    const index = new LibraryIndex(path.join(libraryDataDir(values.data), 'library.sqlite'));
+    const { values, positionals } = parse(rest, { ...dataOpt, ...dbOpt }, true);
+    const { index, close } = await openIndex(values);
     try {
       if (sub === 'list') {
-        for (const a of index.listAccounts()) process.stdout.write(`${a.name}\t${a.folders.length ? a.folders.join(',') : '(whole library)'}\n`);
+        for (const a of await index.listAccounts()) process.stdout.write(`${a.name}\t${a.folders.length ? a.folders.join(',') : '(whole library)'}\n`);
       } else {
         if (positionals.length !== 1) throw new UsageError('users remove takes one user name');
-        if (!index.removeAccount(positionals[0]!)) throw new Error(`no user ${positionals[0]}`);
+        if (!(await index.removeAccount(positionals[0]!))) throw new Error(`no user ${positionals[0]}`);
       }
     } finally {
-      index.close();
+      await close();
     }
     return 0;
   }
@@ -59,7 +87,7 @@ export async function usersCommand(args: string[]): Promise<number> {
 }
 
 export async function indexCommand(args: string[]): Promise<number> {
-  const { values } = parse(args, { ...dataOpt, library: { type: 'string' }, concurrency: { type: 'string' } });
+  const { values } = parse(args, { ...dataOpt, ...dbOpt, library: { type: 'string' }, concurrency: { type: 'string' } });
   const lib = values.library ?? process.env.DAMHUB_LIBRARY;
   if (!lib) throw new UsageError('index needs --library DIR (or DAMHUB_LIBRARY)');
   const root = path.resolve(lib);
@@ -67,7 +95,25 @@ export async function indexCommand(args: string[]): Promise<number> {
   const concurrency = values.concurrency ? Number(values.concurrency) : DEFAULT_SCAN_CONCURRENCY;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw new UsageError('--concurrency must be 1..64');
   const dir = libraryDataDir(values.data);
-  const index = new LibraryIndex(path.join(dir, 'library.sqlite'));
+  const { index, pool, close } = await openIndex(values);
+  // On the shared index this command is the indexer for its run: it takes the lease, or leaves
+  // the index to the node that holds it (two scanners would race on versions).
+  const lease = pool ? new IndexerLease(pool, `damhub-index:${hostname()}:${process.pid}`, systemClock) : null;
+  if (lease) {
+    let held = false;
+    try {
+      await lease.start({ acquired: () => void (held = true), lost: () => undefined });
+    } catch (e) {
+      await close();
+      throw e;
+    }
+    if (!held) {
+      const cur = await lease.current().catch(() => null);
+      await lease.stop();
+      await close();
+      throw new Error(`${cur?.holder ?? 'another node'} is the library's indexer and keeps the index current; run damhub index when no node holds the lease`);
+    }
+  }
   const renditions = new Renditions(path.join(dir, 'renditions'));
   const scanner = new LibraryScanner(root, index, renditions, dir, systemClock);
   const tty = process.stderr.isTTY;
@@ -89,13 +135,14 @@ export async function indexCommand(args: string[]): Promise<number> {
     });
     if (tty) process.stderr.write('\n');
     // Descriptors for search by image, from the previews the scan just made.
-    const similarity = new ImageSimilarity(index.db, librarySources(renditions, scanner), systemClock, { concurrency, load: false });
+    const similarity = new ImageSimilarity(index instanceof LibraryIndex ? index.db : index.descriptors(), librarySources(renditions, scanner), systemClock, { concurrency, load: false });
     const described = await similarity.refresh();
     if (described) process.stdout.write(`described ${described} images for search by image\n`);
     process.stdout.write(`indexed ${report.files} files: ${report.added} added, ${report.updated} updated, ${report.unchanged} unchanged, ${report.removed} removed, ${report.failed.length} failed\n`);
     for (const f of report.failed) process.stdout.write(`  failed: ${f.path}: ${f.error}\n`);
   } finally {
-    index.close();
+    await lease?.stop();
+    await close();
   }
   return 0;
 }

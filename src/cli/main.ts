@@ -28,10 +28,10 @@ const USAGE = `usage:
                [--max-token-age S] [--rate-limit N] [--origin URL]... [--id ID] [--data DIR]
   damhub partners list [--data DIR]
   damhub partners remove ID [--data DIR]
-  damhub users add NAME [--password-stdin] [--folders PATH,...] [--data DIR]
-  damhub users list [--data DIR]
-  damhub users remove NAME [--data DIR]
-  damhub index [--library DIR] [--data DIR] [--concurrency N (default 8)]
+  damhub users add NAME [--password-stdin] [--folders PATH,...] [--data DIR] [--database-url URL]
+  damhub users list [--data DIR] [--database-url URL]
+  damhub users remove NAME [--data DIR] [--database-url URL]
+  damhub index [--library DIR] [--data DIR] [--concurrency N (default 8)] [--database-url URL]
   damhub keys rotate [--data DIR | --database-url URL --redis-url URL]
   damhub migrate [--database-url URL] [--data DIR]
   damhub mcp --user SUB [--data DIR] [--library DIR] [--public-url URL]   (MCP over stdio; docs/mcp.md)
@@ -132,6 +132,10 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (imageBytes !== undefined) overrides.imageMaxBytes = imageBytes;
   const imagePixels = num('DAMHUB_IMAGE_MAX_PIXELS');
   if (imagePixels !== undefined) overrides.imageMaxPixels = imagePixels;
+  const leaseSec = num('DAMHUB_LIBRARY_LEASE_SEC');
+  if (leaseSec !== undefined) overrides.libraryLeaseSec = leaseSec;
+  const rescanSec = num('DAMHUB_LIBRARY_RESCAN_SEC');
+  if (rescanSec !== undefined) overrides.libraryRescanSec = rescanSec;
   const model = pick('image-model', 'DAMHUB_IMAGE_MODEL');
   if (model) overrides.imageModel = path.resolve(model);
   const weight = num('DAMHUB_IMAGE_MODEL_WEIGHT');

@@ -57,7 +57,7 @@ export async function serve(config: HubConfig): Promise<number> {
     `damhub listening on ${address}`,
     `  stores:         ${config.databaseUrl ? 'PostgreSQL + Redis (cluster mode)' : `SQLite in ${config.dataDir}`}`,
     config.demo ? `  demo page:      ${base}/demo` : null,
-    config.libraryDir ? `  library:        ${config.libraryDir} (${hub.library?.index.fileStates().size ?? 0} files indexed)` : null,
+    config.libraryDir ? `  library:        ${config.libraryDir} (${(await hub.library?.index.fileStates())?.size ?? 0} files indexed${hub.library?.isIndexer === false ? ', another node is the indexer' : ''})` : null,
     config.demo && hub.library ? `  library login:  demo / demo-password` : null,
     `  API reference:  ${base}/api/v1/docs`,
     `  OpenAPI:        ${base}/api/v1/openapi.json`,

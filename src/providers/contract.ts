@@ -135,5 +135,5 @@ export interface Provider {
    * may answer a repeated browse from its page cache (src/content/page-cache.ts) while the token is
    * unchanged; absent or null: every browse calls the provider.
    */
-  viewVersion?(session: ProviderSession): string | null;
+  viewVersion?(session: ProviderSession): string | null | Promise<string | null>;
 }

@@ -13,6 +13,7 @@ import { defaultConfig, type HubConfig } from '../../src/config.js';
 import { Hub } from '../../src/hub.js';
 import type { Provider } from '../../src/providers/contract.js';
 import type { Partner } from '../../src/stores/types.js';
+import { libraryTestStores } from './cindex-env.js';
 import { makeKey, signPartnerJwt, type SignOptions, type TestKey } from './partner.js';
 
 export interface TestHub {
@@ -37,7 +38,7 @@ export async function startTestHub(opts: { config?: Partial<HubConfig>; provider
   const dataDir = opts.dataDir ?? tempDir();
   const clock = opts.clock ?? new ManualClock(Date.UTC(2026, 5, 1, 12));
   const config = defaultConfig({ dataDir, publicUrl: 'http://hub.test', logLevel: 'silent', ...opts.config });
-  const hub = new Hub(config, { clock, providers: opts.providers });
+  const hub = new Hub(config, { clock, providers: opts.providers, stores: await libraryTestStores() });
   const app = await buildApp(hub, { logger: false });
   const key = await makeKey();
   const issuer = opts.partner?.issuer ?? 'https://partner.example/';

@@ -3,7 +3,8 @@
  * optionally limited to sub-folders of the library.
  */
 import { randomBytes, randomUUID, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import type { AccountRow, LibraryIndex } from './index-store.js';
+import type { AccountRow } from './index-store.js';
+import type { LibraryIndexStore } from './index-contract.js';
 
 // N=2^15, r=8: 32 MiB and ~50-100 ms per hash on this class of machine.
 const PARAMS: ScryptOptions = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
@@ -44,11 +45,11 @@ export function normaliseFolders(folders: string[]): string[] {
   });
 }
 
-export async function addAccount(index: LibraryIndex, name: string, password: string, folders: string[], now: number): Promise<AccountRow> {
+export async function addAccount(index: LibraryIndexStore, name: string, password: string, folders: string[], now: number): Promise<AccountRow> {
   if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(name)) throw new Error('a user name has 1-64 letters, digits, ".", "_", "@" or "-"');
   if (password.length < 8) throw new Error('a password has at least 8 characters');
-  if (index.accountByName(name)) throw new Error(`user ${name} already exists`);
+  if (await index.accountByName(name)) throw new Error(`user ${name} already exists`);
   const row: AccountRow = { id: randomUUID(), name, passwordHash: await hashPassword(password), folders: normaliseFolders(folders), createdAt: now };
-  index.addAccount(row);
+  await index.addAccount(row);
   return row;
 }

@@ -7,8 +7,10 @@ import { randomInt } from 'node:crypto';
 import Database from 'better-sqlite3';
 import type { FileHashes } from './hashes.js';
 import type { ExtractedMetadata } from './metadata.js';
+import type { LibraryIndexStore } from './index-contract.js';
 import { SearchEngine, type SearchDoc, type SearchField } from './search-engine.js';
 import { readSnapshot, writeSnapshot } from './search-snapshot.js';
+import { DescriptorStore } from './similarity/store.js';
 
 export interface AssetRow {
   id: string;
@@ -151,7 +153,8 @@ export const SNAPSHOT_MIN_ASSETS = 20_000;
 /** Removal log entries kept for other processes' engines to catch up with; older ones are pruned. */
 const REMOVED_LOG_KEEP = 100_000;
 
-export class LibraryIndex {
+export class LibraryIndex implements LibraryIndexStore {
+  readonly kind = 'sqlite' as const;
   readonly db: Database.Database;
   private readonly stmts;
 
@@ -188,6 +191,7 @@ export class LibraryIndex {
       metaValue: db.prepare('SELECT value FROM index_meta WHERE key = ?').pluck(),
       account: db.prepare('SELECT * FROM accounts WHERE id = ?'),
       accountByName: db.prepare('SELECT * FROM accounts WHERE name = ?'),
+      generation: db.prepare('SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v'),
     };
   }
 
@@ -195,6 +199,21 @@ export class LibraryIndex {
     if (!this.db.open) return;
     if (this.engine && this.engineSeq !== this.snapshotSeq) this.saveSnapshot();
     this.db.close();
+  }
+
+  /**
+   * SQLite's total_changes() counts every row this connection wrote (scanner, accounts) and
+   * data_version moves on every commit by another connection (`damhub index`, `damhub users`).
+   */
+  generation(): string {
+    const g = this.stmts.generation.get() as { c: number; v: number };
+    return `${g.c}.${g.v}`;
+  }
+
+  private descriptorStore: DescriptorStore | null = null;
+
+  descriptors(): DescriptorStore {
+    return (this.descriptorStore ??= new DescriptorStore(this.db));
   }
 
   private get snapshotFile(): string {
@@ -277,7 +296,7 @@ export class LibraryIndex {
       const old = this.db.prepare('SELECT rowid FROM assets WHERE id = ?').get(a.id) as { rowid: number } | undefined;
       if (old) this.db.prepare('DELETE FROM asset_keywords WHERE asset_rowid = ?').run(old.rowid);
       const year = yearOf(a);
-      const orientation = a.width && a.height ? (a.width > a.height ? 'landscape' : a.width < a.height ? 'portrait' : 'square') : null;
+      const orientation = orientationOf(a);
       const row = this.db.prepare(`INSERT INTO assets (id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at, search_text, change_seq)
         VALUES (@id, @relPath, @folderPath, @name, @ext, @size, @mtimeMs, @createdMs, @mimeType, @kind, @width, @height, @year, @orientation, @version, @versionComment, @meta, @hashes, @blob, @indexedAt, @searchText, @seq)
         ON CONFLICT (id) DO UPDATE SET rel_path=excluded.rel_path, folder_path=excluded.folder_path, name=excluded.name, ext=excluded.ext, size=excluded.size,
@@ -464,7 +483,7 @@ export class LibraryIndex {
 }
 
 export const FACETS: FacetKey[] = ['type', 'ext', 'keyword', 'year', 'orientation'];
-const FACET_COLUMN: Record<Exclude<FacetKey, 'keyword'>, string> = { type: 'kind', ext: 'ext', year: 'year', orientation: 'orientation' };
+export const FACET_COLUMN: Record<Exclude<FacetKey, 'keyword'>, string> = { type: 'kind', ext: 'ext', year: 'year', orientation: 'orientation' };
 
 const SEP = '\u001f';
 const KW_SEP = '\u001e';
@@ -484,7 +503,7 @@ export function searchText(name: string, folderPath: string, m: Omit<ExtractedMe
   return [...fields.map(clean), m.keywords.map((k) => clean(k.toLowerCase())).join(KW_SEP)].join(SEP);
 }
 
-function searchDoc(r: Record<string, unknown>): SearchDoc {
+export function searchDoc(r: Record<string, unknown>): SearchDoc {
   const parts = String(r.search_text).split(SEP);
   const fields = {} as Record<SearchField, string>;
   TEXT_FIELDS.forEach((f, i) => (fields[f] = parts[i] ?? ''));
@@ -501,12 +520,16 @@ function searchDoc(r: Record<string, unknown>): SearchDoc {
   };
 }
 
-function yearOf(a: AssetRow): number | null {
+export function orientationOf(a: AssetRow): string | null {
+  return a.width && a.height ? (a.width > a.height ? 'landscape' : a.width < a.height ? 'portrait' : 'square') : null;
+}
+
+export function yearOf(a: AssetRow): number | null {
   const t = a.meta.exif?.dateTimeOriginal ?? a.mtimeMs;
   return t ? new Date(t).getUTCFullYear() : null;
 }
 
-function toAsset(r: Record<string, unknown>): AssetRow {
+export function toAsset(r: Record<string, unknown>): AssetRow {
   return {
     id: r.id as string,
     relPath: r.rel_path as string,
@@ -529,6 +552,6 @@ function toAsset(r: Record<string, unknown>): AssetRow {
   };
 }
 
-function toAccount(r: Record<string, unknown>): AccountRow {
+export function toAccount(r: Record<string, unknown>): AccountRow {
   return { id: r.id as string, name: r.name as string, passwordHash: r.password_hash as string, folders: JSON.parse(r.folders as string), createdAt: r.created_at as number };
 }

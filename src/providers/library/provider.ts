@@ -12,6 +12,8 @@ import type { ListOptions, LoginHost, MediaFile, MediaRef, MediaUrls, Provider, 
 import type { AssetPage, Filter, FolderPage, VersionList } from '../model.js';
 import { addAccount } from './accounts.js';
 import { FACETS, LibraryIndex, type AccountRow, type ActiveFilters, type FacetKey } from './index-store.js';
+import type { LibraryIndexStore } from './index-contract.js';
+import type { IndexerLease } from './indexer-lease.js';
 import { label } from './labels.js';
 import { toAsset, versionToAsset } from './mapping.js';
 import { iconSvg, Renditions, RENDITIONS, type RenditionName } from './renditions.js';
@@ -35,6 +37,11 @@ export interface LibraryOptions {
   demoAccount?: { name: string; password: string } | null;
   /** Keep the index current while running. */
   watch?: boolean;
+  /**
+   * The index when it is not the embedded SQLite file (PostgreSQL in cluster mode), and the lease
+   * that makes one node at a time its indexer (indexer-lease.ts).
+   */
+  sharedIndex?: { index: LibraryIndexStore; lease: IndexerLease; rescanMs?: number } | null;
   /** A CLIP-style ONNX image model for search by image (similarity/embedder.ts); null: built-in descriptors only. */
   imageModel?: string | null;
   /** Weight of the model's cosine in the blended score, 0..1. */
@@ -66,20 +73,22 @@ const descriptor: ProviderDescriptor = {
 
 export class LibraryProvider implements Provider {
   readonly descriptor = descriptor;
-  readonly index: LibraryIndex;
+  readonly index: LibraryIndexStore;
   readonly scanner: LibraryScanner;
   readonly renditions: Renditions;
   /** Descriptors and the top-k index of search by image (similarity/). */
   readonly similarity: ImageSimilarity;
   private watcher: fs.FSWatcher | null = null;
   private debounce: NodeJS.Timeout | null = null;
+  private rescanTimer: NodeJS.Timeout | null = null;
 
   constructor(readonly opts: LibraryOptions) {
     fs.mkdirSync(opts.dataDir, { recursive: true });
-    this.index = new LibraryIndex(path.join(opts.dataDir, 'library.sqlite'));
+    this.index = opts.sharedIndex?.index ?? new LibraryIndex(path.join(opts.dataDir, 'library.sqlite'));
     this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'));
     this.scanner = new LibraryScanner(opts.root, this.index, this.renditions, opts.dataDir, opts.clock);
-    this.similarity = new ImageSimilarity(this.index.db, librarySources(this.renditions, this.scanner), opts.clock);
+    const store = this.index instanceof LibraryIndex ? this.index.db : this.index.descriptors();
+    this.similarity = new ImageSimilarity(store, librarySources(this.renditions, this.scanner), opts.clock);
   }
 
   /** A scan, then the image descriptors of whatever it added or changed. */
@@ -89,41 +98,91 @@ export class LibraryProvider implements Provider {
     return report;
   }
 
-  /** Cheap rescan (size/mtime) after a restart, then a watcher that rescans on changes. */
+  /**
+   * Cheap rescan (size/mtime) after a restart, then a watcher that rescans on changes. With a
+   * shared index only the node holding the indexer lease scans and watches (from whenever it
+   * takes the lease); the others build their search engine and serve reads.
+   */
   async start(): Promise<ScanReport> {
     if (this.opts.imageModel && !this.similarity.embedder) {
       // A missing, corrupt or unsuitable model stops the start here (EmbedderError), never a request.
-      this.similarity.useEmbedder(await ImageEmbedder.load(this.opts.imageModel), this.opts.imageModelWeight);
+      await this.similarity.useEmbedder(await ImageEmbedder.load(this.opts.imageModel), this.opts.imageModelWeight);
     }
-    const report = await this.rescan();
-    this.index.searchEngine(); // built now rather than on the first search
-    if (this.opts.watch) {
-      try {
-        this.watcher = fs.watch(this.opts.root, { recursive: true }, () => this.scheduleRescan());
-        this.watcher.on('error', () => this.scheduleRescan());
-      } catch {
-        /* no recursive watch on this platform: rescans happen at start and by `damhub index` */
-      }
+    const shared = this.opts.sharedIndex;
+    if (!shared) {
+      const report = await this.rescan();
+      await this.index.searchEngine(); // built now rather than on the first search
+      this.watch();
+      return report;
     }
+    await this.similarity.ready();
+    let first: Promise<ScanReport> | null = null;
+    await shared.lease.start({
+      // Not awaited by the heartbeat: a long scan must not hold up the lease's renewal.
+      acquired: () => {
+        const scan = this.rescan();
+        scan.catch(() => undefined);
+        first ??= scan;
+        this.watch();
+        if (shared.rescanMs) {
+          this.rescanTimer = setInterval(() => this.scheduleRescan(), shared.rescanMs);
+          this.rescanTimer.unref();
+        }
+      },
+      lost: () => this.unwatch(),
+    });
+    const report = first ? await first : { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], files: 0 };
+    await this.index.searchEngine();
     return report;
+  }
+
+  /** True when this node keeps the index current (always, with the embedded index). */
+  get isIndexer(): boolean {
+    return this.opts.sharedIndex ? this.opts.sharedIndex.lease.isHeld : true;
+  }
+
+  private watch(): void {
+    if (!this.opts.watch || this.watcher) return;
+    try {
+      this.watcher = fs.watch(this.opts.root, { recursive: true }, () => this.scheduleRescan());
+      this.watcher.on('error', () => this.scheduleRescan());
+    } catch {
+      /* no recursive watch on this platform: rescans happen at start and by `damhub index` */
+    }
+  }
+
+  private unwatch(): void {
+    this.watcher?.close();
+    this.watcher = null;
+    if (this.debounce) clearTimeout(this.debounce);
+    if (this.rescanTimer) clearInterval(this.rescanTimer);
+    this.rescanTimer = null;
   }
 
   private scheduleRescan(): void {
     if (this.debounce) clearTimeout(this.debounce);
-    this.debounce = setTimeout(() => void this.rescan().catch(() => undefined), 300);
+    this.debounce = setTimeout(() => {
+      if (this.isIndexer) void this.rescan().catch(() => undefined);
+    }, 300);
     this.debounce.unref();
   }
 
   async close(): Promise<void> {
-    this.watcher?.close();
-    if (this.debounce) clearTimeout(this.debounce);
+    this.unwatch();
+    await this.opts.sharedIndex?.lease.stop();
     await this.similarity.close();
-    this.index.close();
+    await this.index.close();
   }
 
   async ensureDemoAccount(): Promise<void> {
     const d = this.opts.demoAccount;
-    if (d && !this.index.accountByName(d.name)) await addAccount(this.index, d.name, d.password, [], this.opts.clock.now());
+    if (!d || (await this.index.accountByName(d.name))) return;
+    try {
+      await addAccount(this.index, d.name, d.password, [], this.opts.clock.now());
+    } catch (e) {
+      // Another node sharing the index added it first.
+      if (!(await this.index.accountByName(d.name))) throw e;
+    }
   }
 
   // ── login ────────────────────────────────────────────────────────────────────────────────
@@ -135,24 +194,24 @@ export class LibraryProvider implements Provider {
     signinRoutes(app, host, this.index, this.opts.demoAccount ?? null);
   }
 
-  private account(session: ProviderSession): AccountRow {
+  private async account(session: ProviderSession): Promise<AccountRow> {
     const id = session.credentials.acc;
-    const acc = typeof id === 'string' ? this.index.account(id) : null;
+    const acc = typeof id === 'string' ? await this.index.account(id) : null;
     if (!acc) throw integrationError('integration-auth-failed', LIBRARY_ID, 'the library account no longer exists');
     return acc;
   }
 
   async refresh(cred: Record<string, unknown>) {
-    if (typeof cred.acc !== 'string' || !this.index.account(cred.acc)) throw integrationError('integration-auth-failed', LIBRARY_ID, 'the library account no longer exists');
+    if (typeof cred.acc !== 'string' || !(await this.index.account(cred.acc))) throw integrationError('integration-auth-failed', LIBRARY_ID, 'the library account no longer exists');
     return { acc: cred.acc };
   }
 
   async validate(session: ProviderSession) {
-    this.account(session);
+    await this.account(session);
   }
 
   async providerInfo(session: ProviderSession, { uiLocale }: { uiLocale: string }) {
-    this.account(session);
+    await this.account(session);
     return {
       remoteSystemPrefix: 'library',
       dataLocales: [{ id: 'en', name: 'en', displayName: 'English', default: true }],
@@ -163,47 +222,44 @@ export class LibraryProvider implements Provider {
 
   // ── content ──────────────────────────────────────────────────────────────────────────────
   /**
-   * Account, allowed folders and the index generation: SQLite's total_changes() counts every row
-   * this process wrote (scanner, accounts) and data_version moves on every commit by another
-   * connection (`damhub index`, `damhub users` in another process). Either moving invalidates
-   * cached pages; a change the index has not seen yet is not visible uncached either.
+   * Account, allowed folders and the index generation (LibraryIndexStore.generation): it moves on
+   * every write by this process, another process or another node, and invalidates cached pages;
+   * a change the index has not seen yet is not visible uncached either.
    */
-  viewVersion(session: ProviderSession): string {
-    const acc = this.account(session);
-    const g = (this.generationStmt ??= this.index.db.prepare('SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version) AS v')).get() as { c: number; v: number };
-    return `${acc.id}\n${JSON.stringify(acc.folders)}\n${g.c}.${g.v}`;
+  async viewVersion(session: ProviderSession): Promise<string> {
+    const acc = await this.account(session);
+    return `${acc.id}\n${JSON.stringify(acc.folders)}\n${await this.index.generation()}`;
   }
 
-  private generationStmt: import('better-sqlite3').Statement | null = null;
-
   async browse(session: ProviderSession, folderId: string, opts: ListOptions): Promise<FolderPage> {
-    const acc = this.account(session);
+    const acc = await this.account(session);
     const rel = folderPath(folderId);
     const roots = acc.folders.length ? acc.folders : null;
     // A limited account sees its allowed folders as the children of root, and nothing above them.
     if (roots && rel === '') {
-      const folders = roots.filter((r) => this.index.folder(r)).map((r) => ({ id: `/${r}`, name: r.split('/').pop()! }));
+      const present = await Promise.all(roots.map((r) => this.index.folder(r)));
+      const folders = roots.filter((_, i) => present[i]).map((r) => ({ id: `/${r}`, name: r.split('/').pop()! }));
       return { id: 'root', name: 'Library', folders, assets: [], filters: [], totalAssetsCount: 0 };
     }
-    const folder = this.index.folder(rel);
+    const folder = await this.index.folder(rel);
     if (!folder) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${folderId}`);
     if (roots && !roots.some((r) => isWithin(rel, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not open ${folderId}`);
-    const page = this.page(rel, opts);
+    const page = await this.page(rel, opts);
     return {
       id: rel === '' ? 'root' : `/${rel}`,
       name: rel === '' ? 'Library' : folder.name,
       // Subfolders on the first page only (capabilities.foldersOnEveryPage = false).
-      folders: opts.more ? [] : this.index.childFolders(rel).map((f) => ({ id: `/${f.path}`, name: f.name })),
+      folders: opts.more ? [] : (await this.index.childFolders(rel)).map((f) => ({ id: `/${f.path}`, name: f.name })),
       ...page,
     };
   }
 
   async search(session: ProviderSession, q: SearchQuery, opts: ListOptions): Promise<AssetPage> {
-    const acc = this.account(session);
+    const acc = await this.account(session);
     let scope = '';
     if (q.parentId) {
       scope = folderPath(q.parentId);
-      if (!this.index.folder(scope)) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${q.parentId}`);
+      if (!(await this.index.folder(scope))) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${q.parentId}`);
       if (acc.folders.length && scope !== '' && !acc.folders.some((r) => isWithin(scope, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not search ${q.parentId}`);
     }
     const allowedRoots = acc.folders.length ? acc.folders.filter((r) => scope === '' || isWithin(r, scope)) : null;
@@ -216,8 +272,8 @@ export class LibraryProvider implements Provider {
       after = { key: c.k, rowid: c.r };
       params = c.p ?? null;
     }
-    const r = this.index.searchEngine().search({ words, folderPath: scope, allowedRoots, filters, limit: opts.size + 1, after, params });
-    const rows = this.index.assetsByRowids(r.rowids.slice(0, opts.size));
+    const r = (await this.index.searchEngine()).search({ words, folderPath: scope, allowedRoots, filters, limit: opts.size + 1, after, params });
+    const rows = await this.index.assetsByRowids(r.rowids.slice(0, opts.size));
     const hasMore = r.rowids.length > opts.size;
     const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
     const last = opts.size - 1;
@@ -231,7 +287,7 @@ export class LibraryProvider implements Provider {
     };
   }
 
-  private page(folderPath: string, opts: ListOptions): Omit<AssetPage, 'folders'> {
+  private async page(folderPath: string, opts: ListOptions): Promise<Omit<AssetPage, 'folders'>> {
     const filters = parseFilters(opts.filters);
     let after: { key: number | string; id: string } | null = null;
     if (opts.more) {
@@ -243,7 +299,7 @@ export class LibraryProvider implements Provider {
         throw validationError('more: not a cursor of this listing');
       }
     }
-    const r = this.index.list({ folderPath, filters, limit: opts.size + 1, after });
+    const r = await this.index.list({ folderPath, filters, limit: opts.size + 1, after });
     const rows = r.rows.slice(0, opts.size);
     const hasMore = r.rows.length > opts.size;
     const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
@@ -256,32 +312,32 @@ export class LibraryProvider implements Provider {
   }
 
   async searchByImage(session: ProviderSession, image: Buffer, opts: ListOptions): Promise<AssetPage> {
-    const acc = this.account(session);
+    const acc = await this.account(session);
     const roots = acc.folders.length ? acc.folders : null;
     return searchByImage(this.similarity, image, opts, {
       folderAllowed: roots ? (folder) => roots.some((r) => isWithin(folder, r)) : null,
-      toAsset: (id) => {
-        const row = this.index.asset(id);
+      toAsset: async (id) => {
+        const row = await this.index.asset(id);
         return row ? toAsset(row, { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone }) : null;
       },
     });
   }
 
   async asset(session: ProviderSession, assetId: string, opts: { uiLocale: string; timeZone: string | null }) {
-    const row = this.visibleAsset(session, assetId);
+    const row = await this.visibleAsset(session, assetId);
     return toAsset(row, { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone });
   }
 
   async versions(session: ProviderSession, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList> {
-    const row = this.visibleAsset(session, assetId);
+    const row = await this.visibleAsset(session, assetId);
     const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: null };
-    const older = this.index.versions(assetId).map((v) => versionToAsset(row, v, ctx));
+    const older = (await this.index.versions(assetId)).map((v) => versionToAsset(row, v, ctx));
     return { id: row.id, name: row.name, versions: opts.withMaster ? [toAsset(row, ctx), ...older] : older };
   }
 
-  private visibleAsset(session: ProviderSession, assetId: string) {
-    const acc = this.account(session);
-    const row = /^[A-Za-z0-9_-]{22}$/.test(assetId) ? this.index.asset(assetId) : null;
+  private async visibleAsset(session: ProviderSession, assetId: string) {
+    const acc = await this.account(session);
+    const row = /^[A-Za-z0-9_-]{22}$/.test(assetId) ? await this.index.asset(assetId) : null;
     // An asset outside the account's folders is reported as absent, not as forbidden: its existence is not disclosed.
     if (!row || (acc.folders.length && !acc.folders.some((r) => isWithin(row.folderPath, r)))) {
       throw integrationError('integration-not-found', LIBRARY_ID, `no asset ${assetId}`);
@@ -290,9 +346,9 @@ export class LibraryProvider implements Provider {
   }
 
   async media(ref: MediaRef): Promise<MediaFile> {
-    const row = this.index.asset(ref.assetId);
+    const row = await this.index.asset(ref.assetId);
     if (!row) throw integrationError('integration-not-found', LIBRARY_ID, `no asset ${ref.assetId}`);
-    const v = ref.version === row.version ? row : this.index.versions(row.id).find((x) => x.version === ref.version);
+    const v = ref.version === row.version ? row : (await this.index.versions(row.id)).find((x) => x.version === ref.version);
     if (!v) throw integrationError('integration-not-found', LIBRARY_ID, `asset ${ref.assetId} has no version ${ref.version}`);
     const sha = v.hashes?.sha256 ?? `${v.size}-${v.mtimeMs}`;
     if (ref.rendition === 'original') {

@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../../clock.js';
 import { hashBytes, hashFile, type FileHashes } from './hashes.js';
-import type { AssetRow, LibraryIndex, VersionRow } from './index-store.js';
+import type { AssetRow, VersionRow } from './index-store.js';
+import type { LibraryIndexStore } from './index-contract.js';
 import { extractMetadata } from './metadata.js';
 import type { Renditions } from './renditions.js';
 
@@ -52,7 +53,7 @@ export class LibraryScanner {
 
   constructor(
     readonly root: string,
-    private readonly index: LibraryIndex,
+    private readonly index: LibraryIndexStore,
     private readonly renditions: Renditions,
     dataDir: string,
     private readonly clock: Clock,
@@ -85,7 +86,7 @@ export class LibraryScanner {
 
   private async doScan(opts: { concurrency?: number; onProgress?: (p: ScanProgress) => void }): Promise<ScanReport> {
     const report: ScanReport = { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], files: 0 };
-    const known = this.index.fileStates();
+    const known = await this.index.fileStates();
     const found = await this.walk();
     report.files = found.length;
     const folders = new Set<string>(['']);
@@ -100,7 +101,7 @@ export class LibraryScanner {
     }
     // Whatever is left in `known` is gone from disk.
     for (const rel of known.keys()) {
-      this.index.removeAsset(rel);
+      await this.index.removeAsset(rel);
       report.removed++;
     }
     let done = 0;
@@ -123,10 +124,10 @@ export class LibraryScanner {
       }
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
-    this.index.ensureFolder('');
-    for (const f of folders) this.index.ensureFolder(f);
-    this.index.pruneFolders(folders);
-    this.index.pruneRemovalLog();
+    await this.index.ensureFolder('');
+    for (const f of folders) await this.index.ensureFolder(f);
+    await this.index.pruneFolders(folders);
+    await this.index.pruneRemovalLog();
     return report;
   }
 
@@ -175,7 +176,7 @@ export class LibraryScanner {
       if (hashes.size !== before.size) throw new Error('the file changed while it was read; it will be indexed on the next scan');
       const { warnings: _w, ...meta } = await extractMetadata(snapshot);
       const id = assetIdFor(rel);
-      const existing = this.index.asset(id);
+      const existing = await this.index.asset(id);
       const blob = hashes.sha256;
       const sameContent = existing?.hashes?.sha256 === hashes.sha256;
       const version = existing ? (sameContent ? existing.version : existing.version + 1) : 1;
@@ -209,11 +210,11 @@ export class LibraryScanner {
           comment: existing.versionComment ?? 'Original', createdAt: existing.indexedAt,
         }
         : null;
-      this.index.upsertAsset(row, previous);
+      await this.index.upsertAsset(row, previous);
       return existing ? (sameContent ? 'unchanged' : 'updated') : 'added';
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
-        this.index.removeAsset(rel);
+        await this.index.removeAsset(rel);
         return 'removed';
       }
       throw e;

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { sendHtml } from '../../http/security-headers.js';
 import type { LoginHost } from '../contract.js';
 import { dummyHash, verifyPassword } from './accounts.js';
-import type { LibraryIndex } from './index-store.js';
+import type { LibraryIndexStore } from './index-contract.js';
 
 const MAX_ATTEMPTS = 5;
 
@@ -25,7 +25,7 @@ function page(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(title)}</title><link rel="stylesheet" href="/api/v1/auth/library/signin.css"></head><body><main>${body}</main></body></html>`;
 }
 
-export function signinRoutes(app: FastifyInstance, host: LoginHost, index: LibraryIndex, demo: { name: string; password: string } | null): void {
+export function signinRoutes(app: FastifyInstance, host: LoginHost, index: LibraryIndexStore, demo: { name: string; password: string } | null): void {
   const attempts = new Map<string, number>();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 8192 }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
@@ -64,7 +64,7 @@ export function signinRoutes(app: FastifyInstance, host: LoginHost, index: Libra
     }
     const name = typeof b.username === 'string' ? b.username.trim() : '';
     const password = typeof b.password === 'string' ? b.password : '';
-    const acc = name ? index.accountByName(name) : null;
+    const acc = name ? await index.accountByName(name) : null;
     const ok = await verifyPassword(password, acc?.passwordHash ?? (await dummyHash()));
     if (!acc || !ok) {
       const n = (attempts.get(state) ?? 0) + 1;

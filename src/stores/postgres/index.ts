@@ -20,6 +20,7 @@ import {
   type UserStore,
 } from '../types.js';
 import { MIGRATION_LOCK_KEY, PG_MIGRATIONS } from './migrations.js';
+import { migrateLibraryPg } from './library-migrations.js';
 import { toSession, toUser } from '../rows.js';
 
 type Row = Record<string, unknown>;
@@ -100,6 +101,7 @@ export async function migratePg(pool: pg.Pool, now = Date.now()): Promise<number
       await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
       applied.push(m.version);
     }
+    await migrateLibraryPg(client, now);
     return applied;
   });
 }
@@ -122,7 +124,7 @@ function toPartner(r: Row): Partner {
 }
 
 /** Thin access layer: bounded, classified errors; reads retry once on a connection cut under them. */
-class Db {
+export class Db {
   constructor(readonly pool: pg.Pool) {}
 
   async query(text: string, params: unknown[] = [], idempotent = false): Promise<pg.QueryResult<Row>> {

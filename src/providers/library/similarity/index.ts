@@ -10,7 +10,7 @@ import type { Clock } from '../../../clock.js';
 import type { Renditions } from '../renditions.js';
 import type { LibraryScanner } from '../scanner.js';
 import { describeImage, type Descriptor } from './descriptor.js';
-import { DescriptorStore, type PendingImage } from './store.js';
+import { DescriptorStore, type DescriptorBackend, type PendingImage } from './store.js';
 import type { ImageEmbedder } from './embedder.js';
 import { EmbeddingIndex, EmbeddingStore } from './embeddings.js';
 import { DEFAULT_CUTOFF, VectorIndex, type Hit } from './vector-index.js';
@@ -45,8 +45,12 @@ export function librarySources(renditions: Renditions, scanner: LibraryScanner):
 
 export class ImageSimilarity {
   readonly index = new VectorIndex();
-  readonly store: DescriptorStore;
-  private seq: number;
+  readonly store: DescriptorBackend;
+  private seq = 0;
+  /** The initial load of a store that answers asynchronously (PostgreSQL); awaited before use. */
+  private loading: Promise<unknown> | null = null;
+  /** Only the SQLite store keeps model embeddings (similarity/embeddings.ts). */
+  private readonly db: Database.Database | null;
   private running: Promise<number> | null = null;
   private queued: Promise<number> | null = null;
   private readonly concurrency: number;
@@ -54,15 +58,25 @@ export class ImageSimilarity {
   private semantic: Semantic | null = null;
 
   /** `opts.load: false` (the `damhub index` command) computes and stores descriptors without holding them in memory. */
-  constructor(private readonly db: Database.Database, private readonly sources: SimilaritySources, private readonly clock: Clock, opts: { concurrency?: number; load?: boolean } = {}) {
-    this.store = new DescriptorStore(db);
+  /** `store`: the library's SQLite database, or another descriptor backend (PostgreSQL in cluster mode). */
+  constructor(store: Database.Database | DescriptorBackend, private readonly sources: SimilaritySources, private readonly clock: Clock, opts: { concurrency?: number; load?: boolean } = {}) {
+    const isDb = 'prepare' in store && typeof store.prepare === 'function';
+    this.db = isDb ? (store as Database.Database) : null;
+    this.store = isDb ? new DescriptorStore(store as Database.Database) : (store as DescriptorBackend);
     this.concurrency = opts.concurrency ?? 2;
     this.load = opts.load ?? true;
-    this.seq = this.load
-      ? this.store.loadAll((s) => {
+    if (this.load) {
+      const seq = this.store.loadAll((s) => {
         if (s.descriptor) this.index.put(s.assetId, s.folderPath, s.descriptor);
-      })
-      : 0;
+      });
+      if (typeof seq === 'number') this.seq = seq;
+      else this.loading = seq.then((n) => (this.seq = n));
+    }
+  }
+
+  /** Resolves when the stored descriptors are in memory. */
+  async ready(): Promise<void> {
+    await this.loading;
   }
 
   /**
@@ -88,12 +102,13 @@ export class ImageSimilarity {
    * Adds a semantic embedder (a loaded ONNX model): its stored embeddings are loaded, those of
    * other models dropped, and the next refresh() computes the missing ones. Call before refresh().
    */
-  useEmbedder(embedder: ImageEmbedder, weight = DEFAULT_MODEL_WEIGHT): void {
+  async useEmbedder(embedder: ImageEmbedder, weight = DEFAULT_MODEL_WEIGHT): Promise<void> {
+    if (!this.db) throw new Error('an image model (--image-model) needs the embedded SQLite index; cluster mode keeps only the built-in descriptors');
     const store = new EmbeddingStore(this.db, embedder.modelId, embedder.dim);
     store.dropOtherModels();
     const index = new EmbeddingIndex(embedder.dim);
     if (this.load) {
-      this.sync();
+      await this.sync();
       store.loadAll((id, vec) => index.put(id, vec));
     }
     this.semantic = { embedder, store, index, weight };
@@ -109,14 +124,15 @@ export class ImageSimilarity {
   }
 
   private async doRefresh(): Promise<number> {
-    const todo = this.store.pending();
+    await this.ready();
+    const todo = await this.store.pending();
     await this.each(todo, async (img) => this.store.put(img, await this.describe(img), this.clock.now()));
     const sem = this.semantic;
     if (sem) {
       await this.each(sem.store.pending(), async (img) => sem.store.put(img, await this.embed(sem.embedder, img), this.clock.now()));
     }
-    if (this.load) this.sync();
-    this.store.pruneLog();
+    if (this.load) await this.sync();
+    await this.store.pruneLog();
     return todo.length;
   }
 
@@ -154,8 +170,9 @@ export class ImageSimilarity {
   }
 
   /** Applies descriptor changes made since the last look (by this or another process). */
-  sync(): void {
-    const { seq, changes } = this.store.changesSince(this.seq);
+  async sync(): Promise<void> {
+    await this.ready();
+    const { seq, changes } = await this.store.changesSince(this.seq);
     const sem = this.semantic;
     for (const c of changes) {
       if (c.descriptor) this.index.put(c.assetId, c.folderPath, c.descriptor);
@@ -171,8 +188,8 @@ export class ImageSimilarity {
 
   /** Ranked hits at or above the cut-off, k at most, after `after`; total counts them all. */
   /** `embedding`: the query image's embedding by the configured model (blended into the score). */
-  search(q: Descriptor, opts: { k: number; after: Hit | null; folderAllowed: ((folderPath: string) => boolean) | null; cutoff?: number; embedding?: Int8Array | null }): { hits: Hit[]; total: number } {
-    this.sync();
+  async search(q: Descriptor, opts: { k: number; after: Hit | null; folderAllowed: ((folderPath: string) => boolean) | null; cutoff?: number; embedding?: Int8Array | null }): Promise<{ hits: Hit[]; total: number }> {
+    await this.sync();
     const sem = this.semantic;
     const qe = opts.embedding;
     const blend = sem && qe && qe.length === sem.index.dim ? { weight: sem.weight, embeddingScore: (id: string) => sem.index.cosine(id, qe) } : null;

@@ -27,7 +27,7 @@ interface Cursor {
 export interface SearchContext {
   folderAllowed: ((folderPath: string) => boolean) | null;
   /** The asset of a hit, or null when it vanished since the index was read. */
-  toAsset(id: string): Asset | null;
+  toAsset(id: string): Asset | null | Promise<Asset | null>;
 }
 
 export async function searchByImage(sim: ImageSimilarity, image: Buffer, opts: ListOptions, ctx: SearchContext): Promise<AssetPage> {
@@ -49,10 +49,10 @@ export async function searchByImage(sim: ImageSimilarity, image: Buffer, opts: L
   }
   const fingerprint = fingerprintOf(q, embedder?.modelId);
   const after = opts.more ? parseCursor(opts.more, fingerprint) : null;
-  const { hits, total } = sim.search(q, { k: opts.size + 1, after, folderAllowed: ctx.folderAllowed, embedding });
+  const { hits, total } = await sim.search(q, { k: opts.size + 1, after, folderAllowed: ctx.folderAllowed, embedding });
   const page = hits.slice(0, opts.size);
   const last = page[page.length - 1];
-  const assets = page.map((h) => ctx.toAsset(h.id)).filter((a): a is Asset => a !== null);
+  const assets = (await Promise.all(page.map((h) => ctx.toAsset(h.id)))).filter((a): a is Asset => a !== null);
   return {
     assets,
     folders: [],

@@ -52,7 +52,19 @@ export interface PendingImage {
   blob: string | null;
 }
 
-export class DescriptorStore {
+/**
+ * Where descriptors live: this SQLite store, or PostgreSQL in cluster mode
+ * (index-store-pg.ts). A synchronous implementation returns plain values.
+ */
+export interface DescriptorBackend {
+  put(img: PendingImage, d: Descriptor | null, now: number): void | Promise<void>;
+  pending(): PendingImage[] | Promise<PendingImage[]>;
+  loadAll(each: (s: StoredDescriptor) => void): number | Promise<number>;
+  changesSince(seq: number): { seq: number; changes: StoredDescriptor[] } | Promise<{ seq: number; changes: StoredDescriptor[] }>;
+  pruneLog(): void | Promise<void>;
+}
+
+export class DescriptorStore implements DescriptorBackend {
   private readonly stmts;
 
   constructor(private readonly db: Database.Database) {
@@ -114,14 +126,14 @@ export class DescriptorStore {
   }
 }
 
-interface Row {
+export interface Row {
   asset_id: string;
   folder_path: string;
   vec: Buffer | null;
   phash: Buffer | null;
 }
 
-function fromRow(r: Row): StoredDescriptor {
+export function fromRow(r: Row): StoredDescriptor {
   const ok = r.vec && r.vec.length === DIM && r.phash && r.phash.length === 8;
   return {
     assetId: r.asset_id,
