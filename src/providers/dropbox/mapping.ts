@@ -44,10 +44,3 @@ export function toAsset(f: DbxFile, extra: { downloadUrl?: string; version?: num
 export function toFolder(f: DbxFolder): Folder {
   return { id: f.id, name: f.name };
 }
-
-/** Stable order for slicing: by name, case-insensitively, then id. */
-export function byName<T extends { name: string; id: string }>(a: T, b: T): number {
-  const x = a.name.toLowerCase();
-  const y = b.name.toLowerCase();
-  return x < y ? -1 : x > y ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-}

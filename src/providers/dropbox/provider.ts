@@ -8,9 +8,9 @@ import type { Provider, ProviderSession } from '../contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, staticServer, type OAuthCredentials } from '../oauth/flow.js';
 import { oauthLogin } from '../oauth/login.js';
-import { offsetOf, readAll, slice } from '../saas/listing.js';
+import { byName, offsetOf, readAll, slice } from '../saas/listing.js';
 import { DropboxApi, type DbxFile, type DbxFolder, type DbxMetadata } from './api.js';
-import { byName, toAsset, toFolder } from './mapping.js';
+import { toAsset, toFolder } from './mapping.js';
 
 export interface DropboxOptions {
   clientId: string;

@@ -42,3 +42,10 @@ export function slice<T>(items: T[], offset: number, size: number): { page: T[];
   const page = items.slice(offset, offset + size);
   return offset + size < items.length ? { page, more: String(offset + size) } : { page };
 }
+
+/** Stable order for slicing: by name, case-insensitively, then id. */
+export function byName<T extends { name: string; id: string }>(a: T, b: T): number {
+  const x = a.name.toLowerCase();
+  const y = b.name.toLowerCase();
+  return x < y ? -1 : x > y ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
