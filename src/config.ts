@@ -60,6 +60,11 @@ export interface HubConfig {
   imageModelWeight: number;
   /** Graceful-shutdown budget for draining in-flight requests. */
   shutdownGraceMs: number;
+  /** OAuth apps of the SaaS connectors (src/providers/saas/register.ts); a connector is served when its app is configured. */
+  dropboxApp: { clientId: string; clientSecret: string | null } | null;
+  googleDriveApp: { clientId: string; clientSecret: string | null } | null;
+  /** Secret PKCE verifiers are derived from; every node of a cluster needs the same (generated into the data dir when not given). */
+  oauthPkceSecret: string | null;
 }
 
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
@@ -99,6 +104,9 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageModel: null,
     imageModelWeight: 0.5,
     shutdownGraceMs: 10_000,
+    dropboxApp: null,
+    googleDriveApp: null,
+    oauthPkceSecret: null,
   };
   return { ...base, ...overrides };
 }

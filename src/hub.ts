@@ -20,6 +20,7 @@ import type { Provider } from './providers/contract.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
 import { LibraryProvider } from './providers/library/provider.js';
+import { saasProviders } from './providers/saas/register.js';
 import type { Stores } from './stores/types.js';
 
 export interface HubDeps {
@@ -74,6 +75,9 @@ export class Hub {
         imageModelWeight: config.imageModelWeight,
       });
       this.providers.register(this.library);
+    }
+    if (config.dropboxApp || config.googleDriveApp) {
+      for (const p of saasProviders(config, this.clock, loadOrCreateSecret(config.dataDir, 'oauth-pkce.key', config.oauthPkceSecret))) this.providers.register(p);
     }
 
     this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes });

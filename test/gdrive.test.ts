@@ -103,3 +103,23 @@ test('revoked access: integration-auth-failed with the documented message; the D
   assert.equal(ref.statusCode, 200, ref.body);
   assert.equal((await get('/assets/folder/root', ref.json().access_token)).statusCode, 200);
 });
+
+test('configured OAuth apps register both connectors; the popup goes to the vendors\' documented authorization endpoints with PKCE', async () => {
+  const h = await startTestHub({ config: { dropboxApp: { clientId: 'dbx-id', clientSecret: 's' }, googleDriveApp: { clientId: 'g-id', clientSecret: 's' } } });
+  try {
+    const hubAccess = (await h.login()).access_token;
+    const list = await h.app.inject({ method: 'GET', url: '/api/v1/auth/providers', headers: { authorization: bearer(hubAccess) } });
+    const ids = list.json().map((p: any) => p.id);
+    assert.ok(ids.includes('dropbox') && ids.includes('gdrive'), ids.join());
+    for (const [id, endpoint, extra] of [['dropbox', 'https://www.dropbox.com/oauth2/authorize', 'token_access_type'], ['gdrive', 'https://accounts.google.com/o/oauth2/v2/auth', 'access_type']] as const) {
+      const res = await h.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=${id}`, headers: { authorization: bearer(hubAccess) } });
+      const u = new URL(res.json().redirect_uri);
+      assert.equal(`${u.origin}${u.pathname}`, endpoint);
+      assert.equal(u.searchParams.get('redirect_uri'), `http://hub.test/api/v1/auth/callback/${id}`);
+      assert.equal(u.searchParams.get('code_challenge_method'), 'S256');
+      assert.equal(u.searchParams.get(extra), 'offline');
+    }
+  } finally {
+    await h.close();
+  }
+});

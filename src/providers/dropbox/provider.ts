@@ -29,6 +29,9 @@ export interface DropboxOptions {
 const ID = 'dropbox';
 const FILE_ID = /^id:[A-Za-z0-9_-]+$/;
 
+/** Inline, so the logo needs no route and no third-party host. */
+const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='#0061fe'/%3E%3Cpath d='M20 14l12 8-12 8-12-8zm24 0l12 8-12 8-12-8zM8 38l12-8 12 8-12 8zm36-8l12 8-12 8-12-8zM20 48l12-8 12 8-12 8z' fill='#fff'/%3E%3C/svg%3E";
+
 export function dropboxProvider(o: DropboxOptions): Provider {
   const ep = o.endpoints ?? { authorize: 'https://www.dropbox.com/oauth2/authorize', token: 'https://api.dropboxapi.com/oauth2/token', api: 'https://api.dropboxapi.com' };
   const timeoutMs = o.timeoutMs ?? 20_000;
@@ -61,7 +64,7 @@ export function dropboxProvider(o: DropboxOptions): Provider {
 
   return {
     descriptor: {
-      id: ID, name: 'Dropbox', version: '1.0.0', logo: '/api/v1/auth/dropbox/logo.svg', glyph: 'D',
+      id: ID, name: 'Dropbox', version: '1.0.0', logo: LOGO, glyph: 'D',
       capabilities: {
         browse: true, search: true, similarSearch: false, versions: true, refresh: true, filters: false,
         dataLocalization: false, timeZone: false, serverUrl: false, foldersOnEveryPage: false, assetHashAlgorithm: 'Sha256Split4MB',
