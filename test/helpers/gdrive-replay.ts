@@ -16,7 +16,6 @@ import { fileURLToPath } from 'node:url';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/gdrive');
 export const driveFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
-const FOLDER = 'application/vnd.google-apps.folder';
 
 export interface DriveReplay {
   url: string;
