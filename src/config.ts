@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { ConnectorsConfig } from './providers/kit/catalog.js';
 
 /** One typed configuration for a hub node; built from flags and environment by the CLI, or by tests directly. */
 export interface HubConfig {
@@ -65,6 +66,8 @@ export interface HubConfig {
   googleDriveApp: { clientId: string; clientSecret: string | null } | null;
   /** Secret PKCE verifiers are derived from; every node of a cluster needs the same (generated into the data dir when not given). */
   oauthPkceSecret: string | null;
+  /** Remote connectors to serve, by id, with their upstream overrides (docs/connectors.md); {} = none. */
+  connectors: ConnectorsConfig;
 }
 
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
@@ -107,6 +110,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     dropboxApp: null,
     googleDriveApp: null,
     oauthPkceSecret: null,
+    connectors: {},
   };
   return { ...base, ...overrides };
 }

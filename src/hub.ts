@@ -22,6 +22,8 @@ import { SqliteStores } from './stores/sqlite/index.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import { saasProviders } from './providers/saas/register.js';
 import type { Stores } from './stores/types.js';
+import { buildConnectors } from './providers/kit/catalog.js';
+import type { DefinedConnector } from './providers/kit/define.js';
 
 export interface HubDeps {
   clock?: Clock;
@@ -50,6 +52,8 @@ export class Hub {
   readonly mediaUrls: SignedMediaUrls;
   /** The embedded library, when a library folder is configured. */
   readonly library: LibraryProvider | null = null;
+  /** Remote connectors enabled in config.connectors (src/providers/kit/). */
+  readonly connectors: DefinedConnector[];
 
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
     fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -79,6 +83,8 @@ export class Hub {
     if (config.dropboxApp || config.googleDriveApp) {
       for (const p of saasProviders(config, this.clock, loadOrCreateSecret(config.dataDir, 'oauth-pkce.key', config.oauthPkceSecret))) this.providers.register(p);
     }
+    this.connectors = buildConnectors(config.connectors, { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl });
+    for (const c of this.connectors) this.providers.register(c);
 
     this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes });
     this.hubTokens = new HubTokens(this.keys, this.clock, config.accessTokenTtlSec, config.refreshTokenTtlSec);
@@ -106,6 +112,7 @@ export class Hub {
 
   async close(): Promise<void> {
     await this.library?.close();
+    await Promise.all(this.connectors.map((c) => c.close()));
     await this.stores.close();
   }
 }

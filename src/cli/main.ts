@@ -10,6 +10,7 @@ import { partnerInput, partnerView } from '../auth/partners.js';
 import { rotateKeyRing } from '../auth/keys.js';
 import { isHubError } from '../errors.js';
 import { clusterMode, openStores, StoreConfigError } from '../stores/index.js';
+import { connectorsFromEnv } from '../providers/kit/catalog.js';
 import { migratePg, createPgPool } from '../stores/postgres/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';
 import { serve } from './serve.js';
@@ -135,6 +136,11 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (weight !== undefined) {
     if (weight > 1) throw new UsageError('DAMHUB_IMAGE_MODEL_WEIGHT must be between 0 and 1');
     overrides.imageModelWeight = weight;
+  }
+  try {
+    overrides.connectors = connectorsFromEnv(env);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
   }
   return defaultConfig(overrides);
 }

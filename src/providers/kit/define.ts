@@ -1,0 +1,197 @@
+/**
+ * defineProvider: a connector as a declaration plus typed hooks. The kit supplies what every
+ * remote DAM needs and no connector should write again: the upstream client (timeouts, retries,
+ * Retry-After, circuit breaker, error mapping), typed credentials out of the DAM connection token,
+ * a sign-in form on the hub's login state machine, encrypted download links streamed through the
+ * hub, and a check that the declared capabilities match the hooks given.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Clock } from '../../clock.js';
+import type { KeyRing } from '../../auth/keys.js';
+import type { ProviderCredentials } from '../../auth/provider-tokens.js';
+import { hubError, integrationError } from '../../errors.js';
+import type {
+  ListOptions, LoginHost, LoginStart, Provider, ProviderCapabilities, ProviderDescriptor, ProviderSession, SearchQuery,
+} from '../contract.js';
+import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
+import { DEFAULT_UPSTREAM, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
+import { MediaGrants } from './media-grants.js';
+import { formSignInRoutes, signInPath, type FormSignIn } from './signin-form.js';
+
+/** What the hub hands a connector when it builds it (src/providers/kit/catalog.ts). */
+export interface ConnectorDeps {
+  clock: Clock;
+  keys: KeyRing;
+  /** The hub's public base URL, without trailing slash. */
+  publicUrl: string;
+  /** Overrides of the upstream settings from the hub config. */
+  upstream?: Partial<UpstreamSettings>;
+  /** Test seams of the upstream client (a recording sleep, a fixed random). */
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+}
+
+/** Everything a hook gets: the typed credentials of this connection and the kit's services. */
+export interface CallContext<C> {
+  session: ProviderSession;
+  cred: C;
+  http: UpstreamClient;
+  /** A hub URL that streams `item` through the connector's `download` hook. */
+  downloadUrl(item: Record<string, unknown>, fileName: string): Promise<string>;
+}
+
+export interface DownloadRequest<C> {
+  cred: C;
+  http: UpstreamClient;
+  item: Record<string, unknown>;
+  /** The client's Range header, to pass upstream. */
+  range: string | undefined;
+  ifNoneMatch: string | undefined;
+}
+
+export interface ConnectorHooks<C> {
+  browse?(ctx: CallContext<C>, folderId: string, opts: ListOptions): Promise<FolderPage>;
+  search?(ctx: CallContext<C>, q: SearchQuery, opts: ListOptions): Promise<AssetPage>;
+  asset?(ctx: CallContext<C>, assetId: string, opts: { uiLocale: string; timeZone: string | null }): Promise<Asset>;
+  versions?(ctx: CallContext<C>, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList>;
+  validate?(ctx: CallContext<C>): Promise<void>;
+  providerInfo?(ctx: CallContext<C>, opts: { uiLocale: string }): Promise<Record<string, unknown>>;
+  refresh?(cred: C, http: UpstreamClient): Promise<C>;
+  /** Bytes of an item named in a download URL; the answer is relayed (status, length, type, etag). */
+  download?(req: DownloadRequest<C>): Promise<UpstreamResponse>;
+}
+
+export interface ConnectorSpec<C extends ProviderCredentials> {
+  id: string;
+  name: string;
+  version: string;
+  glyph: string;
+  /** Defaults to a glyph badge served by the kit. */
+  logo?: string;
+  /** Undeclared capabilities are false. */
+  capabilities: Partial<ProviderCapabilities>;
+  paging: { defaultSize: number; maxSize: number };
+  /** Per-connector defaults for the upstream client (the hub config overrides them). */
+  upstream?: Partial<UpstreamSettings>;
+  /** Pulls the upstream's own message out of an error body. */
+  errorMessage?(body: string, contentType: string): string;
+  /** Reads the typed credentials back out of a DAM connection token; throw on a foreign shape. */
+  credentials(raw: ProviderCredentials): C;
+  /** Sign-in: a form (kit-rendered) or a redirect with its own routes (OAuth, see docs/connectors.md). */
+  signIn:
+    | ({ kind: 'form' } & FormSignIn<C>)
+    | { kind: 'redirect'; begin(start: LoginStart, host: LoginHost, http: UpstreamClient): Promise<{ redirectUri: string }>; routes(app: FastifyInstance, host: LoginHost, http: UpstreamClient): void | Promise<void> };
+  hooks: ConnectorHooks<C>;
+}
+
+const NO_CAPS: ProviderCapabilities = {
+  browse: false, search: false, similarSearch: false, versions: false, refresh: false, filters: false,
+  dataLocalization: false, timeZone: false, serverUrl: false, foldersOnEveryPage: false, assetHashAlgorithm: null,
+};
+
+/** Capability → the hook that must exist exactly when it is declared. */
+const CAPABILITY_HOOKS: [keyof ProviderCapabilities, keyof ConnectorHooks<unknown>][] = [
+  ['browse', 'browse'], ['search', 'search'], ['versions', 'versions'], ['refresh', 'refresh'],
+];
+
+export type DefinedConnector = Provider & { readonly http: UpstreamClient; close(): Promise<void> };
+
+export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpec<C>): (deps: ConnectorDeps) => DefinedConnector {
+  if (!/^[a-z][a-z0-9-]{1,30}$/.test(spec.id)) throw new Error(`connector id ${JSON.stringify(spec.id)}: lower-case letters, digits and dashes`);
+  const capabilities: ProviderCapabilities = { ...NO_CAPS, ...spec.capabilities, similarSearch: false };
+  for (const [cap, hook] of CAPABILITY_HOOKS) {
+    if (capabilities[cap] !== (typeof spec.hooks[hook] === 'function')) {
+      throw new Error(`connector ${spec.id}: capability ${cap} is ${capabilities[cap]} but hook ${hook} is ${spec.hooks[hook] ? 'given' : 'missing'}`);
+    }
+  }
+  if (spec.paging.defaultSize < 1 || spec.paging.maxSize < spec.paging.defaultSize) throw new Error(`connector ${spec.id}: paging sizes`);
+
+  return (deps) => {
+    const settings: UpstreamSettings = { ...DEFAULT_UPSTREAM, ...spec.upstream, ...deps.upstream };
+    const http = new UpstreamClient(spec.id, settings, { clock: deps.clock, sleep: deps.sleep, random: deps.random, errorMessage: spec.errorMessage });
+    const grants = new MediaGrants(deps.keys, deps.clock);
+    const base = deps.publicUrl.replace(/\/+$/, '');
+    const descriptor: ProviderDescriptor = {
+      id: spec.id, name: spec.name, version: spec.version, glyph: spec.glyph,
+      logo: spec.logo ?? `/api/v1/connectors/${spec.id}/logo.svg`,
+      capabilities, paging: spec.paging,
+    };
+
+    const cred = (session: ProviderSession): C => {
+      try {
+        return spec.credentials(session.credentials);
+      } catch {
+        throw hubError('provider-access-token-invalid', `the ${spec.name} connection token does not carry ${spec.name} credentials; sign in again`);
+      }
+    };
+    const ctx = (session: ProviderSession): CallContext<C> => {
+      const c = cred(session);
+      return {
+        session, cred: c, http,
+        async downloadUrl(item, fileName) {
+          const token = await grants.seal({ providerId: spec.id, userId: session.userId, credentials: session.credentials, item });
+          return `${base}/api/v1/connectors/${spec.id}/download/${token}/${encodeURIComponent(fileName)}`;
+        },
+      };
+    };
+    const h = spec.hooks;
+
+    const provider: DefinedConnector = {
+      descriptor,
+      http,
+      close: () => http.close(),
+      async beginLogin(start, host) {
+        if (spec.signIn.kind === 'redirect') return spec.signIn.begin(start, host, http);
+        return { redirectUri: `${host.publicUrl}/api/v1${signInPath(spec.id)}?state=${encodeURIComponent(start.state)}` };
+      },
+      async routes(app, host) {
+        if (spec.signIn.kind === 'form') formSignInRoutes(app, host, spec.id, spec.signIn, http);
+        else await spec.signIn.routes(app, host, http);
+        app.get(`/connectors/${spec.id}/logo.svg`, { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
+          reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(badge(spec.glyph)));
+        if (h.download) {
+          const download = h.download;
+          app.get(`/connectors/${spec.id}/download/:token/:name`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
+            const { token } = req.params as { token: string };
+            const grant = await grants.open(token, spec.id);
+            let c: C;
+            try {
+              c = spec.credentials(grant.credentials);
+            } catch {
+              throw hubError('hub-access-denied', 'download link check failed: the link carries no usable credentials');
+            }
+            const up = await download({ cred: c, http, item: grant.item, range: req.headers.range, ifNoneMatch: req.headers['if-none-match'] });
+            reply.code(up.status);
+            for (const name of ['content-type', 'content-length', 'content-range', 'etag', 'last-modified', 'accept-ranges']) {
+              const v = up.headers[name];
+              if (v !== undefined) reply.header(name, Array.isArray(v) ? v[0] : v);
+            }
+            reply.header('cache-control', 'private, max-age=3600');
+            reply.header('content-disposition', `attachment; filename*=UTF-8''${(req.params as { name: string }).name}`);
+            if (up.status === 304 || req.method === 'HEAD') {
+              up.body.destroy();
+              return reply.send();
+            }
+            // Streamed: the hub holds one chunk of the file at a time, whatever its size.
+            return reply.send(up.body);
+          });
+        }
+      },
+      ...(h.refresh ? { refresh: async (raw: ProviderCredentials) => (await h.refresh!(spec.credentials(raw), http)) as ProviderCredentials } : {}),
+      ...(h.validate ? { validate: (s: ProviderSession) => h.validate!(ctx(s)) } : {}),
+      ...(h.providerInfo ? { providerInfo: (s: ProviderSession, o: { uiLocale: string }) => h.providerInfo!(ctx(s), o) } : {}),
+      ...(h.browse ? { browse: (s: ProviderSession, id: string, o: ListOptions) => h.browse!(ctx(s), id, o) } : {}),
+      ...(h.search ? { search: (s: ProviderSession, q: SearchQuery, o: ListOptions) => h.search!(ctx(s), q, o) } : {}),
+      ...(h.asset
+        ? { asset: (s: ProviderSession, id: string, o: { uiLocale: string; timeZone: string | null }) => h.asset!(ctx(s), id, o) }
+        : { asset: async () => { throw integrationError('integration-not-implemented', spec.id, `${spec.name}: reading one asset`); } }),
+      ...(h.versions ? { versions: (s: ProviderSession, id: string, o: { withMaster: boolean; uiLocale: string }) => h.versions!(ctx(s), id, o) } : {}),
+    };
+    return provider;
+  };
+}
+
+function badge(glyph: string): string {
+  const g = glyph.replace(/[&<>"']/g, '').slice(0, 3);
+  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" width="64" height="64"><rect width="64" height="64" rx="14" fill="#44546a"/><text x="32" y="42" font-family="system-ui,sans-serif" font-size="28" font-weight="700" text-anchor="middle" fill="#fff">${g}</text></svg>`;
+}

@@ -1,0 +1,259 @@
+/**
+ * The upstream HTTP client every connector uses (undici). Per provider: one connection pool, a
+ * deadline per attempt, retries with full jitter for idempotent calls only, the upstream's
+ * Retry-After honoured (or passed on to the client when longer than we will wait), a circuit
+ * breaker per upstream host, a cap on how much of an answer is read, and an address policy so a
+ * user-supplied server URL cannot reach the hub's own network unless configured.
+ * Every failure leaves as a HubError with an integration-* code and the provider named.
+ */
+import dns from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import type { Readable } from 'node:stream';
+import { Agent, errors as undiciErrors, request } from 'undici';
+import type { Clock } from '../../clock.js';
+import { isHubError, type HubError } from '../../errors.js';
+import { AddressPolicy } from '../../content/safe-fetch.js';
+import { CircuitBreakers, type BreakerOptions } from './breaker.js';
+import { malformed, parseRetryAfter, statusError, unavailable } from './upstream-errors.js';
+
+export interface UpstreamSettings {
+  /** Deadline of one attempt: connect, headers and (for buffered answers) the whole body. */
+  timeoutMs: number;
+  /** Extra attempts for idempotent calls after a network error, 429, 502, 503 or 504. */
+  retries: number;
+  /** Base of the exponential back-off; the wait is uniform in [0, base·2^attempt] (full jitter). */
+  retryBaseMs: number;
+  /** Longest Retry-After we wait for ourselves; a longer one goes back to the client. */
+  maxRetryAfterMs: number;
+  breaker: BreakerOptions;
+  /** Largest buffered answer (listings, JSON, XML); a bigger one is refused, not read. */
+  maxBodyBytes: number;
+  /** Host names, IPs or CIDR ranges reachable although not public (an on-premises DAM, tests). */
+  allowHosts: string[];
+}
+
+export const DEFAULT_UPSTREAM: UpstreamSettings = {
+  timeoutMs: 15_000,
+  retries: 2,
+  retryBaseMs: 200,
+  maxRetryAfterMs: 5_000,
+  breaker: { failureThreshold: 5, coolDownMs: 30_000 },
+  maxBodyBytes: 32 * 1024 * 1024,
+  allowHosts: [],
+};
+
+export interface UpstreamRequest {
+  method: string;
+  url: string | URL;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** Whether repeating the call is harmless; defaults from the method (GET, HEAD, OPTIONS, PROPFIND, SEARCH). */
+  idempotent?: boolean;
+  /** Statuses the caller handles itself (besides 2xx); others become integration errors. */
+  accept?: number[];
+  /** What the call is, for error details ("PROPFIND /dav/photos"); defaults to method and path. */
+  what?: string;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
+}
+
+export interface UpstreamDeps {
+  clock: Clock;
+  /** Waits between retries; tests pass one that records and returns at once. */
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+  /** Pulls the human message out of an error body (a JSON `message`, an XML `<Message>`). */
+  errorMessage?: (body: string, contentType: string) => string;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PROPFIND', 'SEARCH', 'REPORT']);
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+
+const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+class Retryable extends Error {
+  constructor(readonly error: HubError, readonly waitMs: number | null) {
+    super(error.message);
+  }
+}
+
+export class UpstreamClient {
+  readonly breakers: CircuitBreakers;
+  private readonly agent: Agent;
+  private readonly policy: AddressPolicy;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly random: () => number;
+
+  constructor(readonly providerId: string, readonly settings: UpstreamSettings, private readonly deps: UpstreamDeps) {
+    this.breakers = new CircuitBreakers(deps.clock, settings.breaker);
+    this.policy = new AddressPolicy(settings.allowHosts);
+    this.sleep = deps.sleep ?? realSleep;
+    this.random = deps.random ?? Math.random;
+    const policy = this.policy;
+    const lookup: LookupFunction = (host, options, cb) => {
+      dns.lookup(host, { ...options, all: true }, (err, addrs) => {
+        if (err) return cb(err, '', 0);
+        const list = addrs as dns.LookupAddress[];
+        const refused = policy.hostAllowed(host) ? null : list.map((a) => policy.refusal(a.address)).find((r) => r !== null);
+        if (refused) return cb(Object.assign(new Error(`refused to connect to ${host}: ${refused}`), { code: 'EREFUSEDADDR' }), '', 0);
+        if ((options as { all?: boolean }).all) return (cb as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+        cb(null, list[0]!.address, list[0]!.family);
+      });
+    };
+    this.agent = new Agent({
+      connect: { timeout: settings.timeoutMs, lookup },
+      headersTimeout: settings.timeoutMs,
+      bodyTimeout: settings.timeoutMs,
+      keepAliveTimeout: 10_000,
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
+  /** A streamed answer (2xx or an accepted status). The caller must consume or destroy the body. */
+  async send(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const url = typeof req.url === 'string' ? new URL(req.url) : req.url;
+    const what = req.what ?? `${req.method} ${url.pathname}`;
+    this.checkAddress(url, what);
+    const idempotent = req.idempotent ?? SAFE_METHODS.has(req.method.toUpperCase());
+    const attempts = idempotent ? this.settings.retries + 1 : 1;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.attempt(url, req, what);
+      } catch (e) {
+        if (!(e instanceof Retryable)) throw e;
+        if (attempt + 1 >= attempts) throw e.error;
+        const backoff = this.random() * this.settings.retryBaseMs * 2 ** attempt;
+        await this.sleep(e.waitMs ?? backoff);
+      }
+    }
+  }
+
+  /** A buffered text answer, at most maxBodyBytes. */
+  async text(req: UpstreamRequest): Promise<{ status: number; headers: UpstreamResponse['headers']; text: string }> {
+    const res = await this.send(req);
+    const what = req.what ?? `${req.method} ${new URL(req.url).pathname}`;
+    return { status: res.status, headers: res.headers, text: await this.readCapped(res, what) };
+  }
+
+  /** A JSON answer; HTML or other non-JSON where JSON was due is an integration error, not a crash. */
+  async json<T = unknown>(req: UpstreamRequest): Promise<{ status: number; headers: UpstreamResponse['headers']; data: T }> {
+    const r = await this.text({ ...req, headers: { accept: 'application/json', ...req.headers } });
+    const what = req.what ?? `${req.method} ${new URL(req.url).pathname}`;
+    const ct = String(r.headers['content-type'] ?? '');
+    if (!/\bjson\b/i.test(ct)) throw malformed(this.providerId, what, `expected JSON but the answer is ${ct || 'untyped'}`, r.text);
+    try {
+      return { status: r.status, headers: r.headers, data: JSON.parse(r.text) as T };
+    } catch {
+      throw malformed(this.providerId, what, 'the answer is not valid JSON', r.text);
+    }
+  }
+
+  private checkAddress(url: URL, what: string): void {
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw malformed(this.providerId, what, `unsupported URL scheme ${url.protocol}`);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (this.policy.hostAllowed(host)) return;
+    // An IP literal never goes through DNS lookup, so the policy is applied here.
+    if (/^[\d.]+$|:/.test(host)) {
+      const refused = this.policy.refusal(host);
+      if (refused) throw unavailable(this.providerId, `${what}: refused to connect to ${host}: ${refused} (allow it in the connector's allowHosts)`);
+    }
+  }
+
+  private async attempt(url: URL, req: UpstreamRequest, what: string): Promise<UpstreamResponse> {
+    const key = `${this.providerId} ${url.host}`;
+    const admitted = this.breakers.admit(key);
+    if (!admitted.ok) {
+      throw unavailable(this.providerId, `${what}: ${url.host} failed repeatedly; calls are paused for a moment`, { retryAfterSec: Math.max(1, Math.ceil(admitted.retryAfterMs / 1000)) });
+    }
+    let res;
+    try {
+      res = await request(url, {
+        dispatcher: this.agent,
+        method: req.method as 'GET',
+        headers: req.headers,
+        body: req.body,
+        signal: AbortSignal.timeout(this.settings.timeoutMs),
+      });
+    } catch (e) {
+      this.breakers.failure(key);
+      throw new Retryable(networkError(this.providerId, what, e, this.settings.timeoutMs), null);
+    }
+    const status = res.statusCode;
+    const ok = (status >= 200 && status < 300) || req.accept?.includes(status) === true;
+    if (ok) {
+      this.breakers.success(key);
+      return { status, headers: res.headers, body: res.body };
+    }
+    if (status >= 500 && status !== 501) this.breakers.failure(key);
+    else if (status === 429) this.breakers.neutral(key);
+    else this.breakers.success(key);
+    const text = await readSome(res.body, 8192).catch(() => '');
+    const ct = String(res.headers['content-type'] ?? '');
+    const message = this.deps.errorMessage?.(text, ct) || text;
+    const retryAfterSec = parseRetryAfter(res.headers['retry-after'], this.deps.clock.now());
+    const error = statusError(this.providerId, what, status, message, status === 429 || status === 503 ? retryAfterSec : undefined);
+    if (!RETRY_STATUSES.has(status)) throw error;
+    if (retryAfterSec !== undefined && retryAfterSec * 1000 > this.settings.maxRetryAfterMs) throw error;
+    throw new Retryable(error, retryAfterSec !== undefined ? retryAfterSec * 1000 : null);
+  }
+
+  private async readCapped(res: UpstreamResponse, what: string): Promise<string> {
+    const declared = Number(res.headers['content-length']);
+    if (declared > this.settings.maxBodyBytes) {
+      res.body.destroy();
+      throw tooLarge(this.providerId, what, this.settings.maxBodyBytes);
+    }
+    const chunks: Buffer[] = [];
+    let n = 0;
+    try {
+      for await (const chunk of res.body) {
+        n += (chunk as Buffer).length;
+        if (n > this.settings.maxBodyBytes) {
+          res.body.destroy();
+          throw tooLarge(this.providerId, what, this.settings.maxBodyBytes);
+        }
+        chunks.push(chunk as Buffer);
+      }
+    } catch (e) {
+      if (isHubError(e)) throw e;
+      throw networkError(this.providerId, what, e, this.settings.timeoutMs);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  }
+}
+
+function tooLarge(provider: string, what: string, max: number): HubError {
+  return malformed(provider, what, `the answer is larger than ${max} bytes, more than the connector reads at once`);
+}
+
+async function readSome(body: Readable, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk as Buffer);
+    n += (chunk as Buffer).length;
+    if (n >= max) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).toString('utf8').slice(0, max);
+}
+
+function networkError(provider: string, what: string, e: unknown, timeoutMs: number): HubError {
+  if (isHubError(e)) return e;
+  const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError' || e instanceof undiciErrors.HeadersTimeoutError
+    || e instanceof undiciErrors.BodyTimeoutError || e instanceof undiciErrors.ConnectTimeoutError;
+  if (timedOut) return unavailable(provider, `${what}: no answer within ${timeoutMs} ms`, { timeout: true });
+  const code = err.code ?? err.cause?.code;
+  const msg = err.cause?.message ?? err.message ?? String(e);
+  return unavailable(provider, `${what}: ${code ? `${code} ` : ''}${msg}`, { unreachable: true });
+}

@@ -1,0 +1,117 @@
+/**
+ * A generic sign-in form for connectors that sign in with typed credentials (server URL, user,
+ * password or key) rather than a redirect to the DAM. It drives the hub's DAM login state machine
+ * (src/auth/dam-login.ts) exactly like the library's form: GET shows the form for a pending state,
+ * POST verifies against the upstream, then completes, or after five failures fails, the state.
+ * Cancel settles it as cancelled. Secrets never leave in an answer or a log line.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { isHubError } from '../../errors.js';
+import { sendHtml } from '../../http/security-headers.js';
+import type { LoginHost } from '../contract.js';
+import type { UpstreamClient } from './http.js';
+
+export const MAX_SIGNIN_ATTEMPTS = 5;
+
+export interface FormField {
+  name: string;
+  label: string;
+  type?: 'text' | 'password' | 'url';
+  required?: boolean;
+  placeholder?: string;
+  /** Filled from the login's serverUrl (POST /auth/login?serverUrl=...). */
+  fromServerUrl?: boolean;
+}
+
+export interface SignInResult<C> {
+  credentials: C;
+  /** Stable id of the DAM account (hashed into userHash). */
+  accountId: string;
+  /** Shown on the success page. */
+  displayName: string;
+}
+
+export interface FormSignIn<C> {
+  title: string;
+  fields: FormField[];
+  /** Checks the values against the upstream; a HubError's message is shown on the form. */
+  verify(values: Record<string, string>, http: UpstreamClient): Promise<SignInResult<C>>;
+}
+
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+const CSS = 'body{font:15px/1.5 system-ui,sans-serif;background:#f3f5f8;color:#1d2330;display:flex;justify-content:center;padding:3rem 1rem;margin:0}main{background:#fff;border:1px solid #d5d9e0;border-radius:10px;padding:2rem;max-width:24rem;width:100%}h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.8rem 0 .2rem}input{width:100%;box-sizing:border-box;padding:.5rem;font:inherit}.row{display:flex;gap:.5rem;margin-top:1.2rem}button{flex:1;padding:.55rem;font:inherit;cursor:pointer}.error{color:#b00020}';
+
+function page(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(title)}</title><style>${CSS}</style></head><body><main>${body}</main></body></html>`;
+}
+
+export function signInPath(providerId: string): string {
+  return `/auth/${providerId}/signin`;
+}
+
+/** Mounts GET/POST /auth/{provider}/signin. */
+export function formSignInRoutes<C extends Record<string, unknown>>(app: FastifyInstance, host: LoginHost, providerId: string, form: FormSignIn<C>, http: UpstreamClient): void {
+  const attempts = new Map<string, number>();
+  const action = `/api/v1${signInPath(providerId)}`;
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16384 }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  const render = (state: string, error: string | null, values: Record<string, string>) => page(form.title, `
+    <h1>${esc(form.title)}</h1>
+    ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
+    <form method="post" action="${action}">
+      <input type="hidden" name="state" value="${esc(state)}">
+      ${form.fields.map((f) => `<label for="${esc(f.name)}">${esc(f.label)}</label><input id="${esc(f.name)}" name="${esc(f.name)}" type="${f.type ?? 'text'}"${f.required === false ? '' : ' required'}${f.placeholder ? ` placeholder="${esc(f.placeholder)}"` : ''}${f.type === 'password' ? ' autocomplete="current-password"' : ` value="${esc(values[f.name] ?? '')}"`}>`).join('\n      ')}
+      <div class="row"><button type="submit">Sign in</button><button type="submit" name="cancel" value="1" formnovalidate>Cancel</button></div>
+    </form>`);
+  const message = (reply: FastifyReply, status: number, title: string, text: string, error = false) =>
+    sendHtml(reply, status, page(title, `<h1>${esc(title)}</h1><p${error ? ' class="error"' : ''}>${esc(text)}</p>`));
+
+  app.get(signInPath(providerId), { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
+    const state = String((req.query as { state?: string }).state ?? '');
+    const pending = await host.pending(state);
+    if ('error' in pending) return message(reply, 400, 'Sign-in', pending.error, true);
+    const values: Record<string, string> = {};
+    for (const f of form.fields) if (f.fromServerUrl && pending.serverUrl) values[f.name] = pending.serverUrl;
+    return sendHtml(reply, 200, render(state, null, values));
+  });
+
+  app.post(signInPath(providerId), { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    const state = typeof b.state === 'string' ? b.state : '';
+    const pending = await host.pending(state);
+    if ('error' in pending) return message(reply, 400, 'Sign-in', pending.error, true);
+    if (pending.providerId !== providerId) return message(reply, 400, 'Sign-in', 'This sign-in link belongs to another system.', true);
+    if (b.cancel) {
+      await host.cancel(state);
+      return message(reply, 200, 'Sign-in cancelled', 'You can close this window.');
+    }
+    const values: Record<string, string> = {};
+    for (const f of form.fields) values[f.name] = typeof b[f.name] === 'string' ? (f.type === 'password' ? (b[f.name] as string) : (b[f.name] as string).trim()) : '';
+    const missing = form.fields.find((f) => f.required !== false && !values[f.name]);
+    const shown = Object.fromEntries(form.fields.filter((f) => f.type !== 'password').map((f) => [f.name, values[f.name]!]));
+    if (missing) return sendHtml(reply, 400, render(state, `${missing.label} is required.`, shown));
+    let result: SignInResult<C>;
+    try {
+      result = await form.verify(values, http);
+    } catch (e) {
+      if (!isHubError(e)) throw e;
+      const n = (attempts.get(state) ?? 0) + 1;
+      attempts.set(state, n);
+      if (n >= MAX_SIGNIN_ATTEMPTS) {
+        attempts.delete(state);
+        await host.fail(state, 'too many failed sign-in attempts');
+        return message(reply, 401, 'Sign-in failed', 'Too many failed attempts. Start again from the application.', true);
+      }
+      const text = e.code === 'integration-auth-failed' || e.code === 'integration-forbidden'
+        ? 'The server did not accept these credentials.'
+        : `The server could not be used: ${e.message}`;
+      return sendHtml(reply, e.code === 'integration-auth-failed' ? 401 : 400, render(state, text, shown));
+    }
+    attempts.delete(state);
+    await host.complete(state, { credentials: result.credentials, accountId: result.accountId });
+    return message(reply, 200, 'Signed in', `You are signed in as ${result.displayName}. You can close this window and return to the application.`);
+  });
+}

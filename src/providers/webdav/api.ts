@@ -1,0 +1,130 @@
+/**
+ * The WebDAV calls (RFC 4918): PROPFIND at depth 0 or 1, GET for the bytes. Answers are read with
+ * fast-xml-parser, namespace prefixes dropped, so `D:`/`d:`/default-namespace servers read alike.
+ * Nothing here knows the hub's asset shape (mapping.ts does).
+ */
+import { XMLParser } from 'fast-xml-parser';
+import type { UpstreamClient, UpstreamResponse } from '../kit/http.js';
+import { malformed } from '../kit/upstream-errors.js';
+
+export interface WebdavCred extends Record<string, unknown> {
+  /** Collection URL the connection is rooted at (ends with '/'). */
+  url: string;
+  user: string;
+  pass: string;
+}
+
+/** One member of a multistatus answer. */
+export interface DavEntry {
+  /** Path relative to the connection root, '/'-separated, decoded, no trailing slash ('/' = root). */
+  path: string;
+  name: string;
+  collection: boolean;
+  size?: number;
+  contentType?: string;
+  etag?: string;
+  modified?: number;
+  created?: number;
+}
+
+const PROPFIND_BODY = `<?xml version="1.0" encoding="utf-8"?>
+<d:propfind xmlns:d="DAV:"><d:prop><d:displayname/><d:resourcetype/><d:getcontentlength/><d:getcontenttype/><d:getetag/><d:getlastmodified/><d:creationdate/></d:prop></d:propfind>`;
+
+const parser = new XMLParser({
+  ignoreAttributes: true,
+  removeNSPrefix: true,
+  parseTagValue: false,
+  trimValues: true,
+  isArray: (name) => name === 'response' || name === 'propstat',
+});
+
+export const PROVIDER_ID = 'webdav';
+
+export function authHeader(c: WebdavCred): string {
+  return `Basic ${Buffer.from(`${c.user}:${c.pass}`, 'utf8').toString('base64')}`;
+}
+
+/** URL of a path under the connection root; every segment percent-encoded. */
+export function urlOf(c: WebdavCred, path: string, collection: boolean): URL {
+  const segs = path.split('/').filter(Boolean).map(encodeURIComponent).join('/');
+  return new URL(segs + (collection && segs ? '/' : ''), c.url);
+}
+
+export async function propfind(http: UpstreamClient, c: WebdavCred, path: string, depth: 0 | 1): Promise<DavEntry[]> {
+  const url = urlOf(c, path, depth === 1);
+  const what = `PROPFIND ${url.pathname}`;
+  const r = await http.text({
+    method: 'PROPFIND', url, what,
+    headers: { authorization: authHeader(c), depth: String(depth), 'content-type': 'application/xml; charset=utf-8', accept: 'application/xml, text/xml' },
+    body: PROPFIND_BODY,
+  });
+  if (r.status !== 207) throw malformed(PROVIDER_ID, what, `expected 207 Multi-Status, got ${r.status}`, r.text);
+  return parseMultistatus(r.text, String(r.headers['content-type'] ?? ''), c, what);
+}
+
+export function parseMultistatus(text: string, contentType: string, c: WebdavCred, what: string): DavEntry[] {
+  if (!/xml/i.test(contentType)) throw malformed(PROVIDER_ID, what, `expected an XML multistatus but the answer is ${contentType || 'untyped'}`, text);
+  let doc: any;
+  try {
+    doc = parser.parse(text, true);
+  } catch (e) {
+    throw malformed(PROVIDER_ID, what, `the answer is not well-formed XML (${(e as Error).message})`, text);
+  }
+  const responses = doc?.multistatus?.response;
+  if (!Array.isArray(responses)) throw malformed(PROVIDER_ID, what, 'the answer has no DAV:multistatus', text);
+  const rootPath = new URL(c.url).pathname;
+  const out: DavEntry[] = [];
+  for (const r of responses) {
+    if (typeof r?.href !== 'string') continue;
+    const ok = (r.propstat ?? []).find((p: any) => typeof p?.status === 'string' && / 200 /.test(`${p.status} `));
+    if (!ok?.prop) continue;
+    const p = ok.prop;
+    let hrefPath: string;
+    try {
+      hrefPath = decodeURIComponent(new URL(r.href, c.url).pathname);
+    } catch {
+      continue;
+    }
+    const root = decodeURIComponent(rootPath);
+    if (!hrefPath.startsWith(root.replace(/\/$/, ''))) continue; // never anything outside the connection root
+    const rel = `/${hrefPath.slice(root.length).replace(/^\/+|\/+$/g, '')}`;
+    const collection = p.resourcetype !== undefined && typeof p.resourcetype === 'object' && p.resourcetype !== null && 'collection' in p.resourcetype;
+    const num = (v: unknown) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : undefined);
+    const date = (v: unknown) => {
+      const t = typeof v === 'string' ? Date.parse(v) : NaN;
+      return Number.isNaN(t) ? undefined : t;
+    };
+    const segs = rel.split('/').filter(Boolean);
+    out.push({
+      path: rel === '/' ? '/' : rel,
+      name: typeof p.displayname === 'string' && p.displayname ? p.displayname : segs.at(-1) ?? '',
+      collection,
+      size: num(p.getcontentlength),
+      contentType: typeof p.getcontenttype === 'string' && p.getcontenttype ? p.getcontenttype : undefined,
+      etag: typeof p.getetag === 'string' && p.getetag ? p.getetag : undefined,
+      modified: date(p.getlastmodified),
+      created: date(p.creationdate),
+    });
+  }
+  return out;
+}
+
+export async function get(http: UpstreamClient, c: WebdavCred, path: string, range: string | undefined, ifNoneMatch: string | undefined): Promise<UpstreamResponse> {
+  const url = urlOf(c, path, false);
+  const headers: Record<string, string> = { authorization: authHeader(c) };
+  if (range) headers.range = range;
+  if (ifNoneMatch) headers['if-none-match'] = ifNoneMatch;
+  return http.send({ method: 'GET', url, headers, accept: [304], what: `GET ${url.pathname}` });
+}
+
+/** The `<message>` of a Sabre/Nextcloud-style error body, else the body. */
+export function davErrorMessage(body: string, contentType: string): string {
+  if (/xml/i.test(contentType)) {
+    try {
+      const doc: any = parser.parse(body);
+      const m = doc?.error?.message ?? doc?.error?.exception;
+      if (typeof m === 'string') return m;
+    } catch { /* not XML after all */ }
+  }
+  return body;
+}

@@ -1,0 +1,42 @@
+/** WebDAV members → the hub's common shape. */
+import path from 'node:path';
+import type { Asset, Folder } from '../model.js';
+import type { DavEntry } from './api.js';
+
+const BY_EXT: Record<string, string> = {
+  '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.gif': 'image/gif', '.webp': 'image/webp', '.tif': 'image/tiff',
+  '.tiff': 'image/tiff', '.svg': 'image/svg+xml', '.pdf': 'application/pdf', '.txt': 'text/plain', '.mp4': 'video/mp4', '.mov': 'video/quicktime',
+};
+
+export function toFolder(e: DavEntry): Folder {
+  return { id: e.path, name: e.name };
+}
+
+export function parentOf(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i <= 0 ? '/' : p.slice(0, i);
+}
+
+export function toAsset(e: DavEntry, urls: { downloadUrl: string }): Asset {
+  const mimeType = e.contentType && e.contentType !== 'application/octet-stream' ? e.contentType.split(';')[0]!.trim() : BY_EXT[path.extname(e.name).toLowerCase()] ?? 'application/octet-stream';
+  const a: Asset = {
+    id: e.path,
+    name: e.name,
+    parentPath: parentOf(e.path),
+    mimeType,
+    type: mimeType.split('/')[0],
+    version: 1,
+    downloadUrl: urls.downloadUrl,
+  };
+  if (e.size !== undefined) a.fileSize = e.size;
+  if (e.modified !== undefined) a.modified = e.modified;
+  if (e.created !== undefined) a.created = e.created;
+  if (e.size !== undefined && e.modified !== undefined) a.downloadHashFileAttributes = `${e.size}-${e.modified}`;
+  if (e.etag) a.values = [{ id: 'etag', type: 'TEXT', name: 'ETag', value: e.etag }];
+  return a;
+}
+
+/** Name order, folders and files alike, so pages are stable between calls. */
+export function byName(a: DavEntry, b: DavEntry): number {
+  return a.name.localeCompare(b.name, 'en', { numeric: true }) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+}

@@ -1,0 +1,136 @@
+/**
+ * WebDAV connector (Nextcloud, ownCloud, SharePoint-compatible WebDAV, any RFC 4918 server).
+ * Sign-in form: server URL, user, password or app token, proved by a depth-0 PROPFIND.
+ * Browse is a depth-1 PROPFIND paged by offset over name order (WebDAV itself has no paging);
+ * search walks the tree breadth-first with depth-1 PROPFINDs, bounded, matching names.
+ * Downloads stream through the hub with Range and ETag relayed.
+ */
+import { integrationError } from '../../errors.js';
+import type { ListOptions } from '../contract.js';
+import type { AssetPage, FolderPage } from '../model.js';
+import { defineProvider, type CallContext } from '../kit/define.js';
+import { davErrorMessage, get, PROVIDER_ID, propfind, type DavEntry, type WebdavCred } from './api.js';
+import { byName, toAsset, toFolder } from './mapping.js';
+
+/** Folders a search visits at most; a search over a bigger tree says so instead of running on. */
+export const SEARCH_MAX_FOLDERS = 500;
+
+function parseCred(raw: Record<string, unknown>): WebdavCred {
+  const { url, user, pass } = raw;
+  if (typeof url !== 'string' || typeof user !== 'string' || typeof pass !== 'string') throw new Error('not WebDAV credentials');
+  return { url, user, pass };
+}
+
+/** A client-given id as a clean path under the root, or not-found (no '..', no NUL, no backslash tricks). */
+function cleanPath(id: string): string {
+  if (id === 'root' || id === '/' || id === '') return '/';
+  const segs = id.split('/').filter(Boolean);
+  if (segs.some((s) => s === '.' || s === '..' || s.includes('\\'))) throw integrationError('integration-not-found', PROVIDER_ID, `no item ${JSON.stringify(id)}`);
+  return `/${segs.join('/')}`;
+}
+
+function offsetOf(more: string | null): number {
+  if (more === null) return 0;
+  if (!/^\d{1,9}$/.test(more)) throw integrationError('integration-operation-failed', PROVIDER_ID, 'the paging cursor is not one this connector issued');
+  return Number(more);
+}
+
+async function page(ctx: CallContext<WebdavCred>, files: DavEntry[], opts: ListOptions): Promise<{ assets: AssetPage['assets']; more?: string }> {
+  const from = offsetOf(opts.more);
+  const slice = files.slice(from, from + opts.size);
+  const assets = await Promise.all(slice.map(async (e) => toAsset(e, { downloadUrl: await ctx.downloadUrl({ p: e.path }, e.name) })));
+  return from + opts.size < files.length ? { assets, more: String(from + opts.size) } : { assets };
+}
+
+export const webdavConnector = defineProvider<WebdavCred>({
+  id: PROVIDER_ID,
+  name: 'WebDAV',
+  version: '1.0.0',
+  glyph: 'W',
+  capabilities: { browse: true, search: true, serverUrl: true, assetHashAlgorithm: null },
+  paging: { defaultSize: 50, maxSize: 500 },
+  errorMessage: davErrorMessage,
+  credentials: parseCred,
+  signIn: {
+    kind: 'form',
+    title: 'Sign in to your WebDAV server',
+    fields: [
+      { name: 'serverUrl', label: 'Server URL', type: 'url', placeholder: 'https://cloud.example.com/remote.php/dav/files/me/', fromServerUrl: true },
+      { name: 'username', label: 'User name' },
+      { name: 'password', label: 'Password or app token', type: 'password' },
+    ],
+    async verify(v, http) {
+      let url: URL;
+      try {
+        url = new URL(v.serverUrl!);
+      } catch {
+        throw integrationError('integration-operation-failed', PROVIDER_ID, 'the server URL is not an absolute URL', { message: 'The server URL is not valid.' });
+      }
+      if (url.protocol !== 'https:' && url.protocol !== 'http:') throw integrationError('integration-operation-failed', PROVIDER_ID, 'the server URL must be http(s)', { message: 'The server URL must start with https://.' });
+      url.hash = '';
+      url.search = '';
+      if (!url.pathname.endsWith('/')) url.pathname += '/';
+      const cred: WebdavCred = { url: url.href, user: v.username!, pass: v.password! };
+      const [top] = await propfind(http, cred, '/', 0);
+      if (!top?.collection) throw integrationError('integration-operation-failed', PROVIDER_ID, 'the server URL is not a WebDAV collection', { message: 'The server URL is not a WebDAV folder.' });
+      return { credentials: cred, accountId: `${url.origin}${url.pathname}#${cred.user}`, displayName: `${cred.user} at ${url.host}` };
+    },
+  },
+  hooks: {
+    async validate(ctx) {
+      await propfind(ctx.http, ctx.cred, '/', 0);
+    },
+
+    async browse(ctx, folderId, opts): Promise<FolderPage> {
+      const p = cleanPath(folderId);
+      const entries = await propfind(ctx.http, ctx.cred, p, 1);
+      const self = entries.find((e) => e.path === p);
+      if (!self?.collection) throw integrationError('integration-not-found', PROVIDER_ID, `${p} is not a folder`);
+      const members = entries.filter((e) => e.path !== p).sort(byName);
+      const files = members.filter((e) => !e.collection);
+      const { assets, more } = await page(ctx, files, opts);
+      return {
+        id: folderId === 'root' ? 'root' : p,
+        name: p === '/' ? 'WebDAV' : self.name,
+        folders: opts.more === null ? members.filter((e) => e.collection).map(toFolder) : [],
+        assets, filters: [], totalAssetsCount: files.length,
+        ...(more ? { more } : {}),
+      };
+    },
+
+    async search(ctx, q, opts): Promise<AssetPage> {
+      const terms = q.query.toLowerCase().split(/\s+/).filter(Boolean);
+      const start = cleanPath(q.parentId ?? '/');
+      const hits: DavEntry[] = [];
+      const queue = [start];
+      let visited = 0;
+      while (queue.length) {
+        if (++visited > SEARCH_MAX_FOLDERS) {
+          throw integrationError('integration-operation-failed', PROVIDER_ID, `the search visited ${SEARCH_MAX_FOLDERS} folders without finishing; search inside a sub-folder (parentId)`);
+        }
+        const dir = queue.shift()!;
+        for (const e of await propfind(ctx.http, ctx.cred, dir, 1)) {
+          if (e.path === dir) continue;
+          if (e.collection) queue.push(e.path);
+          else if (terms.every((t) => e.name.toLowerCase().includes(t))) hits.push(e);
+        }
+      }
+      hits.sort(byName);
+      const { assets, more } = await page(ctx, hits, opts);
+      return { assets, folders: [], filters: [], totalAssetsCount: hits.length, ...(more ? { more } : {}) };
+    },
+
+    async asset(ctx, assetId) {
+      const p = cleanPath(assetId);
+      const [e] = await propfind(ctx.http, ctx.cred, p, 0);
+      if (!e || e.collection) throw integrationError('integration-not-found', PROVIDER_ID, `${p} is not a file`);
+      return toAsset(e, { downloadUrl: await ctx.downloadUrl({ p: e.path }, e.name) });
+    },
+
+    async download({ cred, http, item, range, ifNoneMatch }) {
+      if (typeof item.p !== 'string') throw integrationError('integration-not-found', PROVIDER_ID, 'the download link names no file');
+      return get(http, cred, cleanPath(item.p), range, ifNoneMatch);
+    },
+  },
+});
+

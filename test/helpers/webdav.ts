@@ -1,0 +1,92 @@
+/**
+ * A real WebDAV server (the `webdav-server` package, RFC 4918) on loopback over a generated
+ * folder, with Basic authentication for one user, and a hub that serves the WebDAV connector
+ * with a user signed in through the connector's sign-in form.
+ */
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { v2 as webdav } from 'webdav-server';
+import type { HubConfig } from '../../src/config.js';
+import { startTestHub, tempDir, type TestHub } from './hub.js';
+import { writeFiles } from './library.js';
+
+export interface DavServer {
+  url: string;
+  root: string;
+  close(): Promise<void>;
+}
+
+export async function startDavServer(files: Record<string, Buffer | string>, users: Record<string, string> = { alice: 'alice-pw' }): Promise<DavServer> {
+  const root = tempDir('damhub-dav-');
+  writeFiles(root, files);
+  const userManager = new webdav.SimpleUserManager();
+  const privileges = new webdav.SimplePathPrivilegeManager();
+  for (const [name, pw] of Object.entries(users)) privileges.setRights(userManager.addUser(name, pw, false), '/', ['all']);
+  const server = new webdav.WebDAVServer({
+    httpAuthentication: new webdav.HTTPBasicAuthentication(userManager, 'damhub-test'),
+    privilegeManager: privileges,
+    hostname: '127.0.0.1',
+    port: 0,
+  });
+  await new Promise<void>((resolve, reject) => server.setFileSystem('/', new webdav.PhysicalFileSystem(root), (ok) => (ok ? resolve() : reject(new Error('setFileSystem failed')))));
+  const http = await new Promise<Server>((resolve) => server.start((s) => resolve(s as Server)));
+  const port = (http.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/`, root,
+    close: () => new Promise<void>((r) => {
+      http.closeAllConnections?.();
+      server.stop(() => r());
+    }),
+  };
+}
+
+export interface WebdavHub {
+  t: TestHub;
+  access: string;
+  dam: string;
+  headers: Record<string, string>;
+  get(url: string): Promise<{ status: number; body: any; headers: Record<string, unknown>; raw: Buffer }>;
+  post(url: string, body: unknown): Promise<{ status: number; body: any }>;
+}
+
+/** Drives the form: start the login, open the form, submit; returns the poll's DAM token. */
+export async function signInWebdav(t: TestHub, access: string, fields: { serverUrl: string; username: string; password: string }): Promise<{ token: string | null; status: number; page: string }> {
+  const start = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=webdav&polling=true&serverUrl=${encodeURIComponent(fields.serverUrl)}`, headers: { authorization: `Bearer ${access}` } });
+  assert.equal(start.statusCode, 200, start.body);
+  const { redirect_uri, state } = start.json();
+  const form = new URL(redirect_uri);
+  const page = await t.app.inject({ method: 'GET', url: form.pathname + form.search });
+  assert.equal(page.statusCode, 200, page.body);
+  assert.ok(page.body.includes(`value="${fields.serverUrl}"`), 'the form is prefilled with the serverUrl');
+  const submit = await t.app.inject({
+    method: 'POST', url: '/api/v1/auth/webdav/signin',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ state, ...fields }).toString(),
+  });
+  const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
+  return { token: poll.json().access_token ?? null, status: submit.statusCode, page: submit.body };
+}
+
+export async function startWebdavHub(dav: { url: string }, opts: { user?: string; password?: string; config?: Partial<HubConfig> } = {}): Promise<WebdavHub> {
+  const t = await startTestHub({ config: { userRateLimitPerMin: 0, connectors: { webdav: { allowHosts: ['127.0.0.1'], timeoutMs: 5000 } }, ...opts.config } });
+  const { access_token } = await t.login();
+  const r = await signInWebdav(t, access_token, { serverUrl: dav.url, username: opts.user ?? 'alice', password: opts.password ?? 'alice-pw' });
+  assert.ok(r.token, r.page);
+  const headers = { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${r.token}` };
+  return {
+    t, access: access_token, dam: r.token!, headers,
+    async get(url) {
+      const res = await t.app.inject({ method: 'GET', url, headers });
+      let body: any = null;
+      try {
+        body = res.json();
+      } catch { /* not JSON */ }
+      return { status: res.statusCode, body, headers: res.headers, raw: res.rawPayload };
+    },
+    async post(url, body) {
+      const res = await t.app.inject({ method: 'POST', url, headers, payload: body as object });
+      return { status: res.statusCode, body: res.json() };
+    },
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * The connector kit's upstream client against a small misbehaving loopback server: retries with
+ * jitter only where repeating is harmless, Retry-After honoured or handed on, a hang ends as a 504
+ * within the configured timeout, HTML where JSON was due is a clear integration error, the circuit
+ * breaker opens and recovers on the injected clock, and private addresses need an allowlist.
+ */
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../src/clock.js';
+import { HubError } from '../src/errors.js';
+import { UpstreamClient, DEFAULT_UPSTREAM, type UpstreamSettings } from '../src/providers/kit/http.js';
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+let handler: Handler = (_q, r) => r.end('ok');
+let hits = 0;
+const server = http.createServer((req, res) => {
+  hits++;
+  handler(req, res);
+});
+let base = '';
+before(async () => {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+after(() => {
+  server.closeAllConnections();
+  server.close();
+});
+
+function client(over: Partial<UpstreamSettings> = {}, clock = new ManualClock()) {
+  const waits: number[] = [];
+  const c = new UpstreamClient('testdam', { ...DEFAULT_UPSTREAM, allowHosts: ['127.0.0.1'], retryBaseMs: 100, ...over }, {
+    clock, sleep: async (ms) => void waits.push(ms), random: () => 0.5,
+  });
+  return { c, waits, clock };
+}
+
+async function rejects(p: Promise<unknown>): Promise<HubError> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof HubError, String(e));
+    return e;
+  }
+  assert.fail('expected a rejection');
+}
+
+test('503 then 200: an idempotent GET is retried with jittered exponential back-off', async () => {
+  let n = 0;
+  handler = (_q, r) => {
+    n++;
+    if (n < 3) r.writeHead(503).end('busy');
+    else r.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+  };
+  const { c, waits } = client();
+  const r = await c.json<{ ok: boolean }>({ method: 'GET', url: `${base}/x` });
+  assert.deepEqual(r.data, { ok: true });
+  assert.deepEqual(waits, [50, 100], 'random 0.5 × 100·2^attempt');
+  await c.close();
+});
+
+test('a POST is not retried and the upstream message is kept verbatim in details', async () => {
+  hits = 0;
+  handler = (_q, r) => r.writeHead(503, { 'content-type': 'text/plain' }).end('maintenance window until 04:00');
+  const { c, waits } = client();
+  const e = await rejects(c.send({ method: 'POST', url: `${base}/x`, body: '{}' }));
+  assert.equal(hits, 1);
+  assert.deepEqual(waits, []);
+  assert.equal(e.code, 'integration-unavailable');
+  assert.equal(e.status, 503);
+  assert.equal(e.provider, 'testdam');
+  assert.match(e.details!, /POST \/x answered 503: maintenance window until 04:00/);
+  await c.close();
+});
+
+test('429 with a short Retry-After is waited out; a long one is handed to the client', async () => {
+  let n = 0;
+  handler = (_q, r) => {
+    n++;
+    if (n === 1) r.writeHead(429, { 'retry-after': '2' }).end('slow down');
+    else r.writeHead(200).end('fine');
+  };
+  const { c, waits } = client();
+  const ok = await c.text({ method: 'GET', url: `${base}/x` });
+  assert.equal(ok.text, 'fine');
+  assert.deepEqual(waits, [2000]);
+
+  handler = (_q, r) => r.writeHead(429, { 'retry-after': '120' }).end('quota exhausted');
+  const e = await rejects(c.text({ method: 'GET', url: `${base}/x` }));
+  assert.equal(e.code, 'integration-unavailable');
+  assert.equal(e.status, 503);
+  assert.equal(e.headers?.['retry-after'], '120');
+  assert.match(e.details!, /quota exhausted/);
+  await c.close();
+});
+
+test('an upstream that hangs ends as a 504 integration error after the configured timeout', async () => {
+  handler = () => { /* never answers */ };
+  const { c } = client({ timeoutMs: 300, retries: 1 });
+  const e = await rejects(c.text({ method: 'GET', url: `${base}/hang` }));
+  assert.equal(e.code, 'integration-unavailable');
+  assert.equal(e.status, 504);
+  assert.match(e.details!, /no answer within 300 ms/);
+  await c.close();
+});
+
+test('HTML where JSON was due is a 502 integration error quoting the start of the answer', async () => {
+  handler = (_q, r) => r.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Login required</body></html>');
+  const { c } = client();
+  const e = await rejects(c.json({ method: 'GET', url: `${base}/api` }));
+  assert.equal(e.code, 'integration-unavailable');
+  assert.equal(e.status, 502);
+  assert.match(e.details!, /expected JSON but the answer is text\/html.*Login required/);
+  await c.close();
+});
+
+test('upstream statuses map to the integration codes of SPEC section 5', async () => {
+  const { c } = client({ retries: 0 });
+  for (const [status, code, hubStatus] of [[400, 'integration-operation-failed', 400], [401, 'integration-auth-failed', 401], [403, 'integration-forbidden', 403],
+    [404, 'integration-not-found', 404], [501, 'integration-not-supported', 501], [500, 'integration-unavailable', 502]] as const) {
+    handler = (_q, r) => r.writeHead(status).end(`said ${status}`);
+    const e = await rejects(c.text({ method: 'GET', url: `${base}/s` }));
+    assert.equal(e.code, code);
+    assert.equal(e.status, hubStatus);
+    assert.match(e.details!, new RegExp(`said ${status}`));
+  }
+  await c.close();
+});
+
+test('the circuit opens after repeated failures, refuses without calling, and recovers after the cool-down', async () => {
+  handler = (_q, r) => r.writeHead(500).end('boom');
+  const { c, clock } = client({ retries: 0, breaker: { failureThreshold: 3, coolDownMs: 10_000 } });
+  for (let i = 0; i < 3; i++) await rejects(c.text({ method: 'GET', url: `${base}/b` }));
+  hits = 0;
+  const open = await rejects(c.text({ method: 'GET', url: `${base}/b` }));
+  assert.equal(hits, 0, 'an open circuit does not call the upstream');
+  assert.equal(open.status, 503);
+  assert.equal(open.headers?.['retry-after'], '10');
+  clock.advance(10_000);
+  handler = (_q, r) => r.writeHead(200).end('back');
+  assert.equal((await c.text({ method: 'GET', url: `${base}/b` })).text, 'back');
+  assert.equal(c.breakers.state(`testdam ${new URL(base).host}`), 'closed');
+  await c.close();
+});
+
+test('a loopback or private address is refused unless allowed', async () => {
+  hits = 0;
+  const c = new UpstreamClient('testdam', { ...DEFAULT_UPSTREAM, allowHosts: [] }, { clock: new ManualClock() });
+  const e = await rejects(c.text({ method: 'GET', url: `${base}/x` }));
+  assert.equal(e.code, 'integration-unavailable');
+  assert.match(e.details!, /refused to connect to 127\.0\.0\.1: 127\.0\.0\.1 is a loopback address/);
+  const byName = await rejects(c.text({ method: 'GET', url: base.replace('127.0.0.1', 'localhost') + '/x' }));
+  assert.match(byName.details!, /refused to connect to localhost/);
+  assert.equal(hits, 0);
+  await c.close();
+});
+
+test('an answer above maxBodyBytes is refused without reading it all', async () => {
+  handler = (_q, r) => {
+    r.writeHead(200, { 'content-type': 'application/json' });
+    r.end(Buffer.alloc(4096, 0x20));
+  };
+  const { c } = client({ maxBodyBytes: 1024 });
+  const e = await rejects(c.json({ method: 'GET', url: `${base}/big` }));
+  assert.equal(e.status, 502);
+  assert.match(e.details!, /larger than 1024 bytes/);
+  await c.close();
+});
