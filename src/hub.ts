@@ -20,7 +20,7 @@ import type { Provider } from './providers/contract.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
 import { LibraryProvider } from './providers/library/provider.js';
-import { saasProviders } from './providers/saas/register.js';
+import { saasConnectors } from './providers/saas/register.js';
 import type { Stores } from './stores/types.js';
 import { buildConnectors } from './providers/kit/catalog.js';
 import type { DefinedConnector } from './providers/kit/define.js';
@@ -80,10 +80,11 @@ export class Hub {
       });
       this.providers.register(this.library);
     }
-    if (config.dropboxApp || config.googleDriveApp) {
-      for (const p of saasProviders(config, this.clock, loadOrCreateSecret(config.dataDir, 'oauth-pkce.key', config.oauthPkceSecret))) this.providers.register(p);
-    }
     this.connectors = buildConnectors(config.connectors, { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl });
+    if (config.dropboxApp || config.googleDriveApp) {
+      const pkceSecret = loadOrCreateSecret(config.dataDir, 'oauth-pkce.key', config.oauthPkceSecret);
+      this.connectors.push(...saasConnectors(config, { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl }, pkceSecret));
+    }
     for (const c of this.connectors) this.providers.register(c);
 
     this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes });

@@ -1,10 +1,10 @@
 /** The Dropbox connector passes the provider conformance suite against its documented-response replay server. */
 import { after } from 'node:test';
-import { dropboxProvider } from '../src/providers/dropbox/provider.js';
+import { dropboxConnector } from '../src/providers/dropbox/provider.js';
 import { runProviderConformance } from './conformance/provider-conformance.js';
 import { startDropboxReplay, type DropboxReplay } from './helpers/dropbox-replay.js';
-import { bearer, startTestHub, type TestHub } from './helpers/hub.js';
-import { oauthSignIn } from './helpers/saas.js';
+import { bearer, type TestHub } from './helpers/hub.js';
+import { oauthSignIn, startConnectorHub } from './helpers/saas.js';
 
 let replay: DropboxReplay | undefined;
 let t: TestHub | undefined;
@@ -18,11 +18,12 @@ runProviderConformance('dropbox', async () => {
   tree.push('Photos/Trips/photo beach.jpg', 'Photos/Sub/photo sub.jpg', 'Docs/readme.txt');
   replay = await startDropboxReplay(tree, { 'Photos/photo 03.jpg': 2 });
   const r = replay;
-  const provider = dropboxProvider({
-    clientId: 'dbx-app', clientSecret: 'dbx-secret', now: () => t!.clock.now(), allowInsecureRequests: true,
+  const built = await startConnectorHub(dropboxConnector({
+    clientId: 'dbx-app', clientSecret: 'dbx-secret', allowInsecureRequests: true,
     endpoints: { authorize: `${r.url}/oauth2/authorize`, token: `${r.url}/oauth2/token`, api: r.url },
-  });
-  t = await startTestHub({ providers: [provider] });
+  }));
+  t = built.t;
+  const provider = built.connector;
   const hub = t;
   const access = (await hub.login()).access_token;
   const dam = (await oauthSignIn(hub, 'dropbox', access)).access_token;

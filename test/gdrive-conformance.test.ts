@@ -1,10 +1,10 @@
 /** The Google Drive connector passes the provider conformance suite against its documented-response replay server. */
 import { after } from 'node:test';
-import { googleDriveProvider } from '../src/providers/gdrive/provider.js';
+import { googleDriveConnector } from '../src/providers/gdrive/provider.js';
 import { runProviderConformance } from './conformance/provider-conformance.js';
 import { startDriveReplay, type DriveReplay } from './helpers/gdrive-replay.js';
-import { bearer, startTestHub, type TestHub } from './helpers/hub.js';
-import { oauthSignIn } from './helpers/saas.js';
+import { bearer, type TestHub } from './helpers/hub.js';
+import { oauthSignIn, startConnectorHub } from './helpers/saas.js';
 
 let replay: DriveReplay | undefined;
 let t: TestHub | undefined;
@@ -18,11 +18,12 @@ runProviderConformance('gdrive', async () => {
   tree.push('Photos/Trips/photo beach.jpg', 'Photos/Sub/photo sub.jpg', 'Docs/readme.txt');
   replay = await startDriveReplay(tree, { 'Photos/photo 03.jpg': 2 });
   const r = replay;
-  const provider = googleDriveProvider({
-    clientId: 'drive-app', clientSecret: 'drive-secret', now: () => t!.clock.now(), allowInsecureRequests: true,
+  const built = await startConnectorHub(googleDriveConnector({
+    clientId: 'drive-app', clientSecret: 'drive-secret', allowInsecureRequests: true,
     endpoints: { authorize: `${r.url}/o/oauth2/v2/auth`, token: `${r.url}/token`, api: r.url },
-  });
-  t = await startTestHub({ providers: [provider] });
+  }));
+  t = built.t;
+  const provider = built.connector;
   const hub = t;
   const access = (await hub.login()).access_token;
   const dam = (await oauthSignIn(hub, 'gdrive', access)).access_token;

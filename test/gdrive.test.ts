@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { DAM_ACCESS_TYP } from '../src/auth/provider-tokens.js';
-import { googleDriveProvider } from '../src/providers/gdrive/provider.js';
+import { googleDriveConnector } from '../src/providers/gdrive/provider.js';
 import { driveFixture, startDriveReplay, type DriveReplay } from './helpers/gdrive-replay.js';
 import { assertError, bearer, startTestHub, type TestHub } from './helpers/hub.js';
-import { oauthSignIn } from './helpers/saas.js';
+import { oauthSignIn, startConnectorHub } from './helpers/saas.js';
 
 let r: DriveReplay;
 let t: TestHub;
@@ -17,12 +17,10 @@ let dam: { access_token: string; refresh_token?: string };
 
 before(async () => {
   r = await startDriveReplay(["Brand/logo.png", "Brand/Guides/Deep/guide o'brien.pdf", 'Brand/hero.jpg', 'notes.txt'], { 'Brand/logo.png': 3 });
-  t = await startTestHub({
-    providers: [googleDriveProvider({
-      clientId: 'drive-app', clientSecret: 'drive-secret', now: () => t.clock.now(), allowInsecureRequests: true, timeoutMs: 800,
-      endpoints: { authorize: `${r.url}/o/oauth2/v2/auth`, token: `${r.url}/token`, api: r.url },
-    })],
-  });
+  ({ t } = await startConnectorHub(googleDriveConnector({
+    clientId: 'drive-app', clientSecret: 'drive-secret', allowInsecureRequests: true,
+    endpoints: { authorize: `${r.url}/o/oauth2/v2/auth`, token: `${r.url}/token`, api: r.url },
+  }), { timeoutMs: 500, retries: 1, retryBaseMs: 1 }));
   access = (await t.login()).access_token;
   dam = await oauthSignIn(t, 'gdrive', access);
 });
@@ -89,10 +87,14 @@ test('403 userRateLimitExceeded and 429 are integration-unavailable 503; Retry-A
 });
 
 test('an HTML error page and a hang are clear integration-unavailable errors', async () => {
-  r.fault('html');
+  r.fault('html', 4); // browse makes two calls, each tried twice
   assertError(await get('/assets/folder/root'), 'integration-unavailable', 502, 'integration');
-  r.fault('hang');
-  assertError(await get('/assets/folder/root'), 'integration-unavailable', 504, 'integration');
+  // A success closes the kit's circuit breaker again (it counts consecutive failures per host).
+  const hero = r.ids['Brand/hero.jpg'];
+  assert.equal((await get(`/assets/asset/${hero}`)).statusCode, 200);
+  r.fault('hang', 2);
+  const hung = assertError(await get(`/assets/asset/${hero}`), 'integration-unavailable', 504, 'integration');
+  assert.match(hung.error.details, /no answer within 500 ms/);
 });
 
 test('revoked access: integration-auth-failed with the documented message; the DAM refresh recovers', async () => {

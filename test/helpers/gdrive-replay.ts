@@ -57,8 +57,11 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     const name = f.slice(i + 1);
     const n = 1 + (revisions[f] ?? 0);
     const md5 = (k: number) => createHash('md5').update(`${f}#${k}`).digest('hex');
+    const ext = name.slice(name.lastIndexOf('.') + 1);
+    const mimeType = ({ txt: 'text/plain', pdf: 'application/pdf', png: 'image/png' } as Record<string, string>)[ext] ?? fx.file.mimeType;
+    const image = mimeType.startsWith('image/') ? {} : { imageMediaMetadata: undefined };
     files.set(id, {
-      ...fx.file, id, name, parents: [parent], version: String(n + 5), size: String(1000 + seq), md5Checksum: md5(n - 1),
+      ...fx.file, ...image, id, name, mimeType, parents: [parent], version: String(n + 5), size: String(1000 + seq), md5Checksum: md5(n - 1),
       sha1Checksum: createHash('sha1').update(f).digest('hex'), sha256Checksum: createHash('sha256').update(f).digest('hex'),
       webContentLink: `https://drive.google.com/uc?id=${id}&export=download`, webViewLink: `https://drive.google.com/file/d/${id}/view?usp=drivesdk`,
       thumbnailLink: `https://lh3.googleusercontent.com/drive-storage/${id}=s220`,

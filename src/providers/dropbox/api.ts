@@ -4,7 +4,7 @@
  * mapping.ts. Every RPC endpoint is a POST with a JSON body.
  */
 import { integrationError } from '../../errors.js';
-import { requestJson, type UpstreamFailure, type UpstreamOptions } from '../saas/upstream.js';
+import type { UpstreamClient } from '../kit/http.js';
 import type { UpstreamPage } from '../saas/listing.js';
 
 /** files.FileMetadata (the fields read here). */
@@ -37,60 +37,58 @@ interface SearchV2Result { matches: { metadata: { '.tag': string; metadata?: Dbx
 interface ListRevisionsResult { is_deleted: boolean; entries: DbxFile[] }
 interface TemporaryLinkResult { metadata: DbxFile; link: string }
 
-/** Dropbox's documented error body (the "Errors" section): `{error_summary, error: {".tag": ...}}`. */
-function mapDropboxError(providerId: string) {
-  return (f: UpstreamFailure) => {
-    const body = f.body as { error_summary?: string } | string;
-    const summary = typeof body === 'string' ? body : body?.error_summary ?? JSON.stringify(body);
-    const headers = f.retryAfter ? { 'retry-after': f.retryAfter } : undefined;
-    switch (true) {
-      case f.status === 400: return integrationError('integration-operation-failed', providerId, summary);
-      case f.status === 401: return integrationError('integration-auth-failed', providerId, summary, { message: 'Dropbox no longer accepts this connection; sign in again.' });
-      case f.status === 403: return integrationError('integration-forbidden', providerId, summary);
-      case f.status === 409 && /(^|\/)not_found\b/.test(summary): return integrationError('integration-not-found', providerId, summary);
-      case f.status === 409: return integrationError('integration-operation-failed', providerId, summary);
-      case f.status === 429: return integrationError('integration-unavailable', providerId, summary, { status: 503, headers, message: 'Dropbox is rate-limiting requests; try again shortly.' });
-      default: return integrationError('integration-unavailable', providerId, `HTTP ${f.status}: ${summary}`, { status: f.status === 503 || f.status === 504 ? f.status : 502, headers });
-    }
-  };
-}
-
-export interface DropboxApiOptions {
-  providerId: string;
-  /** https://api.dropboxapi.com, or a loopback replay server in tests. */
-  apiBase: string;
-  timeoutMs: number;
-}
-
-export class DropboxApi {
-  private readonly up: UpstreamOptions;
-
-  constructor(private readonly o: DropboxApiOptions) {
-    this.up = { providerId: o.providerId, name: 'Dropbox', timeoutMs: o.timeoutMs, mapError: mapDropboxError(o.providerId) };
+/** The upstream message of a Dropbox error body ("Errors" section): `error_summary`, or the plain text of a 400. */
+export function dropboxErrorMessage(body: string): string {
+  try {
+    const j = JSON.parse(body) as { error_summary?: unknown };
+    if (typeof j.error_summary === 'string') return j.error_summary;
+  } catch {
+    // 400 answers are plain text
   }
+  return body;
+}
 
-  private rpc<T>(token: string, route: string, body: unknown): Promise<T> {
-    return requestJson<T>(this.up, `${this.o.apiBase}/2/${route}`, { method: 'POST', token, body });
+/** 409 is Dropbox's "endpoint-specific error": its error_summary says which (path/not_found/.. and the like). */
+function conflict(providerId: string, route: string, body: unknown) {
+  const summary = typeof (body as { error_summary?: unknown })?.error_summary === 'string' ? (body as { error_summary: string }).error_summary : JSON.stringify(body);
+  const code = /(^|\/)not_found\b/.test(summary) ? 'integration-not-found' : 'integration-operation-failed';
+  return integrationError(code, providerId, `Dropbox ${route} answered 409: ${summary}`);
+}
+
+/** Dropbox API v2 over the kit's upstream client (timeouts, retries, Retry-After, circuit breaker). */
+export class DropboxApi {
+  constructor(private readonly http: UpstreamClient, private readonly apiBase: string) {}
+
+  private async rpc<T>(token: string, route: string, body: unknown): Promise<T> {
+    const r = await this.http.json<T>({
+      method: 'POST', url: `${this.apiBase}/2/${route}`, what: `Dropbox ${route}`, accept: [409],
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      // Every route used here only reads, so a repeat after a timeout or 503 is harmless.
+      idempotent: true,
+    });
+    if (r.status === 409) throw conflict(this.http.providerId, route, r.data);
+    return r.data;
   }
 
   /** files/list_folder, then files/list_folder/continue. `path` is "" for the root, a path or an "id:". */
   async listFolder(token: string, path: string): Promise<UpstreamPage<DbxMetadata>> {
-    return page(this.o.providerId, await this.rpc<ListFolderResult>(token, 'files/list_folder', { path, recursive: false, include_deleted: false, limit: 2000 }));
+    return page(this.http.providerId, await this.rpc<ListFolderResult>(token, 'files/list_folder', { path, recursive: false, include_deleted: false, limit: 2000 }));
   }
 
   async listFolderContinue(token: string, cursor: string): Promise<UpstreamPage<DbxMetadata>> {
-    return page(this.o.providerId, await this.rpc<ListFolderResult>(token, 'files/list_folder/continue', { cursor }));
+    return page(this.http.providerId, await this.rpc<ListFolderResult>(token, 'files/list_folder/continue', { cursor }));
   }
 
   /** files/search_v2, then files/search/continue_v2. */
   async search(token: string, query: string, path: string | null): Promise<UpstreamPage<DbxMetadata>> {
     const options: Record<string, unknown> = { max_results: 1000, file_status: 'active' };
     if (path) options.path = path;
-    return searchPage(this.o.providerId, await this.rpc<SearchV2Result>(token, 'files/search_v2', { query, options }));
+    return searchPage(this.http.providerId, await this.rpc<SearchV2Result>(token, 'files/search_v2', { query, options }));
   }
 
   async searchContinue(token: string, cursor: string): Promise<UpstreamPage<DbxMetadata>> {
-    return searchPage(this.o.providerId, await this.rpc<SearchV2Result>(token, 'files/search/continue_v2', { cursor }));
+    return searchPage(this.http.providerId, await this.rpc<SearchV2Result>(token, 'files/search/continue_v2', { cursor }));
   }
 
   getMetadata(token: string, path: string): Promise<DbxMetadata> {

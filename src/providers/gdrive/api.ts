@@ -5,7 +5,7 @@
  */
 import { integrationError } from '../../errors.js';
 import type { UpstreamPage } from '../saas/listing.js';
-import { requestJson, type UpstreamFailure, type UpstreamOptions } from '../saas/upstream.js';
+import type { UpstreamClient } from '../kit/http.js';
 
 export const FOLDER_MIME = 'application/vnd.google-apps.folder';
 
@@ -44,43 +44,32 @@ const FILE_FIELDS = 'id,name,mimeType,size,createdTime,modifiedTime,md5Checksum,
 /** A string literal of the Drive query language ("Search for files and folders" guide): quotes and backslashes escaped. */
 export const lit = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
-/** Drive's documented error body ("Resolve errors" guide): `{error: {code, message, errors: [{reason, ...}]}}`. */
-function mapDriveError(providerId: string) {
-  return (f: UpstreamFailure) => {
-    const e = (f.body as { error?: { message?: string; errors?: { reason?: string }[] } })?.error;
-    const reason = e?.errors?.[0]?.reason ?? '';
-    const details = e ? `${reason ? `${reason}: ` : ''}${e.message ?? ''}` : String(f.body);
-    const headers = f.retryAfter ? { 'retry-after': f.retryAfter } : undefined;
-    if (f.status === 401) return integrationError('integration-auth-failed', providerId, details, { message: 'Google Drive no longer accepts this connection; sign in again.' });
-    // Drive reports its rate limits as 403 (userRateLimitExceeded, rateLimitExceeded) as well as 429.
-    if (f.status === 429 || (f.status === 403 && /RateLimitExceeded|rateLimitExceeded|quotaExceeded/.test(reason))) {
-      return integrationError('integration-unavailable', providerId, details, { status: 503, headers, message: 'Google Drive is rate-limiting requests; try again shortly.' });
-    }
-    if (f.status === 403) return integrationError('integration-forbidden', providerId, details);
-    if (f.status === 404) return integrationError('integration-not-found', providerId, details);
-    if (f.status >= 400 && f.status < 500) return integrationError('integration-operation-failed', providerId, details);
-    return integrationError('integration-unavailable', providerId, `HTTP ${f.status}: ${details}`, { status: f.status === 503 || f.status === 504 ? f.status : 502, headers });
-  };
-}
-
-export interface DriveApiOptions {
-  providerId: string;
-  /** https://www.googleapis.com, or a loopback replay server in tests. */
-  apiBase: string;
-  timeoutMs: number;
-}
-
-export class DriveApi {
-  private readonly up: UpstreamOptions;
-
-  constructor(private readonly o: DriveApiOptions) {
-    this.up = { providerId: o.providerId, name: 'Google Drive', timeoutMs: o.timeoutMs, mapError: mapDriveError(o.providerId) };
+/** The upstream message of a Drive error body ("Resolve errors" guide): `reason: message`. */
+export function driveErrorMessage(body: string): string {
+  try {
+    const e = (JSON.parse(body) as { error?: { message?: string; errors?: { reason?: string }[] } }).error;
+    if (e) return `${e.errors?.[0]?.reason ? `${e.errors[0].reason}: ` : ''}${e.message ?? ''}`;
+  } catch {
+    // not JSON: an HTML error page, kept as it is
   }
+  return body;
+}
 
-  private get<T>(token: string, path: string, query: Record<string, string> = {}): Promise<T> {
-    const u = new URL(`${this.o.apiBase}/drive/v3/${path}`);
+/** Google Drive API v3 over the kit's upstream client (timeouts, retries, Retry-After, circuit breaker). */
+export class DriveApi {
+  constructor(private readonly http: UpstreamClient, private readonly apiBase: string) {}
+
+  private async get<T>(token: string, path: string, query: Record<string, string> = {}): Promise<T> {
+    const u = new URL(`${this.apiBase}/drive/v3/${path}`);
     for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
-    return requestJson<T>(this.up, u.href, { method: 'GET', token });
+    const r = await this.http.json<T>({ method: 'GET', url: u, what: `Google Drive ${path.split('/')[0]}`, accept: [403], headers: { authorization: `Bearer ${token}` } });
+    if (r.status === 403) {
+      // Drive reports its rate limits as 403 (userRateLimitExceeded, rateLimitExceeded) as well as 429.
+      const msg = driveErrorMessage(JSON.stringify(r.data));
+      const limited = /^(userRateLimitExceeded|rateLimitExceeded|dailyLimitExceeded|quotaExceeded)\b/.test(msg);
+      throw integrationError(limited ? 'integration-unavailable' : 'integration-forbidden', this.http.providerId, `Google Drive ${path} answered 403: ${msg}`, limited ? { status: 503 } : {});
+    }
+    return r.data;
   }
 
   /** about.get: the signed-in user (permissionId is the stable account id). */
@@ -94,7 +83,7 @@ export class DriveApi {
       q, pageSize: '1000', fields: `nextPageToken,files(${FILE_FIELDS})`, supportsAllDrives: 'true', includeItemsFromAllDrives: 'true',
       ...(pageToken ? { pageToken } : {}),
     });
-    if (!Array.isArray(r.files)) throw integrationError('integration-unavailable', this.o.providerId, 'the answer lacks files', { status: 502, message: 'Google Drive answered in an unexpected format' });
+    if (!Array.isArray(r.files)) throw integrationError('integration-unavailable', this.http.providerId, 'the answer lacks files', { status: 502, message: 'Google Drive answered in an unexpected format' });
     return { items: r.files, next: r.nextPageToken ?? null };
   }
 
@@ -107,7 +96,7 @@ export class DriveApi {
       pageSize: '200', fields: 'nextPageToken,revisions(id,mimeType,modifiedTime,size,md5Checksum,originalFilename,keepForever)',
       ...(pageToken ? { pageToken } : {}),
     });
-    if (!Array.isArray(r.revisions)) throw integrationError('integration-unavailable', this.o.providerId, 'the answer lacks revisions', { status: 502, message: 'Google Drive answered in an unexpected format' });
+    if (!Array.isArray(r.revisions)) throw integrationError('integration-unavailable', this.http.providerId, 'the answer lacks revisions', { status: 502, message: 'Google Drive answered in an unexpected format' });
     return { items: r.revisions, next: r.nextPageToken ?? null };
   }
 }

@@ -14,6 +14,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import { integrationError, isHubError } from '../../errors.js';
 import type { ProviderCredentials } from '../../auth/provider-tokens.js';
+import type { UpstreamClient } from '../kit/http.js';
 
 /** What a connector keeps in the DAM connection token (wrapped in the hub's JWE). */
 export interface OAuthCredentials extends ProviderCredentials {
@@ -47,7 +48,7 @@ export interface OAuthSpec {
    */
   server(serverUrl: string | null): Promise<oauth.AuthorizationServer>;
   /** The DAM account id behind a token response (default: the ID token's `sub`). */
-  accountId?(tokens: oauth.TokenEndpointResponse, at: { server: oauth.AuthorizationServer; serverUrl: string | null }): Promise<string>;
+  accountId?(tokens: oauth.TokenEndpointResponse, at: { server: oauth.AuthorizationServer; serverUrl: string | null; http?: UpstreamClient }): Promise<string>;
   /** Secret the PKCE verifiers are derived from; must be shared by every node of a cluster. */
   pkceSecret?: string;
   timeoutMs?: number;
@@ -55,6 +56,12 @@ export interface OAuthSpec {
   allowInsecureRequests?: boolean;
   /** Epoch ms, for token expiry bookkeeping (the hub's clock). */
   now(): number;
+}
+
+/** The OAuth credentials inside a DAM connection token; throws on any other shape. */
+export function oauthCredentials(raw: ProviderCredentials): OAuthCredentials {
+  if (typeof raw.at !== 'string' || typeof raw.acct !== 'string') throw new Error('not OAuth credentials');
+  return raw as OAuthCredentials;
 }
 
 /** A fixed authorization server (single-tenant SaaS). */
@@ -131,7 +138,7 @@ export class OAuthFlow {
    * Checks the authorization response for `state` and redeems its code. Throws
    * oauth.AuthorizationResponseError for an `error=...` response (access_denied and the like).
    */
-  async exchange(state: string, serverUrl: string | null, callbackParams: URLSearchParams, redirectUri: string): Promise<OAuthCredentials> {
+  async exchange(state: string, serverUrl: string | null, callbackParams: URLSearchParams, redirectUri: string, http?: UpstreamClient): Promise<OAuthCredentials> {
     const as = await this.spec.server(serverUrl);
     const params = oauth.validateAuthResponse(as, this.client, callbackParams, state);
     const tokens = await this.tokenCall('redeeming the authorization code', async () => {
@@ -139,7 +146,7 @@ export class OAuthFlow {
       return oauth.processAuthorizationCodeResponse(as, this.client, res);
     });
     const acct = this.spec.accountId
-      ? await this.spec.accountId(tokens, { server: as, serverUrl })
+      ? await this.spec.accountId(tokens, { server: as, serverUrl, http })
       : oauth.getValidatedIdTokenClaims(tokens)?.sub;
     if (!acct) throw integrationError('integration-operation-failed', this.spec.providerId, `${this.spec.name} did not say which account signed in`);
     return this.credentials(tokens, { acct, ...(serverUrl ? { srv: serverUrl } : {}) });

@@ -8,6 +8,7 @@ import * as oauth from 'oauth4webapi';
 import { isHubError } from '../../errors.js';
 import { sendHtml } from '../../http/security-headers.js';
 import type { LoginHost, Provider } from '../contract.js';
+import type { UpstreamClient } from '../kit/http.js';
 import type { OAuthFlow } from './flow.js';
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -21,7 +22,14 @@ export function callbackPath(providerId: string): string {
   return `/api/v1/auth/callback/${encodeURIComponent(providerId)}`;
 }
 
-export function oauthLogin(flow: OAuthFlow): Pick<Provider, 'beginLogin' | 'routes' | 'refresh'> {
+export interface OAuthLogin {
+  beginLogin: Provider['beginLogin'];
+  /** `http`: the connector's upstream client, lent to the account lookup after the code exchange. */
+  routes(app: FastifyInstance, host: LoginHost, http?: UpstreamClient): void;
+  refresh: NonNullable<Provider['refresh']>;
+}
+
+export function oauthLogin(flow: OAuthFlow): OAuthLogin {
   const { providerId, name } = flow.spec;
   const redirectUri = (host: LoginHost) => `${host.publicUrl}${callbackPath(providerId)}`;
   return {
@@ -29,7 +37,7 @@ export function oauthLogin(flow: OAuthFlow): Pick<Provider, 'beginLogin' | 'rout
       return { redirectUri: await flow.authorizationUrl(state, serverUrl, redirectUri(host)) };
     },
 
-    routes(app: FastifyInstance, host: LoginHost) {
+    routes(app, host, http) {
       app.get(`/auth/callback/${providerId}`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
         const raw = req.url.includes('?') ? req.url.slice(req.url.indexOf('?') + 1) : '';
         const params = new URLSearchParams(raw);
@@ -40,7 +48,7 @@ export function oauthLogin(flow: OAuthFlow): Pick<Provider, 'beginLogin' | 'rout
         if ('error' in pending) return page(reply, 400, 'Sign-in', pending.error);
         if (pending.providerId !== providerId) return page(reply, 400, 'Sign-in', 'This sign-in link does not belong to this service. Start again from the application.');
         try {
-          const credentials = await flow.exchange(state, pending.serverUrl, params, redirectUri(host));
+          const credentials = await flow.exchange(state, pending.serverUrl, params, redirectUri(host), http);
           await host.complete(state, { credentials, accountId: credentials.acct });
           return page(reply, 200, `Signed in to ${name}`, 'You can close this window and return to the application.');
         } catch (e) {
