@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { DAM_ACCESS_TYP, DAM_REFRESH_TYP } from '../src/auth/provider-tokens.js';
 import type { Provider } from '../src/providers/contract.js';
+import { DEFAULT_UPSTREAM, UpstreamClient } from '../src/providers/kit/http.js';
 import { discoveredServer, OAuthFlow } from '../src/providers/oauth/flow.js';
 import { oauthLogin } from '../src/providers/oauth/login.js';
 import { assertError, bearer, startTestHub, type TestHub } from './helpers/hub.js';
@@ -188,4 +189,25 @@ test('serverUrl: a tenant that is not an authorization server is a clear integra
   const res = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=oidctest&serverUrl=${encodeURIComponent('http://127.0.0.1:9/')}`, headers: { authorization: bearer(hubAccess) } });
   const body = assertError(res, 'integration-unavailable', 503, 'integration');
   assert.equal(body.error.provider, 'oidctest');
+});
+
+test('through a connector\'s upstream client, discovery of a tenant serverUrl obeys the address policy', async () => {
+  const flow = new OAuthFlow({
+    providerId: 'oidctest', name: 'OIDC Test DAM', clientId: 'damhub', scopes: ['openid'],
+    server: discoveredServer({ providerId: 'oidctest', allowInsecureRequests: true }), allowInsecureRequests: true, now: () => t.clock.now(),
+  });
+  const strict = new UpstreamClient('oidctest', { ...DEFAULT_UPSTREAM, retries: 0 }, { clock: t.clock });
+  const allowed = new UpstreamClient('oidctest', { ...DEFAULT_UPSTREAM, allowHosts: ['127.0.0.1'] }, { clock: t.clock });
+  try {
+    await assert.rejects(flow.authorizationUrl('s1', idp.issuer, CALLBACK, strict), (e: any) => {
+      assert.equal(e.code, 'integration-unavailable');
+      assert.match(e.details, /refused to connect to 127\.0\.0\.1/);
+      return true;
+    });
+    const url = new URL(await flow.authorizationUrl('s2', idp.issuer, CALLBACK, allowed));
+    assert.equal(`${url.origin}${url.pathname}`, `${idp.issuer}/auth`);
+  } finally {
+    await strict.close();
+    await allowed.close();
+  }
 });

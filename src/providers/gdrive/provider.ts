@@ -84,9 +84,9 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
       paging: { defaultSize: 50, maxSize: 200 },
       errorMessage: driveErrorMessage,
       credentials: oauthCredentials,
-      signIn: { kind: 'redirect', begin: (start, host) => login.beginLogin(start, host), routes: (app, host, http) => login.routes(app, host, http) },
+      signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
       hooks: {
-        refresh: (cred) => flow.refresh(cred),
+        refresh: (cred, http) => flow.refresh(cred, http),
 
         async browse(ctx, folderId, opts): Promise<FolderPage> {
           const id = driveId(folderId, 'folder');

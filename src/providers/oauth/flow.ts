@@ -15,6 +15,7 @@ import * as oauth from 'oauth4webapi';
 import { integrationError, isHubError } from '../../errors.js';
 import type { ProviderCredentials } from '../../auth/provider-tokens.js';
 import type { UpstreamClient } from '../kit/http.js';
+import { kitFetch } from './kit-fetch.js';
 
 /** What a connector keeps in the DAM connection token (wrapped in the hub's JWE). */
 export interface OAuthCredentials extends ProviderCredentials {
@@ -46,7 +47,7 @@ export interface OAuthSpec {
    * The authorization server for a login: fixed endpoints, or derived from the tenant's serverUrl
    * (see `discoveredServer`). `serverUrl` is null for single-tenant DAMs.
    */
-  server(serverUrl: string | null): Promise<oauth.AuthorizationServer>;
+  server(serverUrl: string | null, http?: UpstreamClient): Promise<oauth.AuthorizationServer>;
   /** The DAM account id behind a token response (default: the ID token's `sub`). */
   accountId?(tokens: oauth.TokenEndpointResponse, at: { server: oauth.AuthorizationServer; serverUrl: string | null; http?: UpstreamClient }): Promise<string>;
   /** Secret the PKCE verifiers are derived from; must be shared by every node of a cluster. */
@@ -75,7 +76,7 @@ export function staticServer(as: oauth.AuthorizationServer): OAuthSpec['server']
  */
 export function discoveredServer(opts: { providerId: string; algorithm?: 'oidc' | 'oauth2'; timeoutMs?: number; allowInsecureRequests?: boolean }): OAuthSpec['server'] {
   const cache = new Map<string, Promise<oauth.AuthorizationServer>>();
-  return (serverUrl) => {
+  return (serverUrl, http) => {
     if (!serverUrl) return Promise.reject(integrationError('integration-operation-failed', opts.providerId, 'this provider needs a serverUrl'));
     const issuer = new URL(serverUrl.replace(/\/+$/, ''));
     let p = cache.get(issuer.href);
@@ -85,6 +86,7 @@ export function discoveredServer(opts: { providerId: string; algorithm?: 'oidc' 
           algorithm: opts.algorithm ?? 'oidc',
           signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
           [oauth.allowInsecureRequests]: opts.allowInsecureRequests,
+          ...(http ? { [oauth.customFetch]: kitFetch(http) } : {}),
         });
         return oauth.processDiscoveryResponse(issuer, res);
       })();
@@ -116,8 +118,8 @@ export class OAuthFlow {
   }
 
   /** The provider's authorization URL the user's popup is sent to. */
-  async authorizationUrl(state: string, serverUrl: string | null, redirectUri: string): Promise<string> {
-    const as = await this.spec.server(serverUrl);
+  async authorizationUrl(state: string, serverUrl: string | null, redirectUri: string, http?: UpstreamClient): Promise<string> {
+    const as = await this.spec.server(serverUrl, http);
     if (!as.authorization_endpoint) throw integrationError('integration-operation-failed', this.spec.providerId, `${this.spec.name} has no authorization endpoint`);
     const url = new URL(as.authorization_endpoint);
     const params: Record<string, string> = {
@@ -139,10 +141,10 @@ export class OAuthFlow {
    * oauth.AuthorizationResponseError for an `error=...` response (access_denied and the like).
    */
   async exchange(state: string, serverUrl: string | null, callbackParams: URLSearchParams, redirectUri: string, http?: UpstreamClient): Promise<OAuthCredentials> {
-    const as = await this.spec.server(serverUrl);
+    const as = await this.spec.server(serverUrl, http);
     const params = oauth.validateAuthResponse(as, this.client, callbackParams, state);
     const tokens = await this.tokenCall('redeeming the authorization code', async () => {
-      const res = await oauth.authorizationCodeGrantRequest(as, this.client, this.auth, params, redirectUri, this.verifier(state), this.http());
+      const res = await oauth.authorizationCodeGrantRequest(as, this.client, this.auth, params, redirectUri, this.verifier(state), this.http(http));
       return oauth.processAuthorizationCodeResponse(as, this.client, res);
     });
     const acct = this.spec.accountId
@@ -153,14 +155,14 @@ export class OAuthFlow {
   }
 
   /** The refresh_token grant: new upstream tokens for a DAM connection. */
-  async refresh(cred: ProviderCredentials): Promise<OAuthCredentials> {
+  async refresh(cred: ProviderCredentials, http?: UpstreamClient): Promise<OAuthCredentials> {
     const c = cred as Partial<OAuthCredentials>;
     if (typeof c.rt !== 'string' || typeof c.acct !== 'string') {
       throw integrationError('integration-auth-failed', this.spec.providerId, `this ${this.spec.name} connection cannot be renewed; sign in again`);
     }
-    const as = await this.spec.server(c.srv ?? null);
+    const as = await this.spec.server(c.srv ?? null, http);
     const tokens = await this.tokenCall('refreshing the access token', async () => {
-      const res = await oauth.refreshTokenGrantRequest(as, this.client, this.auth, c.rt!, this.http());
+      const res = await oauth.refreshTokenGrantRequest(as, this.client, this.auth, c.rt!, this.http(http));
       return oauth.processRefreshTokenResponse(as, this.client, res);
     });
     // Providers that do not rotate refresh tokens (Dropbox, Google) keep the one they issued first.
@@ -174,10 +176,12 @@ export class OAuthFlow {
     return out;
   }
 
-  private http() {
+  /** Request options: through the connector's upstream client when there is one. */
+  private http(http?: UpstreamClient) {
     return {
       signal: () => AbortSignal.timeout(this.spec.timeoutMs ?? 15_000),
       [oauth.allowInsecureRequests]: this.spec.allowInsecureRequests,
+      ...(http ? { [oauth.customFetch]: kitFetch(http) } : {}),
     };
   }
 

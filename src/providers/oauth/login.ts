@@ -7,7 +7,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import * as oauth from 'oauth4webapi';
 import { isHubError } from '../../errors.js';
 import { sendHtml } from '../../http/security-headers.js';
-import type { LoginHost, Provider } from '../contract.js';
+import type { ProviderCredentials } from '../../auth/provider-tokens.js';
+import type { LoginHost, LoginStart, Provider } from '../contract.js';
 import type { UpstreamClient } from '../kit/http.js';
 import type { OAuthFlow } from './flow.js';
 
@@ -23,18 +24,18 @@ export function callbackPath(providerId: string): string {
 }
 
 export interface OAuthLogin {
-  beginLogin: Provider['beginLogin'];
+  beginLogin(start: LoginStart, host: LoginHost, http?: UpstreamClient): Promise<{ redirectUri: string }>;
   /** `http`: the connector's upstream client, lent to the account lookup after the code exchange. */
   routes(app: FastifyInstance, host: LoginHost, http?: UpstreamClient): void;
-  refresh: NonNullable<Provider['refresh']>;
+  refresh(cred: ProviderCredentials, http?: UpstreamClient): Promise<ProviderCredentials>;
 }
 
 export function oauthLogin(flow: OAuthFlow): OAuthLogin {
   const { providerId, name } = flow.spec;
   const redirectUri = (host: LoginHost) => `${host.publicUrl}${callbackPath(providerId)}`;
   return {
-    async beginLogin({ state, serverUrl }, host) {
-      return { redirectUri: await flow.authorizationUrl(state, serverUrl, redirectUri(host)) };
+    async beginLogin({ state, serverUrl }, host, http) {
+      return { redirectUri: await flow.authorizationUrl(state, serverUrl, redirectUri(host), http) };
     },
 
     routes(app, host, http) {
@@ -67,6 +68,6 @@ export function oauthLogin(flow: OAuthFlow): OAuthLogin {
       });
     },
 
-    refresh: (cred) => flow.refresh(cred),
+    refresh: (cred, http) => flow.refresh(cred, http),
   };
 }
