@@ -8,7 +8,7 @@ import * as oauth from 'oauth4webapi';
 import { isHubError } from '../../errors.js';
 import { sendHtml } from '../../http/security-headers.js';
 import type { ProviderCredentials } from '../../auth/provider-tokens.js';
-import type { LoginHost, LoginStart, Provider } from '../contract.js';
+import type { LoginHost, LoginStart } from '../contract.js';
 import type { UpstreamClient } from '../kit/http.js';
 import type { OAuthFlow } from './flow.js';
 
