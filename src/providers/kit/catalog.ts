@@ -8,6 +8,7 @@ import type { KeyRing } from '../../auth/keys.js';
 import type { ConnectorDeps, DefinedConnector } from './define.js';
 import type { UpstreamSettings } from './http.js';
 import { webdavConnector } from '../webdav/provider.js';
+import { s3Connector } from '../s3/provider.js';
 
 export type ConnectorFactory = (deps: ConnectorDeps) => DefinedConnector;
 
@@ -16,6 +17,7 @@ export type ConnectorsConfig = Record<string, Partial<UpstreamSettings>>;
 
 export const CATALOG: Record<string, ConnectorFactory> = {
   webdav: webdavConnector,
+  s3: s3Connector,
 };
 
 export function knownConnectors(): string[] {

@@ -14,7 +14,7 @@ import type {
   ListOptions, LoginHost, LoginStart, Provider, ProviderCapabilities, ProviderDescriptor, ProviderSession, SearchQuery,
 } from '../contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
-import { DEFAULT_UPSTREAM, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
+import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
 import { MediaGrants } from './media-grants.js';
 import { formSignInRoutes, signInPath, type FormSignIn } from './signin-form.js';
 
@@ -36,6 +36,8 @@ export interface CallContext<C> {
   session: ProviderSession;
   cred: C;
   http: UpstreamClient;
+  /** The hub's clock (epoch ms): presigned URLs and other time-dependent rules read it. */
+  now(): number;
   /** A hub URL that streams `item` through the connector's `download` hook. */
   downloadUrl(item: Record<string, unknown>, fileName: string): Promise<string>;
 }
@@ -128,6 +130,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
       const c = cred(session);
       return {
         session, cred: c, http,
+        now: () => deps.clock.now(),
         async downloadUrl(item, fileName) {
           const token = await grants.seal({ providerId: spec.id, userId: session.userId, credentials: session.credentials, item });
           return `${base}/api/v1/connectors/${spec.id}/download/${token}/${encodeURIComponent(fileName)}`;
@@ -167,9 +170,9 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
               if (v !== undefined) reply.header(name, Array.isArray(v) ? v[0] : v);
             }
             reply.header('cache-control', 'private, max-age=3600');
-            reply.header('content-disposition', `attachment; filename*=UTF-8''${(req.params as { name: string }).name}`);
+            reply.header('content-disposition', `attachment; filename*=UTF-8''${encodeURIComponent((req.params as { name: string }).name)}`);
             if (up.status === 304 || req.method === 'HEAD') {
-              up.body.destroy();
+              discard(up.body);
               return reply.send();
             }
             // Streamed: the hub holds one chunk of the file at a time, whatever its size.

@@ -207,7 +207,7 @@ export class UpstreamClient {
   private async readCapped(res: UpstreamResponse, what: string): Promise<string> {
     const declared = Number(res.headers['content-length']);
     if (declared > this.settings.maxBodyBytes) {
-      res.body.destroy();
+      discard(res.body);
       throw tooLarge(this.providerId, what, this.settings.maxBodyBytes);
     }
     const chunks: Buffer[] = [];
@@ -216,7 +216,7 @@ export class UpstreamClient {
       for await (const chunk of res.body) {
         n += (chunk as Buffer).length;
         if (n > this.settings.maxBodyBytes) {
-          res.body.destroy();
+          discard(res.body);
           throw tooLarge(this.providerId, what, this.settings.maxBodyBytes);
         }
         chunks.push(chunk as Buffer);
@@ -227,6 +227,12 @@ export class UpstreamClient {
     }
     return Buffer.concat(chunks).toString('utf8');
   }
+}
+
+/** Drops an answer's body; the abort this causes is expected, not an error to report. */
+export function discard(body: Readable): void {
+  body.on('error', () => undefined);
+  body.destroy();
 }
 
 function tooLarge(provider: string, what: string, max: number): HubError {
@@ -240,7 +246,7 @@ async function readSome(body: Readable, max: number): Promise<string> {
     chunks.push(chunk as Buffer);
     n += (chunk as Buffer).length;
     if (n >= max) {
-      body.destroy();
+      discard(body);
       break;
     }
   }

@@ -1,0 +1,193 @@
+/**
+ * The S3 calls (path-style, any S3-compatible endpoint): ListObjectsV2, HeadObject, a ranged
+ * GetObject, and presigned GET URLs. Requests are signed with AWS Signature V4 (@smithy/signature-v4,
+ * the SDK's own signer) and sent through the kit's upstream client, so timeouts, retries, the
+ * circuit breaker and the error mapping are the same as every connector's.
+ */
+import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { XMLParser } from 'fast-xml-parser';
+import { discard, type UpstreamClient } from '../kit/http.js';
+import { malformed } from '../kit/upstream-errors.js';
+
+export const PROVIDER_ID = 's3';
+
+export interface S3Cred extends Record<string, unknown> {
+  /** Endpoint origin, e.g. https://s3.eu-central-1.amazonaws.com or a MinIO URL. */
+  endpoint: string;
+  region: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export interface S3Object {
+  key: string;
+  size: number;
+  etag?: string;
+  modified?: number;
+}
+
+export interface ListPage {
+  objects: S3Object[];
+  prefixes: string[];
+  next: string | null;
+}
+
+/** node:crypto behind the Checksum interface the signer wants. */
+type SourceData = string | ArrayBuffer | ArrayBufferView;
+const bytes = (d: SourceData): Buffer | string =>
+  typeof d === 'string' ? d : ArrayBuffer.isView(d) ? Buffer.from(d.buffer, d.byteOffset, d.byteLength) : Buffer.from(d);
+
+class NodeSha256 {
+  private h: Hash | Hmac;
+  private readonly secret?: Buffer | string;
+  constructor(secret?: SourceData) {
+    this.secret = secret === undefined ? undefined : bytes(secret);
+    this.h = this.secret ? createHmac('sha256', this.secret) : createHash('sha256');
+  }
+  update(data: SourceData): void {
+    this.h.update(bytes(data));
+  }
+  async digest(): Promise<Uint8Array> {
+    return this.h.digest();
+  }
+  reset(): void {
+    this.h = this.secret ? createHmac('sha256', this.secret) : createHash('sha256');
+  }
+}
+
+const parser = new XMLParser({
+  ignoreAttributes: true,
+  removeNSPrefix: true,
+  parseTagValue: false,
+  isArray: (name) => name === 'Contents' || name === 'CommonPrefixes' || name === 'Version',
+});
+
+function signer(c: S3Cred): SignatureV4 {
+  return new SignatureV4({
+    service: 's3', region: c.region, sha256: NodeSha256,
+    credentials: { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey },
+    // S3 signs the path as sent (keys are encoded once, not twice).
+    uriEscapePath: false, applyChecksum: true,
+  });
+}
+
+const enc = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
+
+function objectPath(c: S3Cred, key: string | null): string {
+  const base = new URL(c.endpoint).pathname.replace(/\/+$/, '');
+  return `${base}/${enc(c.bucket)}${key === null ? '' : `/${key.split('/').map(enc).join('/')}`}`;
+}
+
+async function signed(c: S3Cred, method: string, key: string | null, query: Record<string, string>, headers: Record<string, string> = {}): Promise<{ url: URL; headers: Record<string, string> }> {
+  const ep = new URL(c.endpoint);
+  const path = objectPath(c, key);
+  const req = await signer(c).sign({
+    method, protocol: ep.protocol, hostname: ep.hostname, port: ep.port ? Number(ep.port) : undefined, path, query,
+    headers: { host: ep.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...headers },
+  });
+  const qs = Object.entries(query).map(([k, v]) => `${enc(k)}=${enc(v)}`).join('&');
+  return { url: new URL(`${ep.origin}${path}${qs ? `?${qs}` : ''}`), headers: req.headers as Record<string, string> };
+}
+
+export async function listObjects(http: UpstreamClient, c: S3Cred, o: { prefix: string; delimiter: boolean; maxKeys: number; token: string | null }): Promise<ListPage> {
+  const query: Record<string, string> = { 'list-type': '2', 'max-keys': String(o.maxKeys), prefix: o.prefix };
+  if (o.delimiter) query.delimiter = '/';
+  if (o.token) query['continuation-token'] = o.token;
+  const { url, headers } = await signed(c, 'GET', null, query);
+  const what = `ListObjectsV2 ${c.bucket}/${o.prefix}`;
+  const r = await http.text({ method: 'GET', url, headers, what });
+  const doc = parseXml(r.text, String(r.headers['content-type'] ?? ''), what);
+  const res = doc.ListBucketResult;
+  if (!res || typeof res !== 'object') throw malformed(PROVIDER_ID, what, 'the answer has no ListBucketResult', r.text);
+  const truncated = res.IsTruncated === 'true';
+  const next = typeof res.NextContinuationToken === 'string' && res.NextContinuationToken ? res.NextContinuationToken : null;
+  if (truncated && !next) throw malformed(PROVIDER_ID, what, 'the listing is truncated but carries no NextContinuationToken', r.text);
+  return {
+    objects: (res.Contents ?? []).filter((x: any) => typeof x?.Key === 'string').map((x: any) => ({
+      key: x.Key, size: Number(x.Size ?? 0), etag: typeof x.ETag === 'string' ? x.ETag : undefined, modified: dateOf(x.LastModified),
+    })),
+    prefixes: (res.CommonPrefixes ?? []).map((p: any) => p?.Prefix).filter((p: unknown): p is string => typeof p === 'string'),
+    next: truncated ? next : null,
+  };
+}
+
+export interface Head {
+  size: number;
+  contentType?: string;
+  etag?: string;
+  modified?: number;
+  meta: Record<string, string>;
+}
+
+export async function headObject(http: UpstreamClient, c: S3Cred, key: string): Promise<Head> {
+  const { url, headers } = await signed(c, 'HEAD', key, {});
+  const r = await http.send({ method: 'HEAD', url, headers, what: `HeadObject ${c.bucket}/${key}` });
+  discard(r.body);
+  const h = r.headers;
+  const meta: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h)) if (k.startsWith('x-amz-meta-') && typeof v === 'string') meta[k.slice(11)] = v;
+  return {
+    size: Number(h['content-length'] ?? 0),
+    contentType: typeof h['content-type'] === 'string' ? h['content-type'] : undefined,
+    etag: typeof h.etag === 'string' ? h.etag : undefined,
+    modified: dateOf(h['last-modified']),
+    meta,
+  };
+}
+
+/** The first `n` bytes of an object (image headers for metadata). */
+export async function firstBytes(http: UpstreamClient, c: S3Cred, key: string, n: number): Promise<Buffer> {
+  const range = `bytes=0-${n - 1}`;
+  const { url, headers } = await signed(c, 'GET', key, {}, { range });
+  const r = await http.send({ method: 'GET', url, headers, accept: [206], what: `GetObject ${c.bucket}/${key} (first bytes)` });
+  const chunks: Buffer[] = [];
+  let got = 0;
+  for await (const ch of r.body) {
+    chunks.push(ch as Buffer);
+    got += (ch as Buffer).length;
+    if (got >= n) {
+      discard(r.body);
+      break;
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, n);
+}
+
+/** A presigned GET URL, valid `expiresIn` seconds, straight to the bucket. */
+export async function presignGet(c: S3Cred, key: string, fileName: string, expiresIn: number, now: number): Promise<string> {
+  const ep = new URL(c.endpoint);
+  const path = objectPath(c, key);
+  const query = { 'response-content-disposition': `attachment; filename*=UTF-8''${enc(fileName)}` };
+  const req = await signer(c).presign(
+    { method: 'GET', protocol: ep.protocol, hostname: ep.hostname, port: ep.port ? Number(ep.port) : undefined, path, query, headers: { host: ep.host } },
+    { expiresIn, signingDate: new Date(now) },
+  );
+  const qs = Object.entries(req.query ?? {}).map(([k, v]) => `${enc(k)}=${enc(String(v))}`).join('&');
+  return `${ep.origin}${path}?${qs}`;
+}
+
+export function s3ErrorMessage(body: string, contentType: string): string {
+  if (/xml/i.test(contentType) || body.startsWith('<?xml')) {
+    try {
+      const e = parser.parse(body)?.Error;
+      if (e && (e.Code || e.Message)) return [e.Code, e.Message].filter(Boolean).join(': ');
+    } catch { /* not XML */ }
+  }
+  return body;
+}
+
+function parseXml(text: string, contentType: string, what: string): any {
+  if (!/xml/i.test(contentType) && !text.trimStart().startsWith('<?xml')) throw malformed(PROVIDER_ID, what, `expected XML but the answer is ${contentType || 'untyped'}`, text);
+  try {
+    return parser.parse(text, true);
+  } catch (e) {
+    throw malformed(PROVIDER_ID, what, `the answer is not well-formed XML (${(e as Error).message})`, text);
+  }
+}
+
+function dateOf(v: unknown): number | undefined {
+  const t = typeof v === 'string' ? Date.parse(v) : NaN;
+  return Number.isNaN(t) ? undefined : t;
+}

@@ -1,0 +1,155 @@
+/**
+ * S3-compatible connector (AWS S3, MinIO, Cloudflare R2, Wasabi). Sign-in form: endpoint,
+ * region, bucket, access key and secret, proved by a one-key listing. Prefixes are folders;
+ * ListObjectsV2 continuation tokens are the `more` cursor (the hub seals them). The first page
+ * of a folder counts the level once (1000 keys per request, nothing kept but the count and the
+ * sub-prefixes), so totalAssetsCount is exact with bounded memory. Downloads are presigned URLs
+ * straight to the bucket; one asset adds its object headers and, for images, metadata read from
+ * the first 64 KiB.
+ */
+import { integrationError } from '../../errors.js';
+import type { AssetPage, FolderPage } from '../model.js';
+import { defineProvider, type CallContext } from '../kit/define.js';
+import { firstBytes, headObject, listObjects, presignGet, PROVIDER_ID, s3ErrorMessage, type S3Cred, type S3Object } from './api.js';
+import { mimeOf, toAsset, toFolder, withHeaders, withImageHeader } from './mapping.js';
+
+/** Keys a first page or a search reads at most at one level; beyond it the answer says so. */
+export const MAX_KEYS_SCANNED = 200_000;
+/** Sub-folders listed at most on a folder's first page. */
+export const MAX_PREFIXES = 10_000;
+/** Matches a search keeps at most (they are paged from memory). */
+export const MAX_SEARCH_HITS = 10_000;
+const PRESIGN_SEC = 3600;
+const HEADER_BYTES = 64 * 1024;
+
+function parseCred(raw: Record<string, unknown>): S3Cred {
+  const f = ['endpoint', 'region', 'bucket', 'accessKeyId', 'secretAccessKey'] as const;
+  for (const k of f) if (typeof raw[k] !== 'string') throw new Error('not S3 credentials');
+  return Object.fromEntries(f.map((k) => [k, raw[k]])) as S3Cred;
+}
+
+/** Folder id → key prefix ('' for the bucket root; otherwise ending in '/'). */
+function prefixOf(folderId: string): string {
+  if (folderId === 'root' || folderId === '' || folderId === '/') return '';
+  return folderId.replace(/^\/+/, '').replace(/\/*$/, '/');
+}
+
+interface Cursor {
+  /** The upstream's continuation token. */
+  k: string;
+  /** Total assets at this level, counted on the first page. */
+  n: number;
+}
+
+function readCursor(more: string): Cursor {
+  try {
+    const c = JSON.parse(more) as Cursor;
+    if (typeof c.k === 'string' && Number.isInteger(c.n)) return c;
+  } catch { /* below */ }
+  throw integrationError('integration-operation-failed', PROVIDER_ID, 'the paging cursor is not one this connector issued');
+}
+
+async function assets(ctx: CallContext<S3Cred>, objects: S3Object[]) {
+  const now = ctx.now();
+  return Promise.all(objects.map(async (o) => toAsset(o, await presignGet(ctx.cred, o.key, o.key.split('/').at(-1)!, PRESIGN_SEC, now))));
+}
+
+/** Walks a listing to its end, one request per 1000 keys, handing each page to `visit`. */
+async function walk(ctx: CallContext<S3Cred>, prefix: string, delimiter: boolean, visit: (p: { objects: S3Object[]; prefixes: string[] }) => void): Promise<void> {
+  let token: string | null = null;
+  let scanned = 0;
+  do {
+    const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter, maxKeys: 1000, token });
+    scanned += p.objects.length + p.prefixes.length;
+    if (scanned > MAX_KEYS_SCANNED) throw integrationError('integration-operation-failed', PROVIDER_ID, `more than ${MAX_KEYS_SCANNED} keys under ${JSON.stringify(prefix || '/')}; narrow it down to a sub-folder`);
+    visit(p);
+    token = p.next;
+  } while (token);
+}
+
+export const s3Connector = defineProvider<S3Cred>({
+  id: PROVIDER_ID,
+  name: 'S3',
+  version: '1.0.0',
+  glyph: 'S3',
+  capabilities: { browse: true, search: true, serverUrl: true, assetHashAlgorithm: null },
+  paging: { defaultSize: 50, maxSize: 1000 },
+  errorMessage: s3ErrorMessage,
+  credentials: parseCred,
+  signIn: {
+    kind: 'form',
+    title: 'Connect an S3 bucket',
+    fields: [
+      { name: 'endpoint', label: 'Endpoint', type: 'url', placeholder: 'https://s3.eu-central-1.amazonaws.com', fromServerUrl: true },
+      { name: 'region', label: 'Region', placeholder: 'eu-central-1' },
+      { name: 'bucket', label: 'Bucket' },
+      { name: 'accessKeyId', label: 'Access key' },
+      { name: 'secretAccessKey', label: 'Secret key', type: 'password' },
+    ],
+    async verify(v, http) {
+      let ep: URL;
+      try {
+        ep = new URL(v.endpoint!);
+      } catch {
+        throw integrationError('integration-operation-failed', PROVIDER_ID, 'the endpoint is not an absolute URL', { message: 'The endpoint is not a valid URL.' });
+      }
+      if (ep.protocol !== 'https:' && ep.protocol !== 'http:') throw integrationError('integration-operation-failed', PROVIDER_ID, 'the endpoint must be http(s)', { message: 'The endpoint must start with https://.' });
+      const cred: S3Cred = { endpoint: ep.origin + ep.pathname.replace(/\/+$/, ''), region: v.region!, bucket: v.bucket!, accessKeyId: v.accessKeyId!, secretAccessKey: v.secretAccessKey! };
+      await listObjects(http, cred, { prefix: '', delimiter: true, maxKeys: 1, token: null });
+      return { credentials: cred, accountId: `${cred.endpoint}/${cred.bucket}#${cred.accessKeyId}`, displayName: `${cred.bucket} at ${ep.host}` };
+    },
+  },
+  hooks: {
+    async validate(ctx) {
+      await listObjects(ctx.http, ctx.cred, { prefix: '', delimiter: true, maxKeys: 1, token: null });
+    },
+
+    async browse(ctx, folderId, opts): Promise<FolderPage> {
+      const prefix = prefixOf(folderId);
+      const name = prefix ? prefix.split('/').filter(Boolean).at(-1)! : ctx.cred.bucket;
+      const base = { id: folderId === 'root' ? 'root' : prefix, name, filters: [] };
+      if (opts.more !== null) {
+        const c = readCursor(opts.more);
+        const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter: true, maxKeys: opts.size, token: c.k });
+        const objects = p.objects.filter((o) => o.key !== prefix);
+        return { ...base, folders: [], assets: await assets(ctx, objects), totalAssetsCount: c.n, ...(p.next ? { more: JSON.stringify({ k: p.next, n: c.n }) } : {}) };
+      }
+      let total = 0;
+      const prefixes: string[] = [];
+      await walk(ctx, prefix, true, (p) => {
+        total += p.objects.filter((o) => o.key !== prefix).length;
+        for (const x of p.prefixes) if (prefixes.length < MAX_PREFIXES) prefixes.push(x);
+      });
+      if (prefix && total === 0 && prefixes.length === 0) throw integrationError('integration-not-found', PROVIDER_ID, `no folder ${JSON.stringify(prefix)} in bucket ${ctx.cred.bucket}`);
+      const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter: true, maxKeys: opts.size, token: null });
+      const objects = p.objects.filter((o) => o.key !== prefix);
+      return { ...base, folders: prefixes.map(toFolder), assets: await assets(ctx, objects), totalAssetsCount: total, ...(p.next ? { more: JSON.stringify({ k: p.next, n: total }) } : {}) };
+    },
+
+    async search(ctx, q, opts): Promise<AssetPage> {
+      const terms = q.query.toLowerCase().split(/\s+/).filter(Boolean);
+      const hits: S3Object[] = [];
+      await walk(ctx, prefixOf(q.parentId ?? 'root'), false, (p) => {
+        for (const o of p.objects) {
+          const n = o.key.split('/').at(-1)!.toLowerCase();
+          if (n && terms.every((t) => n.includes(t)) && hits.length < MAX_SEARCH_HITS) hits.push(o);
+        }
+      });
+      const from = opts.more === null ? 0 : /^\d{1,9}$/.test(opts.more) ? Number(opts.more) : -1;
+      if (from < 0) throw integrationError('integration-operation-failed', PROVIDER_ID, 'the paging cursor is not one this connector issued');
+      const slice = hits.slice(from, from + opts.size);
+      return { assets: await assets(ctx, slice), folders: [], filters: [], totalAssetsCount: hits.length, ...(from + opts.size < hits.length ? { more: String(from + opts.size) } : {}) };
+    },
+
+    async asset(ctx, assetId) {
+      const key = assetId.replace(/^\/+/, '');
+      if (!key || key.endsWith('/')) throw integrationError('integration-not-found', PROVIDER_ID, `no object ${JSON.stringify(assetId)}`);
+      const h = await headObject(ctx.http, ctx.cred, key);
+      let a = toAsset({ key, size: h.size, etag: h.etag, modified: h.modified, contentType: h.contentType },
+        await presignGet(ctx.cred, key, key.split('/').at(-1)!, PRESIGN_SEC, ctx.now()));
+      a = withHeaders(a, h);
+      if (mimeOf(key, h.contentType).startsWith('image/') && h.size > 0) a = await withImageHeader(a, await firstBytes(ctx.http, ctx.cred, key, Math.min(HEADER_BYTES, h.size)));
+      return a;
+    },
+  },
+});

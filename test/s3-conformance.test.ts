@@ -1,0 +1,34 @@
+/** The S3 connector passes the provider conformance suite against a real S3-protocol server. */
+import { after } from 'node:test';
+import { runProviderConformance } from './conformance/provider-conformance.js';
+import { solidJpeg } from './helpers/library.js';
+import { startS3Hub, startS3Server, type S3Hub, type S3Server } from './helpers/s3.js';
+
+let s3: S3Server | undefined;
+let h: S3Hub | undefined;
+after(async () => {
+  await h?.t.close();
+  await s3?.close();
+});
+
+runProviderConformance('s3', async () => {
+  const objects: Record<string, Buffer | string> = {};
+  for (let i = 0; i < 23; i++) objects[`Photos/photo ${String(i).padStart(2, '0')}.jpg`] = await solidJpeg(32 + i, 24, [i * 10, 100, 200 - i * 5]);
+  objects['Photos/Trips/Été 2024/photo plage.jpg'] = await solidJpeg(40, 30, [250, 200, 10]);
+  objects['Photos/Sub/photo sub.jpg'] = await solidJpeg(40, 30, [5, 5, 5]);
+  objects['Docs/readme.txt'] = 'hello photo world';
+  s3 = await startS3Server(objects);
+  h = await startS3Hub(s3);
+  const w = h;
+  return {
+    descriptor: w.t.hub.providers.require('s3').descriptor,
+    bigFolderId: 'Photos/',
+    knownAssetId: 'Photos/photo 03.jpg',
+    pageSize: 7,
+    commonTerm: 'photo',
+    async request(method, p, body) {
+      const r = method === 'GET' ? await w.get(`/api/v1${p}`) : await w.post(`/api/v1${p}`, body);
+      return { status: r.status, body: r.body };
+    },
+  };
+});

@@ -1,0 +1,103 @@
+/**
+ * WebDAV end to end through the hub against a real WebDAV server: DAM login through the form
+ * (a wrong password first), browse, page, search, asset, download bytes equal (whole and a
+ * range), and the isolation rules: another user's DAM token, an altered download link, ids that
+ * try to leave the connection root.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { assertError } from './helpers/hub.js';
+import { solidJpeg } from './helpers/library.js';
+import { signInWebdav, startDavServer, startWebdavHub, type DavServer, type WebdavHub } from './helpers/webdav.js';
+
+let dav: DavServer;
+let h: WebdavHub;
+const files: Record<string, Buffer | string> = {};
+
+before(async () => {
+  for (let i = 0; i < 12; i++) files[`Shoot/img ${i}.jpg`] = await solidJpeg(20 + i, 20, [i * 20, 50, 90]);
+  files['Shoot/notes/plan.txt'] = 'the plan';
+  files['secret.txt'] = 'top level';
+  dav = await startDavServer(files, { alice: 'alice-pw', bob: 'bob-pw' });
+  h = await startWebdavHub(dav);
+});
+after(async () => {
+  await h.t.close();
+  await dav.close();
+});
+
+test('a wrong password shows the form again; the right one completes the login', async () => {
+  const { access_token } = await h.t.login({ sub: 'user-2', email: 'two@partner.example' });
+  const wrong = await signInWebdav(h.t, access_token, { serverUrl: dav.url, username: 'alice', password: 'nope' });
+  assert.equal(wrong.status, 401);
+  assert.match(wrong.page, /did not accept these credentials/);
+  assert.doesNotMatch(wrong.page, /nope/, 'the password is never echoed');
+  assert.equal(wrong.token, null);
+  const providers = await h.t.app.inject({ method: 'GET', url: '/api/v1/auth/providers', headers: { authorization: `Bearer ${access_token}` } });
+  const webdav = providers.json().find((p: any) => p.id === 'webdav');
+  assert.equal(webdav.capabilities.serverUrl, true);
+  assert.equal(webdav.capabilities.similarSearch, false);
+});
+
+test('browse, page, search, asset and download: bytes equal', async () => {
+  const root = await h.get('/api/v1/assets/folder/root');
+  assert.equal(root.status, 200, JSON.stringify(root.body));
+  assert.deepEqual(root.body.folders.map((f: any) => f.id), ['/Shoot']);
+  assert.deepEqual(root.body.assets.map((a: any) => a.name), ['secret.txt']);
+
+  const seen: string[] = [];
+  let more: string | undefined;
+  do {
+    const r = await h.get(`/api/v1/assets/folder/${encodeURIComponent('/Shoot')}?size=5${more ? `&more=${encodeURIComponent(more)}` : ''}`);
+    assert.equal(r.status, 200);
+    seen.push(...r.body.assets.map((a: any) => a.name));
+    more = r.body.more;
+  } while (more);
+  assert.equal(seen.length, 12);
+  assert.equal(seen[0], 'img 0.jpg');
+  assert.equal(seen[2], 'img 2.jpg', 'numeric name order');
+
+  const s = await h.get('/api/v1/assets/search?query=IMG%201&size=50');
+  assert.deepEqual(s.body.assets.map((a: any) => a.name), ['img 1.jpg', 'img 10.jpg', 'img 11.jpg']);
+  const scoped = await h.get(`/api/v1/assets/search?query=plan&parentId=${encodeURIComponent('/Shoot/notes')}`);
+  assert.deepEqual(scoped.body.assets.map((a: any) => a.id), ['/Shoot/notes/plan.txt']);
+
+  const a = await h.get(`/api/v1/assets/asset/${encodeURIComponent('/Shoot/img 7.jpg')}`);
+  assert.equal(a.status, 200);
+  assert.equal(a.body.mimeType, 'image/jpeg');
+  assert.equal(a.body.fileSize, (files['Shoot/img 7.jpg'] as Buffer).length);
+  assert.match(a.body.downloadHashFileAttributes, /^\d+-\d+$/);
+  const u = new URL(a.body.downloadUrl);
+  assert.equal(u.origin, 'http://hub.test');
+  const dl = await h.t.app.inject({ method: 'GET', url: u.pathname });
+  assert.equal(dl.statusCode, 200);
+  assert.ok(dl.rawPayload.equals(files['Shoot/img 7.jpg'] as Buffer), 'downloaded bytes equal the file');
+  assert.match(String(dl.headers['content-disposition']), /attachment; filename\*=UTF-8''img%207\.jpg/);
+  const part = await h.t.app.inject({ method: 'GET', url: u.pathname, headers: { range: 'bytes=0-9' } });
+  assert.equal(part.statusCode, 206);
+  assert.ok(part.rawPayload.equals((files['Shoot/img 7.jpg'] as Buffer).subarray(0, 10)));
+});
+
+test('an altered or foreign download link is refused', async () => {
+  const a = await h.get(`/api/v1/assets/asset/${encodeURIComponent('/secret.txt')}`);
+  const u = new URL(a.body.downloadUrl);
+  const parts = u.pathname.split('/');
+  const token = parts[6]!;
+  const altered = token.slice(0, -3) + (token.endsWith('AAA') ? 'BBB' : 'AAA');
+  assertError(await h.t.app.inject({ method: 'GET', url: parts.slice(0, 6).join('/') + `/${altered}/x` }), 'hub-access-denied', 403);
+  assertError(await h.t.app.inject({ method: 'GET', url: `/api/v1/connectors/webdav/download/not-a-grant/x` }), 'hub-access-denied', 403);
+});
+
+test('another user\'s DAM token is refused; ids cannot leave the connection root', async () => {
+  const { access_token: bobAccess } = await h.t.login({ sub: 'bob', email: 'bob@partner.example' });
+  const bob = await signInWebdav(h.t, bobAccess, { serverUrl: dav.url, username: 'bob', password: 'bob-pw' });
+  assert.ok(bob.token);
+  const cross = await h.t.app.inject({ method: 'GET', url: '/api/v1/assets/folder/root', headers: { authorization: `Bearer ${h.access}`, 'provider-authorization': `Bearer ${bob.token}` } });
+  assertError(cross, 'provider-access-token-invalid', 403);
+  for (const id of ['/../secret.txt', '/Shoot/../../etc/passwd', '../secret.txt']) {
+    const r = await h.t.app.inject({ method: 'GET', url: `/api/v1/assets/asset/${encodeURIComponent(id)}`, headers: h.headers });
+    assertError(r, 'integration-not-found', 404, 'integration');
+  }
+  const folder = await h.get(`/api/v1/assets/folder/${encodeURIComponent('/Shoot/img 1.jpg')}`);
+  assert.equal(folder.status, 404, 'a file is not a folder');
+});
