@@ -102,6 +102,12 @@ test('429 with Retry-After: integration-unavailable 503 passing Retry-After on',
   assert.match(body.error.details, /too_many_requests/);
 });
 
+test('a cursor Dropbox no longer accepts (409 reset): a clear integration-operation-failed naming it', async () => {
+  r.fault('cursor-reset');
+  const body = assertError(await get('/assets/folder/root'), 'integration-operation-failed', 400, 'integration');
+  assert.match(body.error.details, /answered 409: reset\//);
+});
+
 test('HTML instead of JSON: integration-unavailable 502', async () => {
   r.fault('html');
   const body = assertError(await get('/assets/folder/root'), 'integration-unavailable', 502, 'integration');

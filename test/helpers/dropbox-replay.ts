@@ -29,7 +29,7 @@ export interface DropboxReplay {
   /** Requests seen, by route. */
   calls: Map<string, number>;
   /** Fault injection: the next `n` API calls answer this way. */
-  fault(kind: 'rate-limit' | 'html' | 'hang' | 'expired-token', n?: number): void;
+  fault(kind: 'rate-limit' | 'html' | 'hang' | 'expired-token' | 'cursor-reset', n?: number): void;
   /** Invalidates every access token issued so far (a revoked app). */
   revokeTokens(): void;
   ids: Record<string, string>;
@@ -171,6 +171,8 @@ export async function startDropboxReplay(tree: string[], revisions: Record<strin
       }
       if (faults.kind === 'rate-limit') return send(res, 429, errors.too_many_requests, { 'retry-after': '300' });
       if (faults.kind === 'expired-token') return send(res, 401, errors.expired_access_token);
+      // The documented ListFolderContinueError.reset: the cursor is no longer valid (format or state changed upstream).
+      if (faults.kind === 'cursor-reset') return send(res, 409, errors.reset);
     }
     const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (!auth || !tokens.has(auth)) return send(res, 401, errors.invalid_access_token);
