@@ -168,3 +168,28 @@ test('an answer above maxBodyBytes is refused without reading it all', async () 
   assert.match(e.details!, /larger than 1024 bytes/);
   await c.close();
 });
+
+test('a buffered answer dripping slower than the deadline ends as a 504; a streamed one may take longer', async () => {
+  const drip = (ticks: number) => (_q: http.IncomingMessage, r: http.ServerResponse) => {
+    r.writeHead(200, { 'content-type': 'text/plain' });
+    let n = 0;
+    const t = setInterval(() => {
+      r.write('x');
+      if (++n === ticks) {
+        clearInterval(t);
+        r.end();
+      }
+    }, 100);
+    r.on('close', () => clearInterval(t));
+  };
+  handler = drip(6);
+  const { c } = client({ timeoutMs: 300, retries: 0 });
+  const e = await rejects(c.text({ method: 'GET', url: `${base}/drip` }));
+  assert.equal(e.status, 504);
+  assert.match(e.details!, /no answer within 300 ms/);
+  const res = await c.send({ method: 'GET', url: `${base}/drip` });
+  let body = '';
+  for await (const ch of res.body) body += String(ch);
+  assert.equal(body, 'xxxxxx', 'a download is not cut at the deadline while bytes keep coming');
+  await c.close();
+});

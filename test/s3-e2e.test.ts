@@ -79,6 +79,13 @@ test('browse, page, search, asset and presigned download: bytes equal', async ()
   assert.ok(Buffer.from(await res.arrayBuffer()).equals(objects['shoot/cover.jpg'] as Buffer), 'downloaded bytes equal the object');
 });
 
+test('without versioning at the server (s3rver answers 405), the object is its only version', async () => {
+  const r = await h.get(`/api/v1/assets/assetversions/${encodeURIComponent('readme.txt')}?withMaster=true`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.deepEqual(r.body.versions.map((v: any) => [v.id, v.version, v.fileSize]), [['readme.txt', 1, 13]]);
+  assert.deepEqual((await h.get(`/api/v1/assets/assetversions/${encodeURIComponent('readme.txt')}`)).body.versions, []);
+});
+
 test('unknown keys and folders are integration-not-found', async () => {
   assertError(await h.t.app.inject({ method: 'GET', url: '/api/v1/assets/asset/shoot%2Fnope.jpg', headers: h.headers }), 'integration-not-found', 404, 'integration');
   assertError(await h.t.app.inject({ method: 'GET', url: '/api/v1/assets/folder/nope%2F', headers: h.headers }), 'integration-not-found', 404, 'integration');

@@ -2,7 +2,8 @@
  * S3 fault injection against a small misbehaving S3-protocol server on loopback: the upstream
  * changes its continuation-token format mid-traversal, truncates without a token, answers HTML,
  * revokes the access key mid-traversal, and holds 100,000 keys in one folder (counted with
- * bounded memory: only the count survives each 1000-key page).
+ * bounded memory: only the count survives each 1000-key page). It also replays a versioned
+ * bucket's ListObjectVersions answer (s3rver has no versioning).
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -27,9 +28,25 @@ function listing(prefix: string, start: number, max: number, total: number, trun
   return `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>media</Name><Prefix>${prefix}</Prefix><KeyCount>${end - start}</KeyCount><MaxKeys>${max}</MaxKeys><IsTruncated>${truncated}</IsTruncated>${contents.join('')}${token}</ListBucketResult>`;
 }
 
+/**
+ * A versioned bucket's ListObjectVersions answer, shaped after the sample response of the
+ * ListObjectVersions page of the Amazon S3 API Reference (docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html):
+ * the same key twice (one IsLatest), a delete marker and another key that must be ignored.
+ */
+const VERSIONS_SAMPLE = `<?xml version="1.0" encoding="UTF-8"?>
+<ListVersionsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01">
+  <Name>bucket</Name><Prefix>my-image.jpg</Prefix><KeyMarker></KeyMarker><VersionIdMarker></VersionIdMarker><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>
+  <Version><Key>my-image.jpg</Key><VersionId>3/L4kqtJl40Nr8X8gdRQBpUMLUo</VersionId><IsLatest>true</IsLatest><LastModified>2009-10-12T17:50:30.000Z</LastModified><ETag>"fba9dede5f27731c9771645a39863328"</ETag><Size>434234</Size><StorageClass>STANDARD</StorageClass></Version>
+  <Version><Key>my-image.jpg</Key><VersionId>QUpfdndhfd8438MNFDN93jdnJFkdmqnh893</VersionId><IsLatest>false</IsLatest><LastModified>2009-10-10T17:50:30.000Z</LastModified><ETag>"9b2cf535f27731c974343645a3985328"</ETag><Size>166434</Size><StorageClass>STANDARD</StorageClass></Version>
+  <DeleteMarker><Key>my-image.jpg.bak</Key><VersionId>03jpff543dhffds434rfdsFDN943fdsFkdmqnh892</VersionId><IsLatest>true</IsLatest><LastModified>2009-11-12T17:50:30.000Z</LastModified></DeleteMarker>
+  <Version><Key>my-image.jpg.bak</Key><VersionId>UIORUnfndfhnw89493jJFJ</VersionId><IsLatest>false</IsLatest><LastModified>2009-10-11T12:50:30.000Z</LastModified><ETag>"772cf535f27731c974343645a3985328"</ETag><Size>64</Size><StorageClass>STANDARD</StorageClass></Version>
+</ListVersionsResult>`;
+
 const server = http.createServer((req, res) => {
   req.resume();
   const u = new URL(req.url!, 'http://x');
+  if (req.method === 'HEAD') return res.writeHead(200, { 'content-length': '434234', 'content-type': 'image/jpeg', etag: '"fba9dede5f27731c9771645a39863328"', 'last-modified': 'Mon, 12 Oct 2009 17:50:30 GMT' }).end();
+  if (u.searchParams.has('versions')) return res.writeHead(200, { 'content-type': 'application/xml' }).end(VERSIONS_SAMPLE);
   const prefix = u.searchParams.get('prefix') ?? '';
   const max = Number(u.searchParams.get('max-keys') ?? 1000);
   const token = u.searchParams.get('continuation-token');
@@ -104,4 +121,16 @@ test('100,000 keys in one folder: exact count and a page of 10, one 1000-key req
   const next = await page('big/', b.more);
   assert.equal(next.json().assets[0].id, 'big/k000010.jpg');
   assert.equal(next.json().totalAssetsCount, FOLDER_KEYS);
+});
+
+test('a versioned bucket: versions newest first, the latest only with withMaster, each with its own presigned URL', async () => {
+  const get = (q: string) => h.t.app.inject({ method: 'GET', url: `/api/v1/assets/assetversions/my-image.jpg${q}`, headers: h.headers });
+  const older = await get('');
+  assert.equal(older.statusCode, 200, older.body);
+  assert.deepEqual(older.json().versions.map((v: any) => [v.version, v.fileSize]), [[1, 166434]]);
+  const all = (await get('?withMaster=true')).json();
+  assert.equal(all.name, 'my-image.jpg');
+  assert.deepEqual(all.versions.map((v: any) => [v.version, v.fileSize, v.downloadHashMd5]), [[2, 434234, 'fba9dede5f27731c9771645a39863328'], [1, 166434, '9b2cf535f27731c974343645a3985328']]);
+  assert.equal(new URL(all.versions[1].downloadUrl).searchParams.get('versionId'), 'QUpfdndhfd8438MNFDN93jdnJFkdmqnh893');
+  assert.match(all.versions[1].versionComment, /QUpfdndhfd8438MNFDN93jdnJFkdmqnh893/);
 });

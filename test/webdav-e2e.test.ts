@@ -33,6 +33,10 @@ test('a wrong password shows the form again; the right one completes the login',
   assert.match(wrong.page, /did not accept these credentials/);
   assert.doesNotMatch(wrong.page, /nope/, 'the password is never echoed');
   assert.equal(wrong.token, null);
+  const css = /href="([^"]+\.css)"/.exec(wrong.page)![1]!;
+  const sheet = await h.t.app.inject({ method: 'GET', url: css });
+  assert.equal(sheet.statusCode, 200);
+  assert.match(String(sheet.headers['content-type']), /^text\/css/);
   const providers = await h.t.app.inject({ method: 'GET', url: '/api/v1/auth/providers', headers: { authorization: `Bearer ${access_token}` } });
   const webdav = providers.json().find((p: any) => p.id === 'webdav');
   assert.equal(webdav.capabilities.serverUrl, true);
@@ -69,11 +73,12 @@ test('browse, page, search, asset and download: bytes equal', async () => {
   assert.match(a.body.downloadHashFileAttributes, /^\d+-\d+$/);
   const u = new URL(a.body.downloadUrl);
   assert.equal(u.origin, 'http://hub.test');
-  const dl = await h.t.app.inject({ method: 'GET', url: u.pathname });
+  assert.ok(!u.pathname.includes(u.searchParams.get('g')!), 'the grant is not in the path (paths are logged)');
+  const dl = await h.t.app.inject({ method: 'GET', url: u.pathname + u.search });
   assert.equal(dl.statusCode, 200);
   assert.ok(dl.rawPayload.equals(files['Shoot/img 7.jpg'] as Buffer), 'downloaded bytes equal the file');
   assert.match(String(dl.headers['content-disposition']), /attachment; filename\*=UTF-8''img%207\.jpg/);
-  const part = await h.t.app.inject({ method: 'GET', url: u.pathname, headers: { range: 'bytes=0-9' } });
+  const part = await h.t.app.inject({ method: 'GET', url: u.pathname + u.search, headers: { range: 'bytes=0-9' } });
   assert.equal(part.statusCode, 206);
   assert.ok(part.rawPayload.equals((files['Shoot/img 7.jpg'] as Buffer).subarray(0, 10)));
 });
@@ -81,11 +86,11 @@ test('browse, page, search, asset and download: bytes equal', async () => {
 test('an altered or foreign download link is refused', async () => {
   const a = await h.get(`/api/v1/assets/asset/${encodeURIComponent('/secret.txt')}`);
   const u = new URL(a.body.downloadUrl);
-  const parts = u.pathname.split('/');
-  const token = parts[6]!;
+  const token = u.searchParams.get('g')!;
   const altered = token.slice(0, -3) + (token.endsWith('AAA') ? 'BBB' : 'AAA');
-  assertError(await h.t.app.inject({ method: 'GET', url: parts.slice(0, 6).join('/') + `/${altered}/x` }), 'hub-access-denied', 403);
-  assertError(await h.t.app.inject({ method: 'GET', url: `/api/v1/connectors/webdav/download/not-a-grant/x` }), 'hub-access-denied', 403);
+  assertError(await h.t.app.inject({ method: 'GET', url: `${u.pathname}?g=${altered}` }), 'hub-access-denied', 403);
+  assertError(await h.t.app.inject({ method: 'GET', url: `${u.pathname}?g=not-a-grant` }), 'hub-access-denied', 403);
+  assertError(await h.t.app.inject({ method: 'GET', url: u.pathname }), 'hub-access-denied', 403);
 });
 
 test('another user\'s DAM token is refused; ids cannot leave the connection root', async () => {
@@ -94,6 +99,11 @@ test('another user\'s DAM token is refused; ids cannot leave the connection root
   assert.ok(bob.token);
   const cross = await h.t.app.inject({ method: 'GET', url: '/api/v1/assets/folder/root', headers: { authorization: `Bearer ${h.access}`, 'provider-authorization': `Bearer ${bob.token}` } });
   assertError(cross, 'provider-access-token-invalid', 403);
+  // Renewing bob's connection re-checks his credentials and yields a working DAM token.
+  const renewed = await h.t.app.inject({ method: 'GET', url: '/api/v1/auth/refreshToken', headers: { authorization: `Bearer ${bobAccess}`, 'provider-authorization': `Bearer ${bob.refresh}` } });
+  assert.equal(renewed.statusCode, 200, renewed.body);
+  const again = await h.t.app.inject({ method: 'GET', url: '/api/v1/assets/folder/root', headers: { authorization: `Bearer ${bobAccess}`, 'provider-authorization': `Bearer ${renewed.json().access_token}` } });
+  assert.equal(again.statusCode, 200, again.body);
   for (const id of ['/../secret.txt', '/Shoot/../../etc/passwd', '../secret.txt']) {
     const r = await h.t.app.inject({ method: 'GET', url: `/api/v1/assets/asset/${encodeURIComponent(id)}`, headers: h.headers });
     assertError(r, 'integration-not-found', 404, 'integration');

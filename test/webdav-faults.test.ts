@@ -20,9 +20,25 @@ let hugeClosed: Promise<void> = Promise.resolve();
 const entry = (href: string, collection: boolean, size = 10) => `<d:response><d:href>${href}</d:href><d:propstat><d:prop><d:displayname>${decodeURIComponent(href.split('/').filter(Boolean).at(-1) ?? '')}</d:displayname>${collection ? '<d:resourcetype><d:collection/></d:resourcetype>' : `<d:resourcetype/><d:getcontentlength>${size}</d:getcontentlength><d:getcontenttype>image/jpeg</d:getcontenttype><d:getetag>"e${size}"</d:getetag><d:getlastmodified>Mon, 01 Jun 2026 10:00:00 GMT</d:getlastmodified>`}</d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>`;
 const multistatus = (body: string) => `<?xml version="1.0"?><d:multistatus xmlns:d="DAV:">${body}</d:multistatus>`;
 
+let searchBody = '';
+let propfindDepth1 = 0;
+
 const server = http.createServer((req, res) => {
-  req.resume();
   const xml = (s: string) => res.writeHead(207, { 'content-type': 'application/xml; charset=utf-8' }).end(s);
+  // RFC 5323: the collection advertises basicsearch (section 3.2) and answers SEARCH with a
+  // multistatus (section 2.3); the last member does not match and must be dropped by the hub.
+  if (req.method === 'OPTIONS') return res.writeHead(200, { dav: '1, 3', dasl: '<DAV:basicsearch>', allow: 'OPTIONS, GET, PROPFIND, SEARCH' }).end();
+  if (req.method === 'SEARCH') {
+    let body = '';
+    req.on('data', (d: Buffer) => { body += d.toString(); });
+    req.on('end', () => {
+      searchBody = body;
+      xml(multistatus(entry('/dav/deep/a/Sunset%20beach.jpg', false, 11) + entry('/dav/deep/sunset.jpg', false, 12) + entry('/dav/deep/other.jpg', false, 13)));
+    });
+    return;
+  }
+  req.resume();
+  if (req.headers.depth === '1') propfindDepth1++;
   if (req.headers.depth === '0') return xml(multistatus(entry('/dav/', true)));
   if (mode === 'ok') return xml(multistatus(entry('/dav/', true) + Array.from({ length: 20 }, (_, i) => entry(`/dav/f${i}.jpg`, false, 100 + i)).join('')));
   if (mode === 'hang') return; // never answers
@@ -114,4 +130,16 @@ test('100,000 entries in one folder: refused at the read cap instead of held in 
   await hugeClosed;
   assert.ok(hugeBytesSent < full / 2, `sent ${hugeBytesSent} of ${full} bytes`);
   assert.ok(process.memoryUsage().heapUsed - heapBefore < 64 * 1024 * 1024);
+});
+
+test('a server advertising RFC 5323 basicsearch is searched with SEARCH, not walked', async () => {
+  mode = 'ok';
+  propfindDepth1 = 0;
+  const r = await h.t.app.inject({ method: 'GET', url: '/api/v1/assets/search?query=SUNSET', headers: h.headers });
+  assert.equal(r.statusCode, 200, r.body);
+  assert.deepEqual(r.json().assets.map((a: any) => a.id), ['/deep/a/Sunset beach.jpg', '/deep/sunset.jpg']);
+  assert.equal(propfindDepth1, 0, 'no tree walk');
+  assert.match(searchBody, /<d:basicsearch>/);
+  assert.match(searchBody, /<d:scope><d:href>\/dav\/<\/d:href><d:depth>infinity<\/d:depth><\/d:scope>/);
+  assert.match(searchBody, /<d:like caseless="yes"><d:prop><d:displayname\/><\/d:prop><d:literal>%sunset%<\/d:literal><\/d:like>/);
 });

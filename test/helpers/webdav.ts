@@ -51,7 +51,7 @@ export interface WebdavHub {
 }
 
 /** Drives the form: start the login, open the form, submit; returns the poll's DAM token. */
-export async function signInWebdav(t: TestHub, access: string, fields: { serverUrl: string; username: string; password: string }): Promise<{ token: string | null; status: number; page: string }> {
+export async function signInWebdav(t: TestHub, access: string, fields: { serverUrl: string; username: string; password: string }): Promise<{ token: string | null; refresh: string | null; status: number; page: string }> {
   const start = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=webdav&polling=true&serverUrl=${encodeURIComponent(fields.serverUrl)}`, headers: { authorization: `Bearer ${access}` } });
   assert.equal(start.statusCode, 200, start.body);
   const { redirect_uri, state } = start.json();
@@ -65,7 +65,7 @@ export async function signInWebdav(t: TestHub, access: string, fields: { serverU
     payload: new URLSearchParams({ state, ...fields }).toString(),
   });
   const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
-  return { token: poll.json().access_token ?? null, status: submit.statusCode, page: submit.body };
+  return { token: poll.json().access_token ?? null, refresh: poll.json().refresh_token ?? null, status: submit.statusCode, page: submit.body };
 }
 
 export async function startWebdavHub(dav: { url: string }, opts: { user?: string; password?: string; config?: Partial<HubConfig> } = {}): Promise<WebdavHub> {

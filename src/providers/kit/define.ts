@@ -133,7 +133,8 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         now: () => deps.clock.now(),
         async downloadUrl(item, fileName) {
           const token = await grants.seal({ providerId: spec.id, userId: session.userId, credentials: session.credentials, item });
-          return `${base}/api/v1/connectors/${spec.id}/download/${token}/${encodeURIComponent(fileName)}`;
+          // The grant rides in the query string: request logs carry paths, never query strings.
+          return `${base}/api/v1/connectors/${spec.id}/download/${encodeURIComponent(fileName)}?g=${token}`;
         },
       };
     };
@@ -154,8 +155,9 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
           reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(badge(spec.glyph)));
         if (h.download) {
           const download = h.download;
-          app.get(`/connectors/${spec.id}/download/:token/:name`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
-            const { token } = req.params as { token: string };
+          app.get(`/connectors/${spec.id}/download/:name`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
+            const token = (req.query as { g?: unknown }).g;
+            if (typeof token !== 'string' || !token) throw hubError('hub-access-denied', 'download link check failed: the link carries no grant');
             const grant = await grants.open(token, spec.id);
             let c: C;
             try {

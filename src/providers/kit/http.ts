@@ -9,7 +9,7 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
-import { Agent, errors as undiciErrors, request } from 'undici';
+import type { Agent } from 'undici';
 import type { Clock } from '../../clock.js';
 import { isHubError, type HubError } from '../../errors.js';
 import { AddressPolicy } from '../../content/safe-fetch.js';
@@ -73,6 +73,14 @@ export interface UpstreamDeps {
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PROPFIND', 'SEARCH', 'REPORT']);
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
 
+/**
+ * undici is loaded on the first upstream call, not at start: loading it installs its global
+ * dispatcher, which changed how a hub without any connector drained in-flight requests on SIGTERM
+ * (test/e2e.test.ts). A hub that serves no connector never loads it.
+ */
+let undiciModule: Promise<typeof import('undici')> | null = null;
+const loadUndici = () => (undiciModule ??= import('undici'));
+
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
 class Retryable extends Error {
@@ -83,7 +91,8 @@ class Retryable extends Error {
 
 export class UpstreamClient {
   readonly breakers: CircuitBreakers;
-  private readonly agent: Agent;
+  private agent: Agent | null = null;
+  private readonly agentOptions: ConstructorParameters<typeof Agent>[0];
   private readonly policy: AddressPolicy;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly random: () => number;
@@ -104,16 +113,16 @@ export class UpstreamClient {
         cb(null, list[0]!.address, list[0]!.family);
       });
     };
-    this.agent = new Agent({
+    this.agentOptions = {
       connect: { timeout: settings.timeoutMs, lookup },
       headersTimeout: settings.timeoutMs,
       bodyTimeout: settings.timeoutMs,
       keepAliveTimeout: 10_000,
-    });
+    };
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    await this.agent?.close();
   }
 
   /** A streamed answer (2xx or an accepted status). The caller must consume or destroy the body. */
@@ -139,7 +148,15 @@ export class UpstreamClient {
   async text(req: UpstreamRequest): Promise<{ status: number; headers: UpstreamResponse['headers']; text: string }> {
     const res = await this.send(req);
     const what = req.what ?? `${req.method} ${new URL(req.url).pathname}`;
-    return { status: res.status, headers: res.headers, text: await this.readCapped(res, what) };
+    // A buffered answer gets the whole deadline, body included: a server dripping a byte at a
+    // time within bodyTimeout still ends here.
+    const timer = setTimeout(() => res.body.destroy(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
+    timer.unref();
+    try {
+      return { status: res.status, headers: res.headers, text: await this.readCapped(res, what) };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** A JSON answer; HTML or other non-JSON where JSON was due is an integration error, not a crash. */
@@ -172,18 +189,21 @@ export class UpstreamClient {
     if (!admitted.ok) {
       throw unavailable(this.providerId, `${what}: ${url.host} failed repeatedly; calls are paused for a moment`, { retryAfterSec: Math.max(1, Math.ceil(admitted.retryAfterMs / 1000)) });
     }
+    // The deadline covers the answer's head only; a streamed body (a download) may take longer,
+    // bounded by the idle bodyTimeout between chunks.
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
+    timer.unref();
     let res;
     try {
-      res = await request(url, {
-        dispatcher: this.agent,
-        method: req.method as 'GET',
-        headers: req.headers,
-        body: req.body,
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
-      });
+      const undici = await loadUndici();
+      this.agent ??= new undici.Agent(this.agentOptions);
+      res = await undici.request(url, { dispatcher: this.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
     } catch (e) {
       this.breakers.failure(key);
       throw new Retryable(networkError(this.providerId, what, e, this.settings.timeoutMs), null);
+    } finally {
+      clearTimeout(timer);
     }
     const status = res.statusCode;
     const ok = (status >= 200 && status < 300) || req.accept?.includes(status) === true;
@@ -256,8 +276,8 @@ async function readSome(body: Readable, max: number): Promise<string> {
 function networkError(provider: string, what: string, e: unknown, timeoutMs: number): HubError {
   if (isHubError(e)) return e;
   const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError' || e instanceof undiciErrors.HeadersTimeoutError
-    || e instanceof undiciErrors.BodyTimeoutError || e instanceof undiciErrors.ConnectTimeoutError;
+  const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError'
+    || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' || err.code === 'UND_ERR_CONNECT_TIMEOUT';
   if (timedOut) return unavailable(provider, `${what}: no answer within ${timeoutMs} ms`, { timeout: true });
   const code = err.code ?? err.cause?.code;
   const msg = err.cause?.message ?? err.message ?? String(e);

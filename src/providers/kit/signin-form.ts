@@ -42,8 +42,9 @@ const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&
 
 const CSS = 'body{font:15px/1.5 system-ui,sans-serif;background:#f3f5f8;color:#1d2330;display:flex;justify-content:center;padding:3rem 1rem;margin:0}main{background:#fff;border:1px solid #d5d9e0;border-radius:10px;padding:2rem;max-width:24rem;width:100%}h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.8rem 0 .2rem}input{width:100%;box-sizing:border-box;padding:.5rem;font:inherit}.row{display:flex;gap:.5rem;margin-top:1.2rem}button{flex:1;padding:.55rem;font:inherit;cursor:pointer}.error{color:#b00020}';
 
-function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(title)}</title><style>${CSS}</style></head><body><main>${body}</main></body></html>`;
+/** The stylesheet is its own file: the hub's CSP (style-src 'self') refuses inline styles. */
+function page(providerId: string, title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(title)}</title><link rel="stylesheet" href="/api/v1/connectors/${providerId}/signin.css"></head><body><main>${body}</main></body></html>`;
 }
 
 export function signInPath(providerId: string): string {
@@ -58,7 +59,7 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
 
-  const render = (state: string, error: string | null, values: Record<string, string>) => page(form.title, `
+  const render = (state: string, error: string | null, values: Record<string, string>) => page(providerId, form.title, `
     <h1>${esc(form.title)}</h1>
     ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
     <form method="post" action="${action}">
@@ -67,7 +68,10 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
       <div class="row"><button type="submit">Sign in</button><button type="submit" name="cancel" value="1" formnovalidate>Cancel</button></div>
     </form>`);
   const message = (reply: FastifyReply, status: number, title: string, text: string, error = false) =>
-    sendHtml(reply, status, page(title, `<h1>${esc(title)}</h1><p${error ? ' class="error"' : ''}>${esc(text)}</p>`));
+    sendHtml(reply, status, page(providerId, title, `<h1>${esc(title)}</h1><p${error ? ' class="error"' : ''}>${esc(text)}</p>`));
+
+  app.get(`/connectors/${providerId}/signin.css`, { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=86400').send(CSS));
 
   app.get(signInPath(providerId), { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
     const state = String((req.query as { state?: string }).state ?? '');

@@ -61,7 +61,7 @@ const parser = new XMLParser({
   ignoreAttributes: true,
   removeNSPrefix: true,
   parseTagValue: false,
-  isArray: (name) => name === 'Contents' || name === 'CommonPrefixes' || name === 'Version',
+  isArray: (name) => name === 'Contents' || name === 'CommonPrefixes' || name === 'Version' || name === 'DeleteMarker',
 });
 
 function signer(c: S3Cred): SignatureV4 {
@@ -155,11 +155,44 @@ export async function firstBytes(http: UpstreamClient, c: S3Cred, key: string, n
   return Buffer.concat(chunks).subarray(0, n);
 }
 
+export interface S3Version extends S3Object {
+  versionId: string;
+  latest: boolean;
+}
+
+/**
+ * The versions of one key (ListObjectVersions), or null when the server does not implement
+ * versioning at all (501 NotImplemented, or 405 MethodNotAllowed as s3rver answers).
+ */
+export async function listVersions(http: UpstreamClient, c: S3Cred, key: string): Promise<S3Version[] | null> {
+  const out: S3Version[] = [];
+  let marker: { key: string; version: string } | null = null;
+  for (let i = 0; i < 100; i++) {
+    const query: Record<string, string> = { versions: '', prefix: key, 'max-keys': '1000' };
+    if (marker) Object.assign(query, { 'key-marker': marker.key, 'version-id-marker': marker.version });
+    const { url, headers } = await signed(c, 'GET', null, query);
+    const what = `ListObjectVersions ${c.bucket}/${key}`;
+    const r = await http.text({ method: 'GET', url, headers, what, accept: [405, 501] });
+    if (r.status === 405 || r.status === 501) return null;
+    const res = parseXml(r.text, String(r.headers['content-type'] ?? ''), what).ListVersionsResult;
+    if (!res || typeof res !== 'object') throw malformed(PROVIDER_ID, what, 'the answer has no ListVersionsResult', r.text);
+    for (const v of res.Version ?? []) {
+      if (v?.Key !== key || typeof v.VersionId !== 'string') continue;
+      out.push({ key, versionId: v.VersionId, latest: v.IsLatest === 'true', size: Number(v.Size ?? 0), etag: typeof v.ETag === 'string' ? v.ETag : undefined, modified: dateOf(v.LastModified) });
+    }
+    if (res.IsTruncated !== 'true') return out;
+    if (typeof res.NextKeyMarker !== 'string' || res.NextKeyMarker !== key || typeof res.NextVersionIdMarker !== 'string') return out;
+    marker = { key: res.NextKeyMarker, version: res.NextVersionIdMarker };
+  }
+  return out;
+}
+
 /** A presigned GET URL, valid `expiresIn` seconds, straight to the bucket. */
-export async function presignGet(c: S3Cred, key: string, fileName: string, expiresIn: number, now: number): Promise<string> {
+export async function presignGet(c: S3Cred, key: string, fileName: string, expiresIn: number, now: number, versionId?: string): Promise<string> {
   const ep = new URL(c.endpoint);
   const path = objectPath(c, key);
-  const query = { 'response-content-disposition': `attachment; filename*=UTF-8''${enc(fileName)}` };
+  const query: Record<string, string> = { 'response-content-disposition': `attachment; filename*=UTF-8''${enc(fileName)}` };
+  if (versionId) query.versionId = versionId;
   const req = await signer(c).presign(
     { method: 'GET', protocol: ep.protocol, hostname: ep.hostname, port: ep.port ? Number(ep.port) : undefined, path, query, headers: { host: ep.host } },
     { expiresIn, signingDate: new Date(now) },

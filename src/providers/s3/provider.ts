@@ -10,7 +10,7 @@
 import { integrationError } from '../../errors.js';
 import type { AssetPage, FolderPage } from '../model.js';
 import { defineProvider, type CallContext } from '../kit/define.js';
-import { firstBytes, headObject, listObjects, presignGet, PROVIDER_ID, s3ErrorMessage, type S3Cred, type S3Object } from './api.js';
+import { firstBytes, headObject, listObjects, listVersions, presignGet, PROVIDER_ID, s3ErrorMessage, type S3Cred, type S3Object } from './api.js';
 import { mimeOf, toAsset, toFolder, withHeaders, withImageHeader } from './mapping.js';
 
 /** Keys a first page or a search reads at most at one level; beyond it the answer says so. */
@@ -32,6 +32,12 @@ function parseCred(raw: Record<string, unknown>): S3Cred {
 function prefixOf(folderId: string): string {
   if (folderId === 'root' || folderId === '' || folderId === '/') return '';
   return folderId.replace(/^\/+/, '').replace(/\/*$/, '/');
+}
+
+function keyOf(assetId: string): string {
+  const key = assetId.replace(/^\/+/, '');
+  if (!key || key.endsWith('/')) throw integrationError('integration-not-found', PROVIDER_ID, `no object ${JSON.stringify(assetId)}`);
+  return key;
 }
 
 interface Cursor {
@@ -72,7 +78,7 @@ export const s3Connector = defineProvider<S3Cred>({
   name: 'S3',
   version: '1.0.0',
   glyph: 'S3',
-  capabilities: { browse: true, search: true, serverUrl: true, assetHashAlgorithm: null },
+  capabilities: { browse: true, search: true, versions: true, refresh: true, serverUrl: true, assetHashAlgorithm: null },
   paging: { defaultSize: 50, maxSize: 1000 },
   errorMessage: s3ErrorMessage,
   credentials: parseCred,
@@ -102,6 +108,12 @@ export const s3Connector = defineProvider<S3Cred>({
   hooks: {
     async validate(ctx) {
       await listObjects(ctx.http, ctx.cred, { prefix: '', delimiter: true, maxKeys: 1, token: null });
+    },
+
+    /** Keys do not expire by themselves: renewing re-checks them with the bucket. */
+    async refresh(cred, http) {
+      await listObjects(http, cred, { prefix: '', delimiter: true, maxKeys: 1, token: null });
+      return cred;
     },
 
     async browse(ctx, folderId, opts): Promise<FolderPage> {
@@ -141,9 +153,27 @@ export const s3Connector = defineProvider<S3Cred>({
       return { assets: await assets(ctx, slice), folders: [], filters: [], totalAssetsCount: hits.length, ...(from + opts.size < hits.length ? { more: String(from + opts.size) } : {}) };
     },
 
+    async versions(ctx, assetId, opts) {
+      const key = keyOf(assetId);
+      const h = await headObject(ctx.http, ctx.cred, key);
+      const name = key.split('/').at(-1)!;
+      const found = await listVersions(ctx.http, ctx.cred, key);
+      // No versioning at the server, or none on the bucket: the object is its only version.
+      const list = found?.length ? found : [{ key, versionId: '', latest: true, size: h.size, etag: h.etag, modified: h.modified }];
+      const oldestFirst = [...list].sort((a, b) => (a.modified ?? 0) - (b.modified ?? 0));
+      const numbered = await Promise.all(oldestFirst.map(async (v, i) => {
+        const a = toAsset(v, await presignGet(ctx.cred, key, name, PRESIGN_SEC, ctx.now(), v.versionId && v.versionId !== 'null' ? v.versionId : undefined));
+        a.version = i + 1;
+        a.displayVersion = i + 1;
+        if (v.versionId) a.versionComment = `S3 version ${v.versionId}`;
+        return { a, latest: v.latest };
+      }));
+      const versions = numbered.filter((v) => opts.withMaster || !v.latest).map((v) => v.a).reverse();
+      return { id: key, name, versions };
+    },
+
     async asset(ctx, assetId) {
-      const key = assetId.replace(/^\/+/, '');
-      if (!key || key.endsWith('/')) throw integrationError('integration-not-found', PROVIDER_ID, `no object ${JSON.stringify(assetId)}`);
+      const key = keyOf(assetId);
       const h = await headObject(ctx.http, ctx.cred, key);
       let a = toAsset({ key, size: h.size, etag: h.etag, modified: h.modified, contentType: h.contentType },
         await presignGet(ctx.cred, key, key.split('/').at(-1)!, PRESIGN_SEC, ctx.now()));

@@ -4,7 +4,7 @@
  * Nothing here knows the hub's asset shape (mapping.ts does).
  */
 import { XMLParser } from 'fast-xml-parser';
-import type { UpstreamClient, UpstreamResponse } from '../kit/http.js';
+import { discard, type UpstreamClient, type UpstreamResponse } from '../kit/http.js';
 import { malformed } from '../kit/upstream-errors.js';
 
 export interface WebdavCred extends Record<string, unknown> {
@@ -107,6 +107,39 @@ export function parseMultistatus(text: string, contentType: string, c: WebdavCre
     });
   }
   return out;
+}
+
+/** Whether the server advertises RFC 5323 basicsearch on this collection (DASL header of OPTIONS). */
+export async function supportsSearch(http: UpstreamClient, c: WebdavCred): Promise<boolean> {
+  const r = await http.send({ method: 'OPTIONS', url: new URL(c.url), headers: { authorization: authHeader(c) }, what: `OPTIONS ${new URL(c.url).pathname}` });
+  discard(r.body);
+  const dasl = r.headers.dasl;
+  return (Array.isArray(dasl) ? dasl.join(',') : String(dasl ?? '')).includes('DAV:basicsearch');
+}
+
+const xmlText = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[ch]!);
+/** A LIKE pattern matching `term` literally: %, _ and the escape character escaped (RFC 5323 5.15.1). */
+const likeLiteral = (term: string) => `%${term.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+
+/**
+ * RFC 5323 SEARCH (basicsearch): files under `path`, any depth, whose display name contains every
+ * term, case-insensitively where the server honours caseless (5.18). The arbiter is the collection.
+ */
+export async function search(http: UpstreamClient, c: WebdavCred, path: string, terms: string[], limit: number): Promise<DavEntry[]> {
+  const scope = urlOf(c, path, true).pathname;
+  const likes = terms.map((t) => `<d:like caseless="yes"><d:prop><d:displayname/></d:prop><d:literal>${xmlText(likeLiteral(t))}</d:literal></d:like>`).join('');
+  const body = `<?xml version="1.0" encoding="utf-8"?>
+<d:searchrequest xmlns:d="DAV:"><d:basicsearch>
+<d:select><d:prop><d:displayname/><d:resourcetype/><d:getcontentlength/><d:getcontenttype/><d:getetag/><d:getlastmodified/><d:creationdate/></d:prop></d:select>
+<d:from><d:scope><d:href>${xmlText(scope)}</d:href><d:depth>infinity</d:depth></d:scope></d:from>
+<d:where><d:and><d:not><d:is-collection/></d:not>${likes}</d:and></d:where>
+<d:limit><d:nresults>${limit}</d:nresults></d:limit>
+</d:basicsearch></d:searchrequest>`;
+  const url = new URL(c.url);
+  const what = `SEARCH ${url.pathname}`;
+  const r = await http.text({ method: 'SEARCH', url, what, headers: { authorization: authHeader(c), 'content-type': 'text/xml; charset=utf-8' }, body });
+  if (r.status !== 207) throw malformed(PROVIDER_ID, what, `expected 207 Multi-Status, got ${r.status}`, r.text);
+  return parseMultistatus(r.text, String(r.headers['content-type'] ?? ''), c, what);
 }
 
 export async function get(http: UpstreamClient, c: WebdavCred, path: string, range: string | undefined, ifNoneMatch: string | undefined): Promise<UpstreamResponse> {

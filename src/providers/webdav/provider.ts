@@ -1,19 +1,57 @@
 /**
  * WebDAV connector (Nextcloud, ownCloud, SharePoint-compatible WebDAV, any RFC 4918 server).
  * Sign-in form: server URL, user, password or app token, proved by a depth-0 PROPFIND.
- * Browse is a depth-1 PROPFIND paged by offset over name order (WebDAV itself has no paging);
- * search walks the tree breadth-first with depth-1 PROPFINDs, bounded, matching names.
+ * Browse is a depth-1 PROPFIND paged by offset over name order (WebDAV itself has no paging).
+ * Search uses RFC 5323 SEARCH where the server advertises basicsearch (DASL), else walks the
+ * tree breadth-first with depth-1 PROPFINDs, bounded, matching names.
  * Downloads stream through the hub with Range and ETag relayed.
  */
 import { integrationError } from '../../errors.js';
 import type { ListOptions } from '../contract.js';
 import type { AssetPage, FolderPage } from '../model.js';
 import { defineProvider, type CallContext } from '../kit/define.js';
-import { davErrorMessage, get, PROVIDER_ID, propfind, type DavEntry, type WebdavCred } from './api.js';
+import { davErrorMessage, get, PROVIDER_ID, propfind, search as davSearch, supportsSearch, type DavEntry, type WebdavCred } from './api.js';
 import { byName, toAsset, toFolder } from './mapping.js';
 
 /** Folders a search visits at most; a search over a bigger tree says so instead of running on. */
 export const SEARCH_MAX_FOLDERS = 500;
+/** Matches a search keeps (they are paged from memory). */
+export const SEARCH_MAX_HITS = 10_000;
+
+/** Per server URL: does it take RFC 5323 SEARCH? Asked once (OPTIONS), remembered for an hour. */
+const daslCache = new Map<string, { ok: boolean; at: number }>();
+const DASL_TTL_MS = 3600_000;
+
+async function canSearch(ctx: CallContext<WebdavCred>): Promise<boolean> {
+  const hit = daslCache.get(ctx.cred.url);
+  if (hit && ctx.now() - hit.at < DASL_TTL_MS) return hit.ok;
+  let ok = false;
+  try {
+    ok = await supportsSearch(ctx.http, ctx.cred);
+  } catch {
+    ok = false; // OPTIONS refused: walk instead
+  }
+  if (daslCache.size > 1000) daslCache.clear();
+  daslCache.set(ctx.cred.url, { ok, at: ctx.now() });
+  return ok;
+}
+
+/** Breadth-first depth-1 PROPFINDs from `start`, at most SEARCH_MAX_FOLDERS folders. */
+async function walkSearch(ctx: CallContext<WebdavCred>, start: string, matches: (e: DavEntry) => boolean, hits: DavEntry[]): Promise<void> {
+  const queue = [start];
+  let visited = 0;
+  while (queue.length) {
+    if (++visited > SEARCH_MAX_FOLDERS) {
+      throw integrationError('integration-operation-failed', PROVIDER_ID, `the search visited ${SEARCH_MAX_FOLDERS} folders without finishing; search inside a sub-folder (parentId)`);
+    }
+    const dir = queue.shift()!;
+    for (const e of await propfind(ctx.http, ctx.cred, dir, 1)) {
+      if (e.path === dir) continue;
+      if (e.collection) queue.push(e.path);
+      else if (matches(e) && hits.length < SEARCH_MAX_HITS) hits.push(e);
+    }
+  }
+}
 
 function parseCred(raw: Record<string, unknown>): WebdavCred {
   const { url, user, pass } = raw;
@@ -47,7 +85,7 @@ export const webdavConnector = defineProvider<WebdavCred>({
   name: 'WebDAV',
   version: '1.0.0',
   glyph: 'W',
-  capabilities: { browse: true, search: true, serverUrl: true, assetHashAlgorithm: null },
+  capabilities: { browse: true, search: true, refresh: true, serverUrl: true, assetHashAlgorithm: null },
   paging: { defaultSize: 50, maxSize: 500 },
   errorMessage: davErrorMessage,
   credentials: parseCred,
@@ -81,6 +119,12 @@ export const webdavConnector = defineProvider<WebdavCred>({
       await propfind(ctx.http, ctx.cred, '/', 0);
     },
 
+    /** The credentials do not expire by themselves: renewing re-checks them with the server. */
+    async refresh(cred, http) {
+      await propfind(http, cred, '/', 0);
+      return cred;
+    },
+
     async browse(ctx, folderId, opts): Promise<FolderPage> {
       const p = cleanPath(folderId);
       const entries = await propfind(ctx.http, ctx.cred, p, 1);
@@ -101,20 +145,12 @@ export const webdavConnector = defineProvider<WebdavCred>({
     async search(ctx, q, opts): Promise<AssetPage> {
       const terms = q.query.toLowerCase().split(/\s+/).filter(Boolean);
       const start = cleanPath(q.parentId ?? '/');
-      const hits: DavEntry[] = [];
-      const queue = [start];
-      let visited = 0;
-      while (queue.length) {
-        if (++visited > SEARCH_MAX_FOLDERS) {
-          throw integrationError('integration-operation-failed', PROVIDER_ID, `the search visited ${SEARCH_MAX_FOLDERS} folders without finishing; search inside a sub-folder (parentId)`);
-        }
-        const dir = queue.shift()!;
-        for (const e of await propfind(ctx.http, ctx.cred, dir, 1)) {
-          if (e.path === dir) continue;
-          if (e.collection) queue.push(e.path);
-          else if (terms.every((t) => e.name.toLowerCase().includes(t))) hits.push(e);
-        }
-      }
+      const matches = (e: DavEntry) => !e.collection && terms.every((t) => e.name.toLowerCase().includes(t));
+      let hits: DavEntry[] = [];
+      if (terms.length && await canSearch(ctx)) {
+        // The server searches; its answer is checked again here (a server may ignore caseless).
+        hits = (await davSearch(ctx.http, ctx.cred, start, terms, SEARCH_MAX_HITS)).filter(matches);
+      } else await walkSearch(ctx, start, matches, hits);
       hits.sort(byName);
       const { assets, more } = await page(ctx, hits, opts);
       return { assets, folders: [], filters: [], totalAssetsCount: hits.length, ...(more ? { more } : {}) };
