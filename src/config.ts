@@ -66,6 +66,11 @@ export interface HubConfig {
   mcpJwksUrl: string | null;
   /** Deadline of one call into a provider (browse, search, refresh, ...): past it the caller gets 504 integration-unavailable. */
   providerTimeoutMs: number;
+  /** OAuth apps of the SaaS connectors (src/providers/saas/register.ts); a connector is served when its app is configured. */
+  dropboxApp: { clientId: string; clientSecret: string | null } | null;
+  googleDriveApp: { clientId: string; clientSecret: string | null } | null;
+  /** Secret PKCE verifiers are derived from; every node of a cluster needs the same (generated into the data dir when not given). */
+  oauthPkceSecret: string | null;
   /** Remote connectors to serve, by id, with their upstream overrides (docs/connectors.md); {} = none. */
   connectors: ConnectorsConfig;
   /** Cluster mode: lifetime of the library's indexer lease; its holder renews it every third (docs/library.md). */
@@ -114,6 +119,9 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     mcpIssuer: null,
     mcpJwksUrl: null,
     providerTimeoutMs: 30_000,
+    dropboxApp: null,
+    googleDriveApp: null,
+    oauthPkceSecret: null,
     connectors: {},
     libraryLeaseSec: 15,
     libraryRescanSec: 60,

@@ -21,6 +21,7 @@ import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import { sharedLibraryIndex } from './providers/library/shared-index.js';
+import { saasConnectors } from './providers/saas/register.js';
 import type { Stores } from './stores/types.js';
 import { buildConnectors } from './providers/kit/catalog.js';
 import type { DefinedConnector } from './providers/kit/define.js';
@@ -94,6 +95,10 @@ export class Hub {
       this.providers.register(this.library);
     }
     this.connectors = buildConnectors(config.connectors, { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl });
+    if (config.dropboxApp || config.googleDriveApp) {
+      const pkceSecret = loadOrCreateSecret(config.dataDir, 'oauth-pkce.key', config.oauthPkceSecret);
+      this.connectors.push(...saasConnectors(config, { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl }, pkceSecret));
+    }
     for (const c of this.connectors) this.providers.register(c);
 
     this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes }, this.stores.jwksCache ?? null);

@@ -107,6 +107,9 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     redisKeyPrefix: env.DAMHUB_REDIS_PREFIX || 'damhub:',
     adminKey: env.DAMHUB_ADMIN_KEY ?? null,
     logLevel: env.DAMHUB_LOG_LEVEL ?? 'info',
+    dropboxApp: env.DAMHUB_DROPBOX_CLIENT_ID ? { clientId: env.DAMHUB_DROPBOX_CLIENT_ID, clientSecret: env.DAMHUB_DROPBOX_CLIENT_SECRET || null } : null,
+    googleDriveApp: env.DAMHUB_GDRIVE_CLIENT_ID ? { clientId: env.DAMHUB_GDRIVE_CLIENT_ID, clientSecret: env.DAMHUB_GDRIVE_CLIENT_SECRET || null } : null,
+    oauthPkceSecret: env.DAMHUB_OAUTH_PKCE_SECRET || null,
   };
   const publicUrl = pick('public-url', 'DAMHUB_PUBLIC_URL');
   if (publicUrl) overrides.publicUrl = publicUrl.replace(/\/+$/, '');

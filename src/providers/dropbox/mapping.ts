@@ -1,0 +1,46 @@
+/** Dropbox metadata → the hub's common shape. */
+import type { Asset, Folder } from '../model.js';
+import { mimeFromName } from '../saas/mime.js';
+import type { DbxFile, DbxFolder } from './api.js';
+
+const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
+
+const ms = (iso: string | undefined) => {
+  const t = iso ? Date.parse(iso) : NaN;
+  return Number.isFinite(t) ? t : undefined;
+};
+
+function parentOf(pathDisplay: string | undefined): string | undefined {
+  if (!pathDisplay) return undefined;
+  const i = pathDisplay.lastIndexOf('/');
+  return i <= 0 ? '/' : pathDisplay.slice(0, i);
+}
+
+export function toAsset(f: DbxFile, extra: { downloadUrl?: string; version?: number } = {}): Asset {
+  const a: Asset = {
+    id: f.id,
+    name: f.name,
+    parentPath: parentOf(f.path_display),
+    fileSize: f.size,
+    modified: ms(f.server_modified),
+    // client_modified is the file's own date as the uploading client saw it: the nearest to "created".
+    created: ms(f.client_modified),
+    mimeType: mimeFromName(f.name),
+    type: 'file',
+    capabilities: READ_ONLY,
+  };
+  // Dropbox's content_hash is SHA-256 over the SHA-256 digests of 4 MiB blocks: the hub's Sha256Split4MB.
+  if (f.content_hash && /^[0-9a-f]{64}$/.test(f.content_hash)) a.downloadHashSha256Split4MB = f.content_hash;
+  if (extra.downloadUrl) a.downloadUrl = extra.downloadUrl;
+  if (extra.version !== undefined) {
+    a.version = extra.version;
+    a.displayVersion = extra.version;
+    a.versionComment = `revision ${f.rev}`;
+  }
+  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
+  return a;
+}
+
+export function toFolder(f: DbxFolder): Folder {
+  return { id: f.id, name: f.name };
+}

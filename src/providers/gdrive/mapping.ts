@@ -1,0 +1,64 @@
+/** Google Drive files and revisions → the hub's common shape. */
+import type { Asset, Folder } from '../model.js';
+import type { DriveFile, DriveRevision } from './api.js';
+
+const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
+
+const ms = (iso: string | undefined) => {
+  const t = iso ? Date.parse(iso) : NaN;
+  return Number.isFinite(t) ? t : undefined;
+};
+const int = (s: string | number | undefined) => {
+  const n = typeof s === 'number' ? s : s !== undefined && /^\d{1,15}$/.test(s) ? Number(s) : NaN;
+  return Number.isSafeInteger(n) ? n : undefined;
+};
+const hex = (s: string | undefined, len: number) => (s && s.length === len && /^[0-9a-f]+$/.test(s) ? s : undefined);
+
+function clean(a: Asset): Asset {
+  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
+  return a;
+}
+
+export function toAsset(f: DriveFile): Asset {
+  return clean({
+    id: f.id,
+    name: f.name,
+    fileSize: int(f.size),
+    created: ms(f.createdTime),
+    modified: ms(f.modifiedTime),
+    mimeType: f.mimeType,
+    version: int(f.version),
+    xSizePx: f.imageMediaMetadata?.width,
+    ySizePx: f.imageMediaMetadata?.height,
+    downloadHashMd5: hex(f.md5Checksum, 32),
+    downloadHashSha1: hex(f.sha1Checksum, 40),
+    downloadHashSha256: hex(f.sha256Checksum, 64),
+    // thumbnailLink is short-lived and fetchable without the user's token (files#File reference).
+    thumbnailUrl: f.thumbnailLink,
+    downloadUrl: f.webContentLink,
+    assetDetailsExternalUrl: f.webViewLink,
+    type: 'file',
+    capabilities: READ_ONLY,
+  });
+}
+
+/** One revision as an asset version; `n` counts from the oldest (1). */
+export function revisionToAsset(file: DriveFile, r: DriveRevision, n: number): Asset {
+  return clean({
+    id: file.id,
+    name: r.originalFilename ?? file.name,
+    fileSize: int(r.size),
+    modified: ms(r.modifiedTime),
+    mimeType: r.mimeType ?? file.mimeType,
+    version: n,
+    displayVersion: n,
+    versionComment: `revision ${r.id}${r.keepForever ? ' (kept forever)' : ''}`,
+    downloadHashMd5: hex(r.md5Checksum, 32),
+    type: 'file',
+    capabilities: READ_ONLY,
+  });
+}
+
+export function toFolder(f: DriveFile): Folder {
+  return { id: f.id, name: f.name };
+}

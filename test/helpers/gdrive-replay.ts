@@ -1,0 +1,207 @@
+/**
+ * A loopback stand-in for the Google Drive API v3 answering in the shapes of Google's published
+ * reference (test/fixtures/gdrive/*.json, each naming its page and section): File, file lists,
+ * Revision lists, About, the documented error bodies and the OAuth token responses. A tree of
+ * files is made by copying the documented File representation with other names and ids. Pages
+ * are small so that nextPageToken is followed. The subset of the Drive query language the
+ * connector sends (`'id' in parents`, `name contains`, `fullText contains`, `mimeType =/!=`,
+ * `trashed = false`) is evaluated; anything else is the documented 400 "Invalid Value".
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/gdrive');
+export const driveFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
+
+export interface DriveReplay {
+  url: string;
+  ids: Record<string, string>;
+  /** q parameters received, for asserting what the connector asked. */
+  queries: string[];
+  fault(kind: 'rate-limit-403' | 'rate-limit-429' | 'html' | 'hang', n?: number): void;
+  revokeTokens(): void;
+  close(): Promise<void>;
+}
+
+export async function startDriveReplay(tree: string[], revisions: Record<string, number> = {}): Promise<DriveReplay> {
+  const fx = driveFixture('files');
+  const revFx = driveFixture('revisions');
+  const about = driveFixture('about').response;
+  const errors = driveFixture('errors');
+  const tokenFx = driveFixture('oauth2_token');
+
+  let seq = 0;
+  const newId = () => `1Pc8jzfU1ErbN_eucMMqdq${String(++seq).padStart(6, '0')}`;
+  const rootId = fx.root.id;
+  const files = new Map<string, any>([[rootId, { ...fx.root }]]);
+  const revs = new Map<string, any[]>();
+  const ids: Record<string, string> = { '': rootId };
+
+  function folder(p: string): string {
+    if (ids[p]) return ids[p]!;
+    const i = p.lastIndexOf('/');
+    const parent = i < 0 ? rootId : folder(p.slice(0, i));
+    const id = newId();
+    files.set(id, { ...fx.folder, id, name: p.slice(i + 1), parents: [parent], webViewLink: `https://drive.google.com/drive/folders/${id}` });
+    ids[p] = id;
+    return id;
+  }
+  for (const f of tree) {
+    const i = f.lastIndexOf('/');
+    const parent = i < 0 ? rootId : folder(f.slice(0, i));
+    const id = newId();
+    const name = f.slice(i + 1);
+    const n = 1 + (revisions[f] ?? 0);
+    const md5 = (k: number) => createHash('md5').update(`${f}#${k}`).digest('hex');
+    const ext = name.slice(name.lastIndexOf('.') + 1);
+    const mimeType = ({ txt: 'text/plain', pdf: 'application/pdf', png: 'image/png' } as Record<string, string>)[ext] ?? fx.file.mimeType;
+    const image = mimeType.startsWith('image/') ? {} : { imageMediaMetadata: undefined };
+    files.set(id, {
+      ...fx.file, ...image, id, name, mimeType, parents: [parent], version: String(n + 5), size: String(1000 + seq), md5Checksum: md5(n - 1),
+      sha1Checksum: createHash('sha1').update(f).digest('hex'), sha256Checksum: createHash('sha256').update(f).digest('hex'),
+      webContentLink: `https://drive.google.com/uc?id=${id}&export=download`, webViewLink: `https://drive.google.com/file/d/${id}/view?usp=drivesdk`,
+      thumbnailLink: `https://lh3.googleusercontent.com/drive-storage/${id}=s220`,
+    });
+    revs.set(id, Array.from({ length: n }, (_, k) => ({
+      ...revFx.revision, id: `${id}-r${k + 1}`, originalFilename: name, md5Checksum: md5(k), size: String(1000 + k),
+      modifiedTime: new Date(Date.UTC(2024, 2, 1 + k)).toISOString(),
+    })));
+    ids[f] = id;
+  }
+
+  const LIST_PAGE = 7;
+  const REV_PAGE = 2;
+  const token = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const untoken = (s: string | null): any => {
+    try {
+      return s ? JSON.parse(Buffer.from(s, 'base64url').toString()) : null;
+    } catch {
+      return null;
+    }
+  };
+  const STR = `'((?:\\\\.|[^'\\\\])*)'`;
+  const unlit = (s: string) => s.replace(/\\(.)/g, '$1');
+
+  /** Evaluates the subset of the query language the connector sends; null when it is outside it. */
+  function evaluate(q: string): any[] | null {
+    let rest = q;
+    const parents = [...q.matchAll(new RegExp(`${STR} in parents`, 'g'))].map((m) => unlit(m[1]!));
+    rest = rest.replace(new RegExp(`${STR} in parents`, 'g'), '');
+    const terms = [...q.matchAll(new RegExp(`(?:name|fullText) contains ${STR}`, 'g'))].map((m) => unlit(m[1]!).toLowerCase());
+    rest = rest.replace(new RegExp(`(?:name|fullText) contains ${STR}`, 'g'), '');
+    const mimeEq = new RegExp(`mimeType = ${STR}`).exec(q)?.[1];
+    const mimeNe = new RegExp(`mimeType != ${STR}`).exec(q)?.[1];
+    rest = rest.replace(new RegExp(`mimeType !?= ${STR}`, 'g'), '').replace(/trashed = false/g, '');
+    if (!/^[\s()]*((and|or)[\s()]*)*$/.test(rest)) return null;
+    return [...files.values()].filter((f) => f.id !== rootId
+      && (!parents.length || parents.some((p) => (p === 'root' ? rootId : p) === f.parents?.[0]))
+      && (!terms.length || terms.some((t) => f.name.toLowerCase().includes(t)))
+      && (mimeEq === undefined || f.mimeType === mimeEq)
+      && (mimeNe === undefined || f.mimeType !== mimeNe));
+  }
+
+  const tokens = new Set<string>();
+  const refreshTokens = new Set<string>();
+  const codes = new Map<string, string>();
+  const queries: string[] = [];
+  let faults: { kind: string; n: number } | null = null;
+
+  const send = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', ...headers });
+    res.end(JSON.stringify(body));
+  };
+  const notFound = (res: http.ServerResponse, id: string) => send(res, 404, JSON.parse(JSON.stringify(errors.not_found).replaceAll('{fileId}', id)));
+  const invalid = (res: http.ServerResponse, location: string) =>
+    send(res, 400, { error: { errors: [{ domain: 'global', reason: 'invalid', message: 'Invalid Value', locationType: 'parameter', location }], code: 400, message: 'Invalid Value' } });
+
+  const server = http.createServer(async (req, res) => {
+    const u = new URL(req.url!, 'http://x');
+    let raw = '';
+    for await (const c of req) raw += c;
+
+    if (u.pathname === '/o/oauth2/v2/auth') {
+      const code = `4/P7q7W91a-oMsCeLvIaQm6bTrgtp7-${++seq}`;
+      codes.set(code, u.searchParams.get('code_challenge') ?? '');
+      const back = new URL(u.searchParams.get('redirect_uri')!);
+      back.searchParams.set('code', code);
+      back.searchParams.set('state', u.searchParams.get('state')!);
+      res.writeHead(302, { location: back.href });
+      return res.end();
+    }
+    if (u.pathname === '/token') {
+      const f = new URLSearchParams(raw);
+      if (f.get('client_id') !== 'drive-app' || f.get('client_secret') !== 'drive-secret') return send(res, 401, { error: 'invalid_client', error_description: 'Unauthorized' });
+      if (f.get('grant_type') === 'authorization_code') {
+        const challenge = codes.get(f.get('code') ?? '');
+        codes.delete(f.get('code') ?? '');
+        if (challenge === undefined || createHash('sha256').update(f.get('code_verifier') ?? '').digest('base64url') !== challenge) return send(res, 400, tokenFx.invalid_grant);
+        const at = `${tokenFx.code.access_token}.${++seq}`;
+        const rt = `${tokenFx.code.refresh_token}.${seq}`;
+        tokens.add(at);
+        refreshTokens.add(rt);
+        return send(res, 200, { ...tokenFx.code, access_token: at, refresh_token: rt });
+      }
+      if (f.get('grant_type') === 'refresh_token' && refreshTokens.has(f.get('refresh_token') ?? '')) {
+        const at = `${tokenFx.refresh.access_token}.${++seq}`;
+        tokens.add(at);
+        return send(res, 200, { ...tokenFx.refresh, access_token: at });
+      }
+      return send(res, 400, tokenFx.invalid_grant);
+    }
+
+    if (faults && faults.n > 0) {
+      faults.n--;
+      if (faults.kind === 'hang') return;
+      if (faults.kind === 'html') {
+        res.writeHead(502, { 'content-type': 'text/html; charset=UTF-8' });
+        return res.end('<!DOCTYPE html><html><title>Error 502 (Server Error)!!1</title></html>');
+      }
+      if (faults.kind === 'rate-limit-403') return send(res, 403, errors.user_rate_limit);
+      if (faults.kind === 'rate-limit-429') return send(res, 429, errors.too_many_requests, { 'retry-after': '30' });
+    }
+    const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    if (!auth || !tokens.has(auth)) return send(res, 401, errors.invalid_credentials);
+
+    const m = /^\/drive\/v3\/(about|files)(?:\/([^/]+))?(?:\/(revisions))?$/.exec(u.pathname);
+    if (!m) return send(res, 404, { error: { code: 404, message: 'Not Found', errors: [{ domain: 'global', reason: 'notFound', message: 'Not Found' }] } });
+    if (m[1] === 'about') return send(res, 200, about);
+    if (!m[2]) {
+      const q = u.searchParams.get('q') ?? '';
+      queries.push(q);
+      const pt = u.searchParams.get('pageToken');
+      const cont = untoken(pt);
+      if (pt && (!cont || cont.q !== q)) return invalid(res, 'pageToken');
+      const hits = evaluate(q);
+      if (!hits) return invalid(res, 'q');
+      const offset = cont?.o ?? 0;
+      const more = offset + LIST_PAGE < hits.length;
+      return send(res, 200, { ...fx.list, files: hits.slice(offset, offset + LIST_PAGE), ...(more ? { nextPageToken: token({ q, o: offset + LIST_PAGE }) } : {}) });
+    }
+    const id = decodeURIComponent(m[2]);
+    const file = files.get(id === 'root' ? rootId : id);
+    if (!file) return notFound(res, id);
+    if (!m[3]) return send(res, 200, file);
+    const list = revs.get(file.id);
+    if (!list) return send(res, 403, { error: { code: 403, message: 'The file does not support revisions.', errors: [{ domain: 'global', reason: 'revisionsNotSupported', message: 'The file does not support revisions.' }] } });
+    const offset = untoken(u.searchParams.get('pageToken'))?.o ?? 0;
+    const more = offset + REV_PAGE < list.length;
+    return send(res, 200, { ...revFx.list, revisions: list.slice(offset, offset + REV_PAGE), ...(more ? { nextPageToken: token({ o: offset + REV_PAGE }) } : {}) });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    ids,
+    queries,
+    fault(kind, n = 1) {
+      faults = { kind, n };
+    },
+    revokeTokens() {
+      tokens.clear();
+    },
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+  };
+}

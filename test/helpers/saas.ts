@@ -1,0 +1,42 @@
+/**
+ * Signs a hub user in to an OAuth connector whose authorization endpoint (a loopback replay
+ * server) consents at once: POST /auth/login, follow the popup to the callback, poll the tokens.
+ */
+import assert from 'node:assert/strict';
+import { loadOrCreateKeyRing } from '../../src/auth/keys.js';
+import { ManualClock } from '../../src/clock.js';
+import type { ConnectorDeps, DefinedConnector } from '../../src/providers/kit/define.js';
+import type { UpstreamSettings } from '../../src/providers/kit/http.js';
+import { bearer, startTestHub, tempDir, type TestHub } from './hub.js';
+
+export async function oauthSignIn(t: TestHub, providerId: string, hubAccess: string): Promise<{ access_token: string; refresh_token?: string }> {
+  const start = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=${providerId}&polling=true`, headers: { authorization: bearer(hubAccess) } });
+  assert.equal(start.statusCode, 200, start.body);
+  const { state, redirect_uri } = start.json();
+  const consent = await fetch(redirect_uri, { redirect: 'manual' });
+  const back = new URL(consent.headers.get('location')!);
+  assert.equal(back.pathname, `/api/v1/auth/callback/${providerId}`);
+  const cb = await t.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
+  assert.equal(cb.statusCode, 200, cb.body);
+  const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
+  const tokens = poll.json();
+  assert.equal(typeof tokens.access_token, 'string', poll.body);
+  return tokens;
+}
+
+/**
+ * A test hub serving one kit connector built the way the hub builds it (same data dir, so the
+ * same key ring; the hub's clock), reaching its loopback replay server.
+ */
+export async function startConnectorHub(factory: (deps: ConnectorDeps) => DefinedConnector, upstream: Partial<UpstreamSettings> = {}): Promise<{ t: TestHub; connector: DefinedConnector }> {
+  const dataDir = tempDir();
+  const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+  const connector = factory({ clock, keys: loadOrCreateKeyRing(dataDir, clock.now()), publicUrl: 'http://hub.test', upstream: { allowHosts: ['127.0.0.1'], ...upstream } });
+  const t = await startTestHub({ dataDir, clock, providers: [connector] });
+  const close = t.close;
+  t.close = async () => {
+    await close();
+    await connector.close();
+  };
+  return { t, connector };
+}
