@@ -83,15 +83,17 @@ interface Prepared {
 
 /**
  * Starts the nodes of one configuration. The library account is created once and its data dir
- * copied to every node: accounts live in each node's library index today (the shared library
- * index is separate work), and a DAM token names the account by id.
+ * copied to every node: with the embedded store each node has its own library index, and a DAM
+ * token names the account by id (with the shared stores the account is in PostgreSQL already).
  */
 async function prepare(c: Config, cluster: { databaseUrl: string; redisUrl: string; prefix: string }): Promise<Prepared> {
   const env: NodeJS.ProcessEnv = c.shared
     ? { DATABASE_URL: cluster.databaseUrl, REDIS_URL: cluster.redisUrl, DAMHUB_REDIS_PREFIX: cluster.prefix }
     : { DATABASE_URL: '', REDIS_URL: '' };
   const template = path.join(dir, `${c.name.replace(/\W+/g, '-')}-template`);
-  await run(['users', 'add', 'bench', '--password-stdin', '--data', template], env, 'bench-password\n');
+  await run(['users', 'add', 'bench', '--password-stdin', '--data', template], env, 'bench-password\n').catch((e: Error) => {
+    if (!/already exists/.test(e.message)) throw e; // shared stores: created by the first configuration
+  });
   await run(['partners', 'add', '--id', 'bench', '--issuer', ISSUER, '--jwks-file', jwksFile, '--rate-limit', '100000', '--data', template], env).catch(async (e: Error) => {
     if (!/already exists/.test(e.message)) throw e; // shared stores: registered by the first configuration
   });

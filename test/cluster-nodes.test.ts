@@ -81,6 +81,13 @@ describe('three hub nodes sharing PostgreSQL and Redis', () => {
       assert.equal(p.status, 200);
       assert.match(p.body.error, /already completed/);
     }
+    // The library account and index are shared: the DAM token browses the same root on every node.
+    const roots = await Promise.all([a, b, c].map((n) => call(api(n, '/assets/folder/root'), { token: ex.body.access_token, dam: winners[0]!.body.access_token })));
+    for (const r of roots) assert.equal(r.status, 200, JSON.stringify(r.body));
+    const names = roots.map((r) => (r.body.folders as { name: string }[]).map((f) => f.name).sort());
+    assert.deepEqual(names[0], ['press', 'projects']);
+    assert.deepEqual(names[1], names[0]);
+    assert.deepEqual(names[2], names[0]);
   });
 
   test('logout on A: the refresh token is dead on B and the access token on C within a second', async (t) => {

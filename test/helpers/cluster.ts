@@ -56,15 +56,16 @@ export function makeLibrary(): string {
   return root;
 }
 
-/** Starts `count` nodes in parallel; each gets the library account before it starts. */
+/**
+ * Starts `count` nodes in parallel. The library account is created once, before any node starts:
+ * in cluster mode accounts live in PostgreSQL with the rest of the library index, so one account
+ * (and a DAM token made through any node) is valid on every node.
+ */
 export async function startNodes(u: ClusterUrls, library: string, count: number, env: NodeJS.ProcessEnv = {}): Promise<ServerProcess[]> {
   const nodeEnv = { DATABASE_URL: u.databaseUrl, REDIS_URL: u.redisUrl, DAMHUB_REDIS_PREFIX: u.keyPrefix, DAMHUB_USER_RATE_LIMIT: '0', ...env };
-  return Promise.all(Array.from({ length: count }, async () => {
-    const data = tempDir('damhub-node-');
-    const add = await runCli(['users', 'add', LIBRARY_USER.name, '--password-stdin', '--data', data], nodeEnv, `${LIBRARY_USER.password}\n`);
-    assert.equal(add.code, 0, add.stderr);
-    return startServer(['--data', data, '--library', library], nodeEnv);
-  }));
+  const add = await runCli(['users', 'add', LIBRARY_USER.name, '--password-stdin', '--data', tempDir('damhub-node-')], nodeEnv, `${LIBRARY_USER.password}\n`);
+  assert.ok(add.code === 0 || /already exists/.test(add.stderr), add.stderr);
+  return Promise.all(Array.from({ length: count }, () => startServer(['--data', tempDir('damhub-node-'), '--library', library], nodeEnv)));
 }
 
 export interface Answer {
