@@ -33,6 +33,9 @@ export interface Sample {
   p99Ms: number;
   errors: number;
   rssMiB: number;
+  /** The server's V8 heap in use and its memory outside the heap (buffers), from its /metrics: tells a JS leak from native growth. */
+  heapUsedMiB: number;
+  externalMiB: number;
 }
 
 export interface SoakResult {
@@ -80,6 +83,13 @@ async function freePort(): Promise<number> {
   const port = (srv.address() as net.AddressInfo).port;
   await new Promise<void>((r) => srv.close(() => r()));
   return port;
+}
+
+/** Two gauges of prom-client's default metrics, in MiB. */
+async function heapOf(base: string): Promise<{ heapUsedMiB: number; externalMiB: number }> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const gauge = (name: string) => Math.round((Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1048576) * 10) / 10;
+  return { heapUsedMiB: gauge('damhub_nodejs_heap_size_used_bytes'), externalMiB: gauge('damhub_nodejs_external_memory_bytes') };
 }
 
 function rssMiB(pid: number): number {
@@ -284,9 +294,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
           p99Ms: Math.round(percentile(window, 99) * 10) / 10,
           errors: windowErrors,
           rssMiB: rssMiB(server.pid!),
+          ...(await heapOf(base)),
         };
         samples.push(sample);
-        log(`t=${sample.atSec}s requests=${sample.requests} rps=${sample.rps} p99=${sample.p99Ms}ms errors=${sample.errors} rss=${sample.rssMiB}MiB`);
+        log(`t=${sample.atSec}s requests=${sample.requests} rps=${sample.rps} p99=${sample.p99Ms}ms errors=${sample.errors} rss=${sample.rssMiB}MiB heap=${sample.heapUsedMiB}MiB external=${sample.externalMiB}MiB`);
         window = [];
         windowErrors = 0;
         lastSample = now;
@@ -341,8 +352,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   else {
     const { samples, ...summary } = result;
-    process.stdout.write(`\nsummary ${JSON.stringify(summary)}\n\n| t (s) | requests | req/s | p99 (ms) | errors | RSS (MiB) |\n|---|---|---|---|---|---|\n`);
-    for (const s of samples) process.stdout.write(`| ${s.atSec} | ${s.requests} | ${s.rps} | ${s.p99Ms} | ${s.errors} | ${s.rssMiB} |\n`);
+    process.stdout.write(`\nsummary ${JSON.stringify(summary)}\n\n| t (s) | requests | req/s | p99 (ms) | errors | RSS (MiB) | heap used (MiB) | external (MiB) |\n|---|---|---|---|---|---|---|---|\n`);
+    for (const s of samples) process.stdout.write(`| ${s.atSec} | ${s.requests} | ${s.rps} | ${s.p99Ms} | ${s.errors} | ${s.rssMiB} | ${s.heapUsedMiB} | ${s.externalMiB} |\n`);
   }
   // Flat within noise is under 1 MiB/min; the figure is reported either way (docs/reliability.md).
   process.stdout.write(`RSS trend over the second half: ${result.rssSlopeMiBPerMin} MiB/min${result.rssSlopeMiBPerMin > 1 ? ' — GROWING' : ' — flat'}\n`);

@@ -11,6 +11,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { decodeJwt } from 'jose';
 import { assertError, bearer, startTestHub, type TestHub } from './helpers/hub.js';
 import { signPartnerJwt } from './helpers/partner.js';
+import { StoreUnavailableError } from '../src/stores/types.js';
 
 const CHECK = '/api/v1/auth/checkToken';
 const REFRESH = '/api/v1/auth/refreshToken';
@@ -214,6 +215,23 @@ describe('GET /auth/refreshToken with a hub refresh token', () => {
     assert.match(body.error.details, /another user/);
     await refreshOk(t, b.access_token, b.refresh_token);
     await refreshOk(t, a.access_token, a.refresh_token);
+  });
+
+  test('a store outage while the user is read → 503 hub-unavailable, and the refresh token still works afterwards', async () => {
+    // Found by the cluster fault test: the user/partner lookup's errors were all mapped to
+    // "session ended" (403), so a PostgreSQL hiccup told a client to throw its session away.
+    const { access_token, refresh_token } = await t.login({ sub: 'r-outage' });
+    const users = t.hub.stores.users;
+    const get = users.get.bind(users);
+    users.get = async () => {
+      throw new StoreUnavailableError('postgres', new Error('connection terminated'));
+    };
+    try {
+      assertError(await refresh(t, access_token, refresh_token), 'hub-unavailable', 503);
+    } finally {
+      users.get = get;
+    }
+    await refreshOk(t, access_token, refresh_token);
   });
 });
 

@@ -54,21 +54,23 @@ export async function servicesUnavailable(): Promise<string | null> {
  * A fresh environment, or null (after printing why) when the services are unreachable outside CI.
  * Under CI=true an unreachable service throws, so the suite fails.
  */
-export async function clusterEnv(): Promise<ClusterEnv | null> {
+export async function clusterEnv(opts: { what?: string; prefix?: string } = {}): Promise<ClusterEnv | null> {
+  const what = opts.what ?? 'cluster-store tests';
+  const prefix = opts.prefix ?? 'damhub_test';
   const why = await servicesUnavailable();
   if (why) {
-    if (process.env.CI === 'true' || process.env.CI === '1') throw new Error(`cluster-store tests need PostgreSQL and Redis (CI=true): ${why}`);
-    process.stdout.write(`# skipping cluster-store tests: ${why}\n`);
+    if (process.env.CI === 'true' || process.env.CI === '1') throw new Error(`${what} need PostgreSQL and Redis (CI=true): ${why}`);
+    process.stdout.write(`# skipping ${what}: ${why}\n`);
     return null;
   }
-  const dbName = `damhub_test_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const dbName = `${prefix}_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3000 });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${dbName}`);
   await admin.end();
   const u = new URL(PG_ADMIN_URL);
   u.pathname = `/${dbName}`;
-  const keyPrefix = `damhub-test:${randomUUID()}:`;
+  const keyPrefix = `${prefix.replace(/_/g, '-')}:${randomUUID()}:`;
   return {
     databaseUrl: u.toString(),
     redisUrl: REDIS_URL,

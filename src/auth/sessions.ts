@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import { hubError } from '../errors.js';
+import { hubError, isHubError } from '../errors.js';
 import type { Partner, Session, Stores, User } from '../stores/types.js';
 import { bearer, type TokenPair } from './exchange.js';
 import { ACCESS_TYP, HubTokenError, REFRESH_TYP, type HubClaims, type HubTokens } from './hub-tokens.js';
@@ -106,8 +106,10 @@ export class SessionService {
     if (!session || session.revokedAt !== null || session.expiresAt <= now) {
       throw hubError('provider-access-token-invalid', 'the session behind this refresh token was ended; exchange a new partner JWT');
     }
+    // A user or partner gone is this refresh token's end; a store that is down is not (503 passes through).
     const { user, partner } = await this.principal({ ...rc, sid: session.id }).catch((e) => {
-      throw hubError('provider-access-token-invalid', (e as { details?: string }).details ?? 'session ended');
+      if (isHubError(e) && e.code === 'hub-access-token-invalid') throw hubError('provider-access-token-invalid', e.details ?? 'session ended');
+      throw e;
     });
 
     const next = randomUUID();

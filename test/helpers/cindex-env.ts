@@ -5,58 +5,17 @@
  * prefix, so a second hub in the same suite is a second node on the same index.
  * Unreachable services: CI=true fails loudly, otherwise the suite skips with a printed reason.
  */
-import { randomUUID } from 'node:crypto';
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
 import pg from 'pg';
-import { Redis } from 'ioredis';
 import { ClusterStores } from '../../src/stores/index.js';
-import { PG_ADMIN_URL, REDIS_URL, servicesUnavailable } from '../stores-env.js';
+import { clusterEnv, type ClusterEnv } from '../stores-env.js';
 
-export interface CindexEnv {
-  databaseUrl: string;
-  redisUrl: string;
-  keyPrefix: string;
-  cleanup(): Promise<void>;
-}
+export type CindexEnv = ClusterEnv;
 
 /** A fresh database `cindex_<random>` and Redis prefix, or null (reason printed) outside CI when unreachable. */
-export async function cindexEnv(): Promise<CindexEnv | null> {
-  const why = await servicesUnavailable();
-  if (why) {
-    if (process.env.CI === 'true' || process.env.CI === '1') throw new Error(`the PostgreSQL library index tests need PostgreSQL and Redis (CI=true): ${why}`);
-    process.stdout.write(`# skipping PostgreSQL library index tests: ${why}\n`);
-    return null;
-  }
-  const dbName = `cindex_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3000 });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
-  const u = new URL(PG_ADMIN_URL);
-  u.pathname = `/${dbName}`;
-  const keyPrefix = `cindex-test:${randomUUID()}:`;
-  return {
-    databaseUrl: u.toString(),
-    redisUrl: REDIS_URL,
-    keyPrefix,
-    async cleanup() {
-      const adm = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3000 });
-      await adm.connect();
-      await adm.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-      await adm.end();
-      const r = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-      r.on('error', () => {});
-      try {
-        let cursor = '0';
-        do {
-          const [next, keys] = await r.scan(cursor, 'MATCH', `${keyPrefix}*`, 'COUNT', 500);
-          cursor = next;
-          if (keys.length) await r.del(...keys);
-        } while (cursor !== '0');
-      } finally {
-        r.disconnect();
-      }
-    },
-  };
+export function cindexEnv(): Promise<CindexEnv | null> {
+  return clusterEnv({ what: 'the PostgreSQL library index tests', prefix: 'cindex' });
 }
 
 let shared: CindexEnv | null = null;
@@ -72,4 +31,29 @@ export async function useLibraryPgIndex(): Promise<CindexEnv | null> {
 export async function libraryTestStores(): Promise<ClusterStores | undefined> {
   if (process.env.DAMHUB_TEST_LIBRARY_INDEX !== 'postgres' || !shared) return undefined;
   return ClusterStores.open({ databaseUrl: shared.databaseUrl, redisUrl: shared.redisUrl, keyPrefix: shared.keyPrefix });
+}
+
+/**
+ * Runs an existing suite again over the PostgreSQL index: `load` imports the suite's module once
+ * the environment is set, then a last test checks that the suite's assets really are rows in
+ * PostgreSQL (a suite that silently fell back to SQLite would otherwise pass here too).
+ */
+export async function runSuiteOnPgIndex(name: string, load: () => Promise<unknown>): Promise<void> {
+  const env = await useLibraryPgIndex();
+  if (!env) {
+    test(`${name} suite over the PostgreSQL index`, (t) => t.skip('PostgreSQL or Redis unreachable (reason printed above)'));
+    return;
+  }
+  await load();
+  test('the suite above ran on the PostgreSQL index', async () => {
+    const c = new pg.Client({ connectionString: env.databaseUrl });
+    await c.connect();
+    try {
+      const n = (await c.query('SELECT count(*)::int AS n FROM library_assets')).rows[0].n as number;
+      assert.ok(n > 0, 'the suite\'s assets are rows in PostgreSQL');
+    } finally {
+      await c.end();
+    }
+  });
+  after(() => env.cleanup());
 }

@@ -3,10 +3,12 @@
  * server) consents at once: POST /auth/login, follow the popup to the callback, poll the tokens.
  */
 import assert from 'node:assert/strict';
+import { after } from 'node:test';
 import { loadOrCreateKeyRing } from '../../src/auth/keys.js';
 import { ManualClock } from '../../src/clock.js';
 import type { ConnectorDeps, DefinedConnector } from '../../src/providers/kit/define.js';
 import type { UpstreamSettings } from '../../src/providers/kit/http.js';
+import { runProviderConformance } from '../conformance/provider-conformance.js';
 import { bearer, startTestHub, tempDir, type TestHub } from './hub.js';
 
 export async function oauthSignIn(t: TestHub, providerId: string, hubAccess: string): Promise<{ access_token: string; refresh_token?: string }> {
@@ -39,4 +41,45 @@ export async function startConnectorHub(factory: (deps: ConnectorDeps) => Define
     await connector.close();
   };
   return { t, connector };
+}
+
+/** A replay server of one vendor: its base URL, the ids it gave the tree's paths, and a close. */
+interface Replay {
+  url: string;
+  ids: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/**
+ * The provider conformance suite for an OAuth connector over its replay server: 23 assets in one
+ * folder (three pages of 7), two subfolders, one asset with two revisions, signed in through the
+ * connector's own OAuth flow.
+ */
+export function runSaasConformance(id: string, startReplay: (tree: string[], revisions: Record<string, number>) => Promise<Replay>, connectorFor: (replayUrl: string) => (deps: ConnectorDeps) => DefinedConnector): void {
+  let replay: Replay | undefined;
+  let t: TestHub | undefined;
+  after(async () => {
+    await t?.close();
+    await replay?.close();
+  });
+  runProviderConformance(id, async () => {
+    const tree = Array.from({ length: 23 }, (_, i) => `Photos/photo ${String(i).padStart(2, '0')}.jpg`);
+    tree.push('Photos/Trips/photo beach.jpg', 'Photos/Sub/photo sub.jpg', 'Docs/readme.txt');
+    const r = (replay = await startReplay(tree, { 'Photos/photo 03.jpg': 2 }));
+    const built = await startConnectorHub(connectorFor(r.url));
+    const hub = (t = built.t);
+    const access = (await hub.login()).access_token;
+    const dam = (await oauthSignIn(hub, id, access)).access_token;
+    return {
+      descriptor: built.connector.descriptor,
+      bigFolderId: r.ids['Photos']!,
+      knownAssetId: r.ids['Photos/photo 03.jpg']!,
+      pageSize: 7,
+      commonTerm: 'photo',
+      async request(method, p, body) {
+        const res = await hub.app.inject({ method, url: `/api/v1${p}`, headers: { authorization: bearer(access), 'provider-authorization': bearer(dam) }, ...(body ? { payload: body as object } : {}) });
+        return { status: res.statusCode, body: res.json() };
+      },
+    };
+  });
 }
