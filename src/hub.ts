@@ -94,10 +94,11 @@ export class Hub {
       });
       this.providers.register(this.library);
     }
-    this.connectors = buildConnectors(config.connectors, { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl });
+    const connectorDeps = { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl };
+    this.connectors = buildConnectors(config.connectors, connectorDeps);
     if (config.dropboxApp || config.googleDriveApp) {
       const pkceSecret = loadOrCreateSecret(config.dataDir, 'oauth-pkce.key', config.oauthPkceSecret);
-      this.connectors.push(...saasConnectors(config, { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl }, pkceSecret));
+      this.connectors.push(...saasConnectors(config, connectorDeps, pkceSecret));
     }
     for (const c of this.connectors) this.providers.register(c);
 

@@ -32,9 +32,9 @@ export class AssetOps {
     this.cursors = new CursorSealer(hub.keys, hub.clock);
   }
 
-  /** A provider operation under the hub's provider deadline (src/providers/deadline.ts). */
-  private call<T>(provider: Provider, fn: () => Promise<T>): Promise<T> {
-    return callProvider(provider, this.hub.config.providerTimeoutMs, fn);
+  /** A provider operation under the hub's provider deadline (src/providers/deadline.ts); `answers: 'any'` for non-object results. */
+  call<T>(provider: Provider, fn: () => Promise<T>, answers?: 'object' | 'any'): Promise<T> {
+    return callProvider(provider, this.hub.config.providerTimeoutMs, fn, answers);
   }
 
   providerOf(dam: ProviderSession): Provider {

@@ -12,9 +12,8 @@ import { PageCache } from '../content/page-cache.js';
 import { hubError, integrationError } from '../errors.js';
 import { damOf, principalOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
-import type { MediaFile, Provider } from '../providers/contract.js';
+import type { MediaFile } from '../providers/contract.js';
 import { requireCapability } from '../providers/registry.js';
-import { callProvider } from '../providers/deadline.js';
 
 const ListQuery = Type.Object({
   size: Type.Optional(Type.Integer({ minimum: 0, description: 'assets per page; clamped to the provider maximum; 0 = provider default' })),
@@ -36,7 +35,6 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
   const ops = new AssetOps(hub);
   const pages = app.pageCache;
-  const call = <T>(provider: Provider, fn: () => Promise<T>, answers?: 'object' | 'any'): Promise<T> => callProvider(provider, hub.config.providerTimeoutMs, fn, answers);
 
   app.get('/assets/folder/*', {
     config: { auth: 'content' },
@@ -56,7 +54,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     const { opts, binding } = ops.listOptions(dam.userId, provider, req.query as ListQueryT, ['folder', folderId]);
     // Repeated pages come from the page cache while the provider's view of this session, the
     // request and the media-URL validity are unchanged (see src/content/page-cache.ts).
-    const version = pages.enabled && provider.viewVersion ? await call(provider, async () => provider.viewVersion!(dam), 'any') : null;
+    const version = pages.enabled && provider.viewVersion ? await ops.call(provider, async () => provider.viewVersion!(dam), 'any') : null;
     const key = version === null ? null : PageCache.key([
       principalOf(req).user.id, provider.descriptor.id, version, folderId, opts.size, (req.query as ListQueryT).more ?? null,
       opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, hub.mediaUrls.validity(),
@@ -64,7 +62,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     const hit = key === null ? undefined : pages.get(key);
     reply.type('application/json; charset=utf-8');
     if (hit) return reply.send(hit);
-    const page = await call(provider, () => provider.browse!(dam, folderId, opts));
+    const page = await ops.call(provider, () => provider.browse!(dam, folderId, opts));
     const body = Buffer.from(reply.serialize({ ...ops.sealPage(page, binding), capabilities: FOLDER_CAPABILITIES }) as string, 'utf8');
     if (key !== null) pages.set(key, body);
     return reply.send(body);
@@ -131,7 +129,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     hub.mediaUrls.verify(req.url.split('?')[0]!, req.query as Record<string, string>);
     const provider = hub.providers.get(p.provider);
     if (!provider?.media) throw integrationError('integration-not-available', p.provider, 'no media for this provider');
-    const media = await call(provider, () => provider.media!({ assetId: p.assetId, version: p.version, rendition: p.rendition ?? 'original' }));
+    const media = await ops.call(provider, () => provider.media!({ assetId: p.assetId, version: p.version, rendition: p.rendition ?? 'original' }));
     return sendMedia(req, reply, media, p.rendition ? 'inline' : 'attachment');
   };
   app.get('/assets/download/:provider/:assetId/:version', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Original bytes (signed URL from downloadUrl)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
