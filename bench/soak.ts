@@ -24,7 +24,16 @@ const CLI = path.join(REPO_ROOT, 'bin/damhub.js');
 
 export type Op = 'exchange' | 'refresh' | 'browse' | 'search' | 'imageSearch' | 'download' | 'health';
 /** Out of 100: how often each operation is picked. */
-const MIX: [Op, number][] = [['browse', 30], ['search', 20], ['download', 20], ['imageSearch', 8], ['refresh', 10], ['exchange', 7], ['health', 5]];
+const DEFAULT_MIX: [Op, number][] = [['browse', 30], ['search', 20], ['download', 20], ['imageSearch', 8], ['refresh', 10], ['exchange', 7], ['health', 5]];
+/** SOAK_MIX="browse=50,download=50" runs another mix (to find which operation a memory trend comes from). */
+const MIX: [Op, number][] = process.env.SOAK_MIX
+  ? process.env.SOAK_MIX.split(',').map((kv) => {
+    const [op, w] = kv.split('=');
+    if (!DEFAULT_MIX.some(([o]) => o === op) || !(Number(w) > 0)) throw new Error(`SOAK_MIX: "${kv}" is not <operation>=<weight> with an operation of ${DEFAULT_MIX.map(([o]) => o).join(', ')}`);
+    return [op as Op, Number(w)];
+  })
+  : DEFAULT_MIX;
+const MIX_TOTAL = MIX.reduce((a, [, w]) => a + w, 0);
 
 export interface Sample {
   atSec: number;
@@ -36,6 +45,11 @@ export interface Sample {
   /** The server's V8 heap in use and its memory outside the heap (buffers), from its /metrics: tells a JS leak from native growth. */
   heapUsedMiB: number;
   externalMiB: number;
+  /** V8 heap committed (used + kept free after collections). */
+  heapTotalMiB: number;
+  /** RSS split from /proc/<pid>/smaps_rollup: anonymous (heap, malloc) vs file-backed (code, mapped files). */
+  anonMiB: number;
+  fileMiB: number;
 }
 
 export interface SoakResult {
@@ -86,10 +100,22 @@ async function freePort(): Promise<number> {
 }
 
 /** Two gauges of prom-client's default metrics, in MiB. */
-async function heapOf(base: string): Promise<{ heapUsedMiB: number; externalMiB: number }> {
+async function heapOf(base: string): Promise<{ heapUsedMiB: number; externalMiB: number; heapTotalMiB: number }> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const gauge = (name: string) => Math.round((Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1048576) * 10) / 10;
-  return { heapUsedMiB: gauge('damhub_nodejs_heap_size_used_bytes'), externalMiB: gauge('damhub_nodejs_external_memory_bytes') };
+  return {
+    heapUsedMiB: gauge('damhub_nodejs_heap_size_used_bytes'),
+    externalMiB: gauge('damhub_nodejs_external_memory_bytes'),
+    heapTotalMiB: gauge('damhub_nodejs_heap_size_total_bytes'),
+  };
+}
+
+/** Anonymous and file-backed resident memory (Linux smaps_rollup), in MiB. */
+function smapsOf(pid: number): { anonMiB: number; fileMiB: number } {
+  const text = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
+  const anon = kb('Anonymous');
+  return { anonMiB: Math.round((anon / 1024) * 10) / 10, fileMiB: Math.round(((kb('Rss') - anon) / 1024) * 10) / 10 };
 }
 
 function rssMiB(pid: number): number {
@@ -135,7 +161,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
 
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const server = spawn(process.execPath, [CLI, 'serve', '--port', String(port), '--public-url', base, '--data', data, '--library', library], {
+  // SOAK_NODE_FLAGS: V8/Node flags for the server (e.g. --max-old-space-size=256) to compare memory behaviour.
+  const nodeFlags = (process.env.SOAK_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const server = spawn(process.execPath, [...nodeFlags, CLI, 'serve', '--port', String(port), '--public-url', base, '--data', data, '--library', library], {
     cwd: REPO_ROOT, env: { ...process.env, DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let serverOut = '';
@@ -172,7 +200,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   }
   const reference = `data:image/jpeg;base64,${(await sharp({ create: { width: 48, height: 32, channels: 3, background: { r: 40, g: 120, b: 200 } } }).jpeg().toBuffer()).toString('base64')}`;
 
-  const byOp = Object.fromEntries(MIX.map(([op]) => [op, 0])) as Record<Op, number>;
+  const byOp = Object.fromEntries(DEFAULT_MIX.map(([op]) => [op, 0])) as Record<Op, number>;
   const latencies: number[] = [];
   let window: number[] = [];
   let requests = 0;
@@ -192,7 +220,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     return rng / 0x7fffffff;
   };
   const pick = (): Op => {
-    let x = rand() * 100;
+    let x = rand() * MIX_TOTAL;
     for (const [op, w] of MIX) if ((x -= w) < 0) return op;
     return 'browse';
   };
@@ -295,9 +323,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
           errors: windowErrors,
           rssMiB: rssMiB(server.pid!),
           ...(await heapOf(base)),
+          ...smapsOf(server.pid!),
         };
         samples.push(sample);
-        log(`t=${sample.atSec}s requests=${sample.requests} rps=${sample.rps} p99=${sample.p99Ms}ms errors=${sample.errors} rss=${sample.rssMiB}MiB heap=${sample.heapUsedMiB}MiB external=${sample.externalMiB}MiB`);
+        log(`t=${sample.atSec}s requests=${sample.requests} rps=${sample.rps} p99=${sample.p99Ms}ms errors=${sample.errors} rss=${sample.rssMiB}MiB heap=${sample.heapUsedMiB}/${sample.heapTotalMiB}MiB external=${sample.externalMiB}MiB anon=${sample.anonMiB}MiB file=${sample.fileMiB}MiB`);
         window = [];
         windowErrors = 0;
         lastSample = now;
@@ -352,8 +381,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   else {
     const { samples, ...summary } = result;
-    process.stdout.write(`\nsummary ${JSON.stringify(summary)}\n\n| t (s) | requests | req/s | p99 (ms) | errors | RSS (MiB) | heap used (MiB) | external (MiB) |\n|---|---|---|---|---|---|---|---|\n`);
-    for (const s of samples) process.stdout.write(`| ${s.atSec} | ${s.requests} | ${s.rps} | ${s.p99Ms} | ${s.errors} | ${s.rssMiB} | ${s.heapUsedMiB} | ${s.externalMiB} |\n`);
+    process.stdout.write(`\nsummary ${JSON.stringify(summary)}\n\n| t (s) | requests | req/s | p99 (ms) | errors | RSS (MiB) | anon (MiB) | file (MiB) | heap used/committed (MiB) | external (MiB) |\n|---|---|---|---|---|---|---|---|---|---|\n`);
+    for (const s of samples) process.stdout.write(`| ${s.atSec} | ${s.requests} | ${s.rps} | ${s.p99Ms} | ${s.errors} | ${s.rssMiB} | ${s.anonMiB} | ${s.fileMiB} | ${s.heapUsedMiB}/${s.heapTotalMiB} | ${s.externalMiB} |\n`);
   }
   // Flat within noise is under 1 MiB/min; the figure is reported either way (docs/reliability.md).
   process.stdout.write(`RSS trend over the second half: ${result.rssSlopeMiBPerMin} MiB/min${result.rssSlopeMiBPerMin > 1 ? ' — GROWING' : ' — flat'}\n`);

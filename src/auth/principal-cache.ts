@@ -34,8 +34,27 @@ export class PrincipalCache {
 
   set(token: string, principal: HubPrincipal): void {
     if (this.ttlMs <= 0) return;
+    const now = this.clock.now();
+    this.pruneExpired(now);
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(token, { principal, until: Math.min(this.clock.now() + this.ttlMs, principal.claims.exp * 1000) });
+    this.entries.set(token, { principal, until: Math.min(now + this.ttlMs, principal.claims.exp * 1000) });
+  }
+
+  /**
+   * Drops expired entries from the oldest end. A token replaced by a refresh is never asked for
+   * again, so without this its entry (≈ 2.5 KB) would stay until the size cap pushed it out: a
+   * busy node held the cap's worth (≈ 25 MB) for good. Entries go in roughly in expiry order
+   * (now + ttl), so the scan stops at the first live one and costs O(1) amortised.
+   */
+  private pruneExpired(now: number): void {
+    for (const [token, e] of this.entries) {
+      if (e.until > now) break;
+      this.entries.delete(token);
+    }
+  }
+
+  get size(): number {
+    return this.entries.size;
   }
 
   clear(): void {
