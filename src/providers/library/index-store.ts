@@ -181,8 +181,8 @@ export class LibraryIndex implements LibraryIndexStore {
       folder: db.prepare('SELECT path, parent, name FROM folders WHERE path = ?'),
       childFolders: db.prepare('SELECT path, name FROM folders WHERE parent = ? ORDER BY name COLLATE NOCASE, path'),
       insertFolder: db.prepare('INSERT OR IGNORE INTO folders (path, parent, name) VALUES (?, ?, ?)'),
-      assetById: db.prepare('SELECT * FROM assets WHERE id = ?'),
-      assetByPath: db.prepare('SELECT * FROM assets WHERE rel_path = ?'),
+      assetById: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE id = ?`),
+      assetByPath: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE rel_path = ?`),
       fileStates: db.prepare('SELECT rel_path, size, mtime_ms FROM assets'),
       versions: db.prepare('SELECT * FROM versions WHERE asset_id = ? ORDER BY version DESC'),
       nextSeq: db.prepare("UPDATE index_meta SET value = value + 1 WHERE key = 'change_seq' RETURNING value").pluck(),
@@ -381,7 +381,7 @@ export class LibraryIndex implements LibraryIndexStore {
     if (!rowids.length) return [];
     let stmt = this.byRowidStmts.get(rowids.length);
     if (!stmt) {
-      stmt = this.db.prepare(`SELECT * FROM assets WHERE rowid IN (${rowids.map(() => '?').join(',')})`);
+      stmt = this.db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE rowid IN (${rowids.map(() => '?').join(',')})`);
       if (rowids.length <= 256) this.byRowidStmts.set(rowids.length, stmt);
     }
     const rows = stmt.all(...rowids) as Record<string, unknown>[];
@@ -442,7 +442,7 @@ export class LibraryIndex implements LibraryIndexStore {
       pageWhere += `${whereSql ? ' AND' : 'WHERE'} (${sortExpr} > @afterKey OR (${sortExpr} = @afterKey AND a.id > @afterId))`;
     }
     params.limit = q.limit;
-    const rows = this.db.prepare(`SELECT a.*, ${sortExpr} AS sort_key FROM ${from} ${pageWhere} ORDER BY sort_key, a.id LIMIT @limit`).all(params) as Record<string, unknown>[];
+    const rows = this.db.prepare(`SELECT ${ASSET_COLUMNS_OF_A}, ${sortExpr} AS sort_key FROM ${from} ${pageWhere} ORDER BY sort_key, a.id LIMIT @limit`).all(params) as Record<string, unknown>[];
     const total = (this.db.prepare(`SELECT count(*) AS n FROM ${from} ${whereSql}`).get(params) as { n: number }).n;
 
     // Facet counts: each facet counts under every other active filter (so options of the same facet stay selectable).
@@ -528,6 +528,13 @@ export function yearOf(a: AssetRow): number | null {
   const t = a.meta.exif?.dateTimeOriginal ?? a.mtimeMs;
   return t ? new Date(t).getUTCFullYear() : null;
 }
+
+/**
+ * The columns toAsset reads. Pages of search results select these rather than `*`, which would
+ * also read each row's search text (the largest column, needed only to build the engine).
+ */
+const ASSET_COLUMNS = 'rowid, id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, version, version_comment, meta, hashes, blob, indexed_at';
+const ASSET_COLUMNS_OF_A = ASSET_COLUMNS.split(', ').map((c) => `a.${c}`).join(', ');
 
 export function toAsset(r: Record<string, unknown>): AssetRow {
   return {
