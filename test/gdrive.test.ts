@@ -87,12 +87,15 @@ test('403 userRateLimitExceeded and 429 are integration-unavailable 503; Retry-A
 });
 
 test('an HTML error page and a hang are clear integration-unavailable errors', async () => {
-  r.fault('html', 4); // browse makes two calls, each tried twice
-  assertError(await get('/assets/folder/root'), 'integration-unavailable', 502, 'integration');
-  // A success closes the kit's circuit breaker again (it counts consecutive failures per host).
+  // Reading an asset is one upstream call, tried twice: exactly two failed attempts, on that
+  // asset's path only. (Browse runs two calls in parallel, and an earlier test's call may still be
+  // retrying, so how a counted number of faults falls between calls would be up to timing.)
   const hero = r.ids['Brand/hero.jpg'];
+  r.fault('html', 2, `/files/${hero}`);
+  assertError(await get(`/assets/asset/${hero}`), 'integration-unavailable', 502, 'integration');
+  // A success closes the kit's circuit breaker again (it counts consecutive failures per host).
   assert.equal((await get(`/assets/asset/${hero}`)).statusCode, 200);
-  r.fault('hang', 2);
+  r.fault('hang', 2, `/files/${hero}`);
   const hung = assertError(await get(`/assets/asset/${hero}`), 'integration-unavailable', 504, 'integration');
   assert.match(hung.error.details, /no answer within 500 ms/);
 });

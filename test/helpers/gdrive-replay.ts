@@ -22,7 +22,8 @@ export interface DriveReplay {
   ids: Record<string, string>;
   /** q parameters received, for asserting what the connector asked. */
   queries: string[];
-  fault(kind: 'rate-limit-403' | 'rate-limit-429' | 'html' | 'hang', n?: number): void;
+  /** The next `n` API calls (only those whose path contains `pathIncludes`, when given) fail this way. */
+  fault(kind: 'rate-limit-403' | 'rate-limit-429' | 'html' | 'hang', n?: number, pathIncludes?: string): void;
   revokeTokens(): void;
   close(): Promise<void>;
 }
@@ -108,7 +109,7 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
   const refreshTokens = new Set<string>();
   const codes = new Map<string, string>();
   const queries: string[] = [];
-  let faults: { kind: string; n: number } | null = null;
+  let faults: { kind: string; n: number; pathIncludes?: string } | null = null;
 
   const send = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', ...headers });
@@ -153,7 +154,7 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
       return send(res, 400, tokenFx.invalid_grant);
     }
 
-    if (faults && faults.n > 0) {
+    if (faults && faults.n > 0 && (!faults.pathIncludes || u.pathname.includes(faults.pathIncludes))) {
       faults.n--;
       if (faults.kind === 'hang') return;
       if (faults.kind === 'html') {
@@ -196,8 +197,8 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     ids,
     queries,
-    fault(kind, n = 1) {
-      faults = { kind, n };
+    fault(kind, n = 1, pathIncludes) {
+      faults = { kind, n, pathIncludes };
     },
     revokeTokens() {
       tokens.clear();
