@@ -6,58 +6,16 @@
  * bounds staleness for changes made behind the hub's back (a CLI writing the database directly).
  */
 import type { Clock } from '../clock.js';
+import { ExpiringCache } from './expiring-cache.js';
 import type { HubPrincipal } from './sessions.js';
 
-interface Entry {
-  principal: HubPrincipal;
-  until: number;
-}
-
-export class PrincipalCache {
-  private readonly entries = new Map<string, Entry>();
-
-  constructor(
-    private readonly clock: Clock,
-    private readonly ttlMs: number,
-    private readonly maxEntries = 10_000,
-  ) {}
-
-  get(token: string): HubPrincipal | undefined {
-    const e = this.entries.get(token);
-    if (!e) return undefined;
-    if (this.clock.now() >= e.until) {
-      this.entries.delete(token);
-      return undefined;
-    }
-    return e.principal;
+export class PrincipalCache extends ExpiringCache<HubPrincipal> {
+  constructor(clock: Clock, ttlMs: number, maxEntries = 10_000) {
+    super(clock, ttlMs, maxEntries);
   }
 
-  set(token: string, principal: HubPrincipal): void {
-    if (this.ttlMs <= 0) return;
-    const now = this.clock.now();
-    this.pruneExpired(now);
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(token, { principal, until: Math.min(now + this.ttlMs, principal.claims.exp * 1000) });
-  }
-
-  /**
-   * Drops expired entries from the oldest end. A token replaced by a refresh is never asked for
-   * again, so without this its entry (≈ 2.5 KB) would stay until the size cap pushed it out: a
-   * busy node held the cap's worth (≈ 25 MB) for good. Entries go in roughly in expiry order
-   * (now + ttl), so the scan stops at the first live one and costs O(1) amortised.
-   */
-  private pruneExpired(now: number): void {
-    for (const [token, e] of this.entries) {
-      if (e.until > now) break;
-      this.entries.delete(token);
-    }
-  }
-
-  get size(): number {
-    return this.entries.size;
-  }
-
-  clear(): void {
-    this.entries.clear();
+  /** Never past the access token's own exp. */
+  override set(token: string, principal: HubPrincipal): void {
+    super.set(token, principal, principal.claims.exp * 1000);
   }
 }

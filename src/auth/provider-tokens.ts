@@ -7,6 +7,7 @@
 import { EncryptJWT, errors as joseErrors, jwtDecrypt } from 'jose';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
+import { ExpiringCache } from './expiring-cache.js';
 import type { KeyRing } from './keys.js';
 
 export const DAM_ACCESS_TYP = 'damhub-dam-access';
@@ -34,24 +35,25 @@ export class ProviderTokenError extends Error {
   }
 }
 
-/** How many opened tokens are remembered (≈ 1 KB each): enough for every active DAM connection of a busy node. */
+/** How many opened tokens are remembered (≈ 1 KB each), and for how long: the connections of the last minute. */
 const OPENED_MAX = 5_000;
-/** And for at most this long, so the memo holds the connections of the last minute, not every token ever opened. */
 const OPENED_TTL_MS = 60_000;
 
 export class ProviderTokens {
   /**
-   * Tokens already decrypted, by their exact text. Opening one is a JWE decryption through
-   * WebCrypto, which round-trips through the libuv thread pool: about half a millisecond, paid by
-   * every content call otherwise. The same bytes always decrypt to the same claims, so a hit only
-   * re-checks what can change: that its key is still in the ring and that it has not expired.
+   * Tokens already decrypted, by their exact text, until their exp at the latest. Opening one is a
+   * JWE decryption through WebCrypto, which round-trips through the libuv thread pool: about half a
+   * millisecond, paid by every content call otherwise. The same bytes always decrypt to the same
+   * claims, so a hit only re-checks what can change: that its key is still in the ring.
    */
-  private readonly opened = new Map<string, { claims: ProviderTokenClaims; kid: string; until: number }>();
+  private readonly opened: ExpiringCache<{ claims: ProviderTokenClaims; kid: string }>;
 
   constructor(
     private readonly keys: KeyRing,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.opened = new ExpiringCache(clock, OPENED_TTL_MS, OPENED_MAX);
+  }
 
   /** How many opened tokens are remembered now. */
   get remembered(): number {
@@ -71,20 +73,13 @@ export class ProviderTokens {
 
   /** Decrypts and checks type and expiry; binding to the caller is checked by the caller. */
   async open(token: string, typ: ProviderTokenClaims['typ']): Promise<ProviderTokenClaims> {
-    const now = this.clock.now();
     const hit = this.opened.get(token);
-    if (hit && hit.until <= now) this.opened.delete(token);
-    else if (hit) {
+    if (hit) {
       if (!this.keys.find(hit.kid, 'enc')) {
         this.opened.delete(token);
         throw new ProviderTokenError('encrypted with an unknown or retired key');
       }
-      // jose's rule: expired when exp is at or before now (no clock tolerance is configured).
-      if (hit.claims.exp <= seconds(now)) {
-        this.opened.delete(token);
-        throw new ProviderTokenError('the provider token has expired');
-      }
-      if (hit.claims.typ !== typ) throw new ProviderTokenError(`expected a ${typ === DAM_ACCESS_TYP ? 'DAM access' : 'DAM refresh'} token`);
+      if (hit.claims.typ !== typ) throw wrongType(typ);
       return hit.claims;
     }
     let payload;
@@ -95,13 +90,13 @@ export class ProviderTokens {
         if (!k) throw new ProviderTokenError('encrypted with an unknown or retired key');
         kid = k.kid;
         return k.key;
-      }, { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'], currentDate: new Date(now) }));
+      }, { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'], currentDate: new Date(this.clock.now()) }));
     } catch (e) {
       if (e instanceof ProviderTokenError) throw e;
       if (e instanceof joseErrors.JWTExpired) throw new ProviderTokenError('the provider token has expired');
       throw new ProviderTokenError('the provider token is malformed or was tampered with');
     }
-    if (payload.typ !== typ) throw new ProviderTokenError(`expected a ${typ === DAM_ACCESS_TYP ? 'DAM access' : 'DAM refresh'} token`);
+    if (payload.typ !== typ) throw wrongType(typ);
     if (typeof payload.prv !== 'string' || typeof payload.sub !== 'string' || typeof payload.pid !== 'string' || typeof payload.cred !== 'object' || payload.cred === null) {
       throw new ProviderTokenError('the provider token lacks its claims');
     }
@@ -110,16 +105,14 @@ export class ProviderTokens {
       // Shared by every later request with this token: frozen, so no caller can change another's view.
       Object.freeze(claims.cred);
       Object.freeze(claims);
-      // Oldest first, and entries go in with the same lifetime: stop at the first one still live.
-      for (const [t, e] of this.opened) {
-        if (e.until > now) break;
-        this.opened.delete(t);
-      }
-      if (this.opened.size >= OPENED_MAX) this.opened.delete(this.opened.keys().next().value!);
-      this.opened.set(token, { claims, kid, until: now + OPENED_TTL_MS });
+      this.opened.set(token, { claims, kid }, claims.exp * 1000);
     }
     return claims;
   }
+}
+
+function wrongType(expected: ProviderTokenClaims['typ']): ProviderTokenError {
+  return new ProviderTokenError(`expected a ${expected === DAM_ACCESS_TYP ? 'DAM access' : 'DAM refresh'} token`);
 }
 
 /** Five dot-separated parts: a JWE (DAM token); three: a JWS (hub token). */

@@ -4,6 +4,20 @@
  * and size is a custom property so a partner can theme it from outside; `theme="dark"` and
  * `theme="auto"` switch the defaults.
  */
+/** The dark defaults, for `theme="dark"` and for `theme="auto"` under a dark system preference. */
+const DARK = `
+  --_bg: var(--damhub-bg, #161a21);
+  --_fg: var(--damhub-fg, #e8ebf1);
+  --_muted: var(--damhub-muted, #aab2c0);
+  --_surface: var(--damhub-surface, #20252e);
+  --_border: var(--damhub-border, #3a4150);
+  --_accent: var(--damhub-accent, #7fb0ff);
+  --_accent-fg: var(--damhub-accent-fg, #0b1220);
+  --_selected: var(--damhub-selected, #27406b);
+  --_focus: var(--damhub-focus, #ffb86b);
+  --_danger: var(--damhub-danger, #ff8a80);
+`;
+
 export const CSS = `
 :host {
   --_bg: var(--damhub-bg, #ffffff);
@@ -27,31 +41,9 @@ export const CSS = `
   border-radius: var(--_radius);
   overflow: hidden;
 }
-:host([theme="dark"]) {
-  --_bg: var(--damhub-bg, #161a21);
-  --_fg: var(--damhub-fg, #e8ebf1);
-  --_muted: var(--damhub-muted, #aab2c0);
-  --_surface: var(--damhub-surface, #20252e);
-  --_border: var(--damhub-border, #3a4150);
-  --_accent: var(--damhub-accent, #7fb0ff);
-  --_accent-fg: var(--damhub-accent-fg, #0b1220);
-  --_selected: var(--damhub-selected, #27406b);
-  --_focus: var(--damhub-focus, #ffb86b);
-  --_danger: var(--damhub-danger, #ff8a80);
-}
+:host([theme="dark"]) {${DARK}}
 @media (prefers-color-scheme: dark) {
-  :host([theme="auto"]) {
-    --_bg: var(--damhub-bg, #161a21);
-    --_fg: var(--damhub-fg, #e8ebf1);
-    --_muted: var(--damhub-muted, #aab2c0);
-    --_surface: var(--damhub-surface, #20252e);
-    --_border: var(--damhub-border, #3a4150);
-    --_accent: var(--damhub-accent, #7fb0ff);
-    --_accent-fg: var(--damhub-accent-fg, #0b1220);
-    --_selected: var(--damhub-selected, #27406b);
-    --_focus: var(--damhub-focus, #ffb86b);
-    --_danger: var(--damhub-danger, #ff8a80);
-  }
+  :host([theme="auto"]) {${DARK}}
 }
 * { box-sizing: border-box; }
 [hidden] { display: none !important; }

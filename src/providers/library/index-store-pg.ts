@@ -16,7 +16,7 @@ import type pg from 'pg';
 import { Db } from '../../stores/postgres/index.js';
 import type { LibraryIndexStore, ListPage } from './index-contract.js';
 import {
-  FACET_COLUMN, FACETS, orientationOf, searchDoc, searchText, toAccount, toAsset, yearOf,
+  FACET_COLUMN, FACETS, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf, ASSET_COLUMNS,
   type AccountRow, type AssetRow, type FacetKey, type ListQuery, type VersionRow,
 } from './index-store.js';
 import { SearchEngine } from './search-engine.js';
@@ -33,8 +33,6 @@ const BUILD_TIMEOUT_MS = 10 * 60_000;
 /** Descriptor log entries kept after they were applied (as in SQLite). */
 const DESCRIPTOR_LOG_KEEP = 10_000;
 
-/** Every asset column except search_text (only the engine's catch-up reads it). */
-const ASSET_COLS = 'rowid, id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at';
 
 async function nextSeq(c: Q): Promise<number> {
   return Number((await c.query("UPDATE library_meta SET value = value + 1 WHERE key = 'change_seq' RETURNING value")).rows[0]!.value);
@@ -84,7 +82,7 @@ export class PgLibraryIndex implements LibraryIndexStore {
 
   // ── assets ───────────────────────────────────────────────────────────────────────────────
   async asset(id: string) {
-    const r = await this.one(`SELECT ${ASSET_COLS} FROM library_assets WHERE id = $1`, [id]);
+    const r = await this.one(`SELECT ${ASSET_COLUMNS} FROM library_assets WHERE id = $1`, [id]);
     return r ? toAsset(r) : null;
   }
 
@@ -159,20 +157,7 @@ export class PgLibraryIndex implements LibraryIndexStore {
 
   async versions(assetId: string): Promise<VersionRow[]> {
     const r = await this.db.query('SELECT * FROM library_versions WHERE asset_id = $1 ORDER BY version DESC', [assetId], true);
-    return r.rows.map((v) => ({
-      assetId: v.asset_id as string,
-      version: v.version as number,
-      size: v.size as number,
-      mtimeMs: v.mtime_ms as number,
-      mimeType: v.mime as string,
-      width: (v.width as number | null) ?? null,
-      height: (v.height as number | null) ?? null,
-      hashes: v.hashes ? JSON.parse(v.hashes as string) : null,
-      meta: JSON.parse(v.meta as string),
-      blob: (v.blob as string | null) ?? null,
-      comment: v.comment as string,
-      createdAt: v.created_at as number,
-    }));
+    return r.rows.map(toVersion);
   }
 
   async generation(): Promise<string> {
@@ -241,7 +226,7 @@ export class PgLibraryIndex implements LibraryIndexStore {
 
   async assetsByRowids(rowids: number[]): Promise<AssetRow[]> {
     if (!rowids.length) return [];
-    const rows = (await this.db.query(`SELECT ${ASSET_COLS} FROM library_assets WHERE rowid = ANY($1::bigint[])`, [rowids], true)).rows;
+    const rows = (await this.db.query(`SELECT ${ASSET_COLUMNS} FROM library_assets WHERE rowid = ANY($1::bigint[])`, [rowids], true)).rows;
     const byRowid = new Map(rows.map((r) => [Number(r.rowid), r]));
     return rowids.flatMap((id) => {
       const r = byRowid.get(id);
@@ -284,7 +269,7 @@ export class PgLibraryIndex implements LibraryIndexStore {
       return `(SELECT coalesce(json_agg(f ORDER BY f.count DESC, f.value), '[]') FROM (${inner}) f) AS "f_${facet}"`;
     });
     const sql = `SELECT
-      (SELECT coalesce(json_agg(r ORDER BY r.name, r.id), '[]') FROM (SELECT ${ASSET_COLS} FROM library_assets a WHERE ${pageWhere} ORDER BY a.name, a.id LIMIT ${p(q.limit)}) r) AS rows,
+      (SELECT coalesce(json_agg(r ORDER BY r.name, r.id), '[]') FROM (SELECT ${ASSET_COLUMNS} FROM library_assets a WHERE ${pageWhere} ORDER BY a.name, a.id LIMIT ${p(q.limit)}) r) AS rows,
       (SELECT count(*) FROM library_assets a WHERE ${where}) AS total,
       ${facetSql.join(',\n      ')}`;
     const r = (await this.db.query(sql, params, true)).rows[0]!;

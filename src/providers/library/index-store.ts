@@ -393,20 +393,7 @@ export class LibraryIndex implements LibraryIndexStore {
   }
 
   versions(assetId: string): VersionRow[] {
-    return (this.stmts.versions.all(assetId) as Record<string, unknown>[]).map((r) => ({
-      assetId: r.asset_id as string,
-      version: r.version as number,
-      size: r.size as number,
-      mtimeMs: r.mtime_ms as number,
-      mimeType: r.mime as string,
-      width: (r.width as number | null) ?? null,
-      height: (r.height as number | null) ?? null,
-      hashes: r.hashes ? JSON.parse(r.hashes as string) : null,
-      meta: JSON.parse(r.meta as string),
-      blob: (r.blob as string | null) ?? null,
-      comment: r.comment as string,
-      createdAt: r.created_at as number,
-    }));
+    return (this.stmts.versions.all(assetId) as Record<string, unknown>[]).map(toVersion);
   }
 
   // ── listing and search ───────────────────────────────────────────────────────────────────
@@ -530,10 +517,11 @@ export function yearOf(a: AssetRow): number | null {
 }
 
 /**
- * The columns toAsset reads. Pages of search results select these rather than `*`, which would
- * also read each row's search text (the largest column, needed only to build the engine).
+ * The columns toAsset reads (and the facet columns beside them), in both index stores. Asset reads
+ * select these rather than `*`, which would also read each row's search text (the largest column,
+ * needed only to build the engine).
  */
-const ASSET_COLUMNS = 'rowid, id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, version, version_comment, meta, hashes, blob, indexed_at';
+export const ASSET_COLUMNS = 'rowid, id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at';
 const ASSET_COLUMNS_OF_A = ASSET_COLUMNS.split(', ').map((c) => `a.${c}`).join(', ');
 
 export function toAsset(r: Record<string, unknown>): AssetRow {
@@ -556,6 +544,23 @@ export function toAsset(r: Record<string, unknown>): AssetRow {
     hashes: r.hashes ? JSON.parse(r.hashes as string) : null,
     blob: (r.blob as string | null) ?? null,
     indexedAt: r.indexed_at as number,
+  };
+}
+
+export function toVersion(r: Record<string, unknown>): VersionRow {
+  return {
+    assetId: r.asset_id as string,
+    version: r.version as number,
+    size: r.size as number,
+    mtimeMs: r.mtime_ms as number,
+    mimeType: r.mime as string,
+    width: (r.width as number | null) ?? null,
+    height: (r.height as number | null) ?? null,
+    hashes: r.hashes ? JSON.parse(r.hashes as string) : null,
+    meta: JSON.parse(r.meta as string),
+    blob: (r.blob as string | null) ?? null,
+    comment: r.comment as string,
+    createdAt: r.created_at as number,
   };
 }
 
