@@ -4,7 +4,11 @@
  * assets with signed URLs), side by side with the bare SQLite FTS5 query over the same text
  * in-process (MATCH, bm25 order, LIMIT 51, and count(*) — no facets, no mapping).
  *
- *   node dist/bench/search.js [--assets 1000000] [--rounds 3] [--data /work/bench-data]
+ *   node dist/bench/search.js [--assets 1000000] [--rounds 3] [--data /work/bench-data] [--engine-only 1]
+ *
+ * Each round also times the engine alone (`SearchEngine.search`, in-process) on the same queries,
+ * so the split between the engine and the rest of a request (rows, mapping, signing, JSON, HTTP)
+ * shows; `--engine-only 1` skips the hub and the FTS baseline (for iterating on the engine).
  *
  * The data set is generated once per size and reused (it takes minutes at a million).
  */
@@ -13,7 +17,9 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { addAccount } from '../src/providers/library/accounts.js';
-import { LibraryIndex, searchText } from '../src/providers/library/index-store.js';
+import { LibraryIndex, searchText, type ActiveFilters, type FacetKey } from '../src/providers/library/index-store.js';
+import { searchWords } from '../src/providers/library/provider.js';
+import type { SearchEngine } from '../src/providers/library/search-engine.js';
 import { signInToLibrary } from '../test/helpers/library.js';
 import { startTestHub } from '../test/helpers/hub.js';
 import { median, rssOf } from './lib.js';
@@ -150,6 +156,29 @@ function ftsExpr(q: string): string | null {
   return words.length ? words.map((w) => `"${w}"*`).join(' ') : null;
 }
 
+/** The engine alone on one query, as the provider calls it for a first page of 50. */
+function engineMs(engine: SearchEngine, q: Q): number {
+  const filters: ActiveFilters = {};
+  for (const f of q.filters) {
+    const i = f.indexOf(':');
+    (filters[f.slice(0, i) as FacetKey] ??= []).push(f.slice(i + 1).toLowerCase());
+  }
+  const s = performance.now();
+  engine.search({ words: searchWords(q.query), folderPath: '', allowedRoots: null, filters, limit: 51, after: null, params: null });
+  return performance.now() - s;
+}
+
+/** Per-query medians of the engine alone, slowest first. */
+function engineOnly(engine: SearchEngine, mix: Q[], rounds: number): void {
+  for (const q of mix) engineMs(engine, q);
+  const all: { q: Q; ms: number }[] = [];
+  for (let r = 0; r < rounds; r++) for (const q of mix) all.push({ q, ms: engineMs(engine, q) });
+  const ms = all.map((x) => x.ms);
+  console.log(`engine alone, ${mix.length} queries × ${rounds} rounds: p50 ${pct(ms, 50).toFixed(2)} ms, p95 ${pct(ms, 95).toFixed(2)} ms`);
+  const perQuery = mix.map((q) => ({ q, ms: median(all.filter((x) => x.q === q).map((x) => x.ms)) })).sort((a, b) => b.ms - a.ms);
+  for (const x of perQuery.slice(0, 12)) console.log(`  ${x.ms.toFixed(2).padStart(7)} ms  ${x.q.category.padEnd(6)} ${JSON.stringify(x.q.query)}${x.q.filters.length ? ` [${x.q.filters}]` : ''}`);
+}
+
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
@@ -165,6 +194,15 @@ async function main(): Promise<void> {
     console.log(`generating ${N.toLocaleString('en')} synthetic assets into ${BASE}`);
     generate(libFile, ftsFile);
     fs.writeFileSync(manifest, JSON.stringify({ version: DATA_VERSION, assets: N }));
+  }
+  if (args.has('engine-only')) {
+    const index = new LibraryIndex(libFile);
+    const t0 = performance.now();
+    const engine = index.searchEngine();
+    console.log(`engine: ${engine.size.toLocaleString('en')} assets loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    engineOnly(engine, queryMix(), ROUNDS);
+    index.close();
+    return;
   }
   const emptyRoot = path.join(BASE, 'empty-root');
   fs.mkdirSync(emptyRoot, { recursive: true });
@@ -223,6 +261,7 @@ async function main(): Promise<void> {
   const byCat = (xs: { q: Q; ms: number }[], c: string) => xs.filter((x) => c === 'all' || x.q.category === c).map((x) => x.ms);
   const hubAll: { q: Q; ms: number }[] = [];
   const bareAll: { q: Q; ms: number }[] = [];
+  const engineAll: { q: Q; ms: number }[] = [];
   const roundRatios: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const h: { q: Q; ms: number }[] = [];
@@ -242,17 +281,19 @@ async function main(): Promise<void> {
     }
     hubAll.push(...h);
     bareAll.push(...b);
+    for (const q of mix) engineAll.push({ q, ms: engineMs(engine, q) });
     roundRatios.push(pct(h.map((x) => x.ms), 95) / pct(b.map((x) => x.ms), 95));
     console.log(`round ${round + 1}: hub p95 ${pct(h.map((x) => x.ms), 95).toFixed(2)} ms, bare FTS p95 ${pct(b.map((x) => x.ms), 95).toFixed(2)} ms`);
   }
 
   console.log(`\n${N.toLocaleString('en')} assets, ${mix.length} queries × ${ROUNDS} rounds (page of 50, exact totals, five facets on the hub side)`);
-  console.log('| queries | hub p50 ms | hub p95 ms | bare FTS p50 ms | bare FTS p95 ms |');
-  console.log('|---|---|---|---|---|');
+  console.log('| queries | hub p50 ms | hub p95 ms | engine alone p50 ms | engine alone p95 ms | bare FTS p50 ms | bare FTS p95 ms |');
+  console.log('|---|---|---|---|---|---|---|');
   for (const c of ['rare', 'mid', 'common', 'all']) {
     const h = byCat(hubAll, c);
+    const e = byCat(engineAll, c);
     const b = byCat(bareAll, c);
-    console.log(`| ${c} (${h.length / ROUNDS}) | ${pct(h, 50).toFixed(2)} | ${pct(h, 95).toFixed(2)} | ${pct(b, 50).toFixed(2)} | ${pct(b, 95).toFixed(2)} |`);
+    console.log(`| ${c} (${h.length / ROUNDS}) | ${pct(h, 50).toFixed(2)} | ${pct(h, 95).toFixed(2)} | ${pct(e, 50).toFixed(2)} | ${pct(e, 95).toFixed(2)} | ${pct(b, 50).toFixed(2)} | ${pct(b, 95).toFixed(2)} |`);
   }
   console.log(`per-round p95 ratios hub / bare FTS: ${roundRatios.map((r) => r.toFixed(2)).join(', ')} → median ${median(roundRatios).toFixed(2)}`);
   const perQuery = mix.map((q) => ({ q, ms: median(hubAll.filter((x) => x.q === q).map((x) => x.ms)), total: totals.get(`${q.query}|${q.filters}`) ?? 0 }));

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'node:test';
 import { LibraryIndex, type ActiveFilters, type AssetRow, type FacetKey } from '../src/providers/library/index-store.js';
+import { DateOrder } from '../src/providers/library/search-aggregates.js';
 import { SearchEngine, tokenize, type EngineQuery, type SearchDoc } from '../src/providers/library/search-engine.js';
 import { tempDir } from './helpers/hub.js';
 import { mulberry32 } from './helpers/random.js';
@@ -53,7 +54,24 @@ function reference(docs: Map<number, SearchDoc>, q: EngineQuery) {
     for (const d of matches) if (passes(d, f)) for (const v of value(d, f)) m.set(v, (m.get(v) ?? 0) + 1);
     facets[f] = m;
   }
-  return { ids: new Set(hits.map((d) => d.rowid)), facets };
+  // Without words the order is defined without scores: newest first, then row id.
+  const newestFirst = hits.sort((a, b) => b.mtimeMs - a.mtimeMs || a.rowid - b.rowid).map((d) => d.rowid);
+  return { ids: new Set(newestFirst), newestFirst, facets };
+}
+
+/** An engine's answer to every page of q checked against the reference (ids, order without words, totals, facets). */
+function assertLikeReference(engine: SearchEngine, docs: Map<number, SearchDoc>, q: EngineQuery, where: string): void {
+  const ref = reference(docs, q);
+  const { first, ids, totals } = traverse(engine, q);
+  assert.equal(first.total, ref.ids.size, where);
+  assert.ok(totals.every((t) => t === ref.ids.size), `${where}: the total is the same on every page`);
+  assert.equal(ids.length, new Set(ids).size, `${where}: no asset twice across pages`);
+  assert.deepEqual(new Set(ids), ref.ids, where);
+  if (!q.words.length) assert.deepEqual(ids, ref.newestFirst, `${where}: newest first`);
+  for (const [f, m] of Object.entries(ref.facets) as [FacetKey, Map<string, number>][]) {
+    const expected = [...m.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 30).map(([value, count]) => ({ value, count }));
+    assert.deepEqual(first.facets[f], expected, `${where}: facet ${f}`);
+  }
 }
 
 function randomQuery(r: () => number): EngineQuery {
@@ -119,17 +137,7 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
     }
     for (let qi = 0; qi < 60; qi++) {
       const q = randomQuery(r);
-      const ref = reference(docs, q);
-      const { first, ids, totals } = traverse(engine, q);
-      const where = `seed ${seed} query ${qi} ${JSON.stringify({ ...q, after: undefined })}`;
-      assert.equal(first.total, ref.ids.size, where);
-      assert.ok(totals.every((t) => t === ref.ids.size), `${where}: the total is the same on every page`);
-      assert.equal(ids.length, new Set(ids).size, `${where}: no asset twice across pages`);
-      assert.deepEqual(new Set(ids), ref.ids, where);
-      for (const [f, m] of Object.entries(ref.facets) as [FacetKey, Map<string, number>][]) {
-        const expected = [...m.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 30).map(([value, count]) => ({ value, count }));
-        assert.deepEqual(first.facets[f], expected, `${where}: facet ${f}`);
-      }
+      assertLikeReference(engine, docs, q, `seed ${seed} query ${qi} ${JSON.stringify(q)}`);
     }
     // Compaction renumbers documents without changing any answer.
     const q = { words: ['b'], folderPath: '', allowedRoots: null, filters: {}, limit: 500, after: null, params: null };
@@ -139,6 +147,54 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
     const after = engine.search(q);
     assert.deepEqual(after.rowids, before.rowids);
     assert.deepEqual(after.facets, before.facets);
+  }
+});
+
+test('searches without words: whole-library counts and the date order stay exact as documents change, are rebuilt, or are given up', () => {
+  const r = mulberry32(11);
+  const engines = [new SearchEngine(), new SearchEngine({ comboCountsBudget: 50 })]; // the second gives its counts up at once
+  const docs = new Map<number, SearchDoc>();
+  const put = (d: SearchDoc) => {
+    docs.set(d.rowid, d);
+    for (const e of engines) e.upsert(d);
+  };
+  for (let i = 1; i <= 400; i++) put(randomDoc(r, i));
+  const queries = (label: string) => {
+    for (let qi = 0; qi < 40; qi++) {
+      const q = { ...randomQuery(r), words: [], folderPath: '', allowedRoots: null };
+      if (qi % 2) delete q.filters.keyword; // the counted path (a keyword filter takes the engine's pass)
+      engines.forEach((e, i) => assertLikeReference(e, docs, q, `${label}, engine ${i}, query ${qi} ${JSON.stringify(q)}`));
+    }
+  };
+  queries('built');
+  // Changes after the date order was built: removals, replacements (a new document number), new rows.
+  for (let i = 0; i < 120; i++) {
+    const id = 1 + Math.floor(r() * 450);
+    if (r() < 0.3) {
+      docs.delete(id);
+      for (const e of engines) e.remove(id);
+    } else put(randomDoc(r, id));
+  }
+  queries('changed');
+  // Enough late documents that the order is rebuilt (more than 4,096 since it was built).
+  for (let i = 0; i < 4200; i++) put(randomDoc(r, 1 + Math.floor(r() * 450)));
+  queries('rebuilt');
+  for (const e of engines) e.compact();
+  queries('compacted');
+});
+
+test('the date order sorts exactly: negative, fractional and equal times, ties by row id', () => {
+  const r = mulberry32(5);
+  const n = 3000;
+  const alive = new Uint8Array(n).map(() => (r() < 0.9 ? 1 : 0));
+  const times = [0, -1, -1.5, 1e12, 1e12 + 0.25, 1.7e12, -8.64e15, 8.64e15, 1.7e12 + 1];
+  const mtime = Float64Array.from({ length: n }, () => (r() < 0.5 ? times[Math.floor(r() * times.length)]! : (r() - 0.3) * 2e12));
+  const rowid = Int32Array.from({ length: n }, (_, i) => 1 + ((i * 7919) % n));
+  const combo = Int32Array.from({ length: n }, () => Math.floor(r() * 5));
+  const order = DateOrder.build(n, alive, mtime, rowid, (d) => combo[d]!, 5);
+  for (let c = 0; c < 5; c++) {
+    const expected = [...Array(n).keys()].filter((d) => alive[d] && combo[d] === c).sort((a, b) => mtime[b]! - mtime[a]! || rowid[a]! - rowid[b]!);
+    assert.deepEqual([...order.docs.subarray(order.starts[c], order.starts[c + 1])], expected, `combination ${c}`);
   }
 });
 

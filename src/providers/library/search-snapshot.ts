@@ -10,15 +10,16 @@
  * dictionaries, section table), then each typed-array section at an 8-byte-aligned offset.
  */
 import fs from 'node:fs';
-import type { EngineState } from './search-engine.js';
+import { ROW_STRIDE, type EngineState } from './search-engine.js';
 
 const MAGIC = 'DHSE';
-const FORMAT = 1;
+/** 2: per-document facet rows (SearchEngine.facetRows) replace the combo/kwStart/kwLen columns. */
+const FORMAT = 2;
 
-type ArrayKey = 'rowid' | 'alive' | 'dl' | 'mtime' | 'folder' | 'combo' | 'kwStart' | 'kwLen' | 'kwData' | 'postingLengths' | 'postingDocs' | 'postingTf';
+type ArrayKey = 'rowid' | 'alive' | 'dl' | 'mtime' | 'folder' | 'facetRows' | 'kwData' | 'postingLengths' | 'postingDocs' | 'postingTf';
 const ARRAYS: Record<ArrayKey, new (buf: ArrayBuffer, offset: number, length: number) => ArrayBufferView & ArrayLike<number>> = {
-  rowid: Int32Array, alive: Uint8Array, dl: Float32Array, mtime: Float64Array, folder: Int32Array, combo: Int32Array,
-  kwStart: Int32Array, kwLen: Uint16Array, kwData: Int32Array, postingLengths: Int32Array, postingDocs: Int32Array, postingTf: Uint16Array,
+  rowid: Int32Array, alive: Uint8Array, dl: Float32Array, mtime: Float64Array, folder: Int32Array, facetRows: Int32Array,
+  kwData: Int32Array, postingLengths: Int32Array, postingDocs: Int32Array, postingTf: Uint16Array,
 };
 
 interface Header {
@@ -106,7 +107,7 @@ export function readSnapshot(file: string, instance: number, maxSeq: number): { 
     }
     const terms = h.termsBytes ? Buffer.from(body, h.termsOffset, h.termsBytes).toString('utf8').split('\0') : [];
     const state = { ...arrays, n: h.n, live: h.live, dlSum: h.dlSum, kwUsed: h.kwUsed, comboValues: h.comboValues, dicts: h.dicts, terms } as unknown as EngineState;
-    if (state.rowid.length !== h.n || state.postingLengths.length !== terms.length) return null;
+    if (state.rowid.length !== h.n || state.facetRows.length !== h.n * ROW_STRIDE || state.postingLengths.length !== terms.length) return null;
     let total = 0;
     for (let i = 0; i < terms.length; i++) total += state.postingLengths[i]!;
     if (total !== state.postingDocs.length) return null;
