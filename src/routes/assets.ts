@@ -63,7 +63,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     reply.type('application/json; charset=utf-8');
     if (hit) return reply.send(hit);
     const page = await ops.call(provider, () => provider.browse!(dam, folderId, opts));
-    const body = Buffer.from(reply.serialize({ ...ops.sealPage(page, binding), capabilities: FOLDER_CAPABILITIES }) as string, 'utf8');
+    const body = serialized(reply, { ...ops.sealPage(page, binding), capabilities: FOLDER_CAPABILITIES });
     if (key !== null) pages.set(key, body);
     return reply.send(body);
   });
@@ -77,9 +77,9 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       querystring: SearchQuery,
       response: responses(Type.Ref('SearchResult')),
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const page = await ops.search(damOf(req), req.query as { query?: string; parentId?: string }, req.query as ListQueryT);
-    return { ...page, capabilities: { canAddAsset: false } };
+    return reply.type('application/json; charset=utf-8').send(serialized(reply, { ...page, capabilities: { canAddAsset: false } }));
   });
 
   app.post('/assets/search', {
@@ -92,9 +92,9 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       body: Type.Object({ dataBase64: Type.String({ minLength: 1 }) }),
       response: responses(Type.Ref('SearchResult')),
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const page = await ops.searchByImage(damOf(req), (req.body as { dataBase64: string }).dataBase64, req.query as ListQueryT);
-    return { ...page, capabilities: { canAddAsset: false } };
+    return reply.type('application/json; charset=utf-8').send(serialized(reply, { ...page, capabilities: { canAddAsset: false } }));
   });
 
   app.get('/assets/asset/*', {
@@ -134,6 +134,15 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
   };
   app.get('/assets/download/:provider/:assetId/:version', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Original bytes (signed URL from downloadUrl)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
   app.get('/assets/thumbnail/:provider/:assetId/:version/:rendition', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Rendition bytes (signed URL from thumbnailUrl or conversions)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
+}
+
+/**
+ * A page (tens to hundreds of KB of JSON) as UTF-8 bytes, encoded once: sent as a string, Fastify
+ * measures its byte length and the socket encodes it again, each ≈ 0.6 ms for a 50-asset page whose
+ * string holds non-Latin-1 labels (the i18nName translations).
+ */
+function serialized(reply: FastifyReply, body: unknown): Buffer {
+  return Buffer.from(reply.serialize(body) as string, 'utf8');
 }
 
 /** Streams a media file with ETag, conditional GET and single byte ranges (RFC 9110). */

@@ -868,6 +868,7 @@ export class SearchEngine {
   private scan(count: number, t: Tally): number {
     const { folder, facetRows: rows, kwData, rowid, cand, candScore } = this;
     const { folderMask, comboFail, keywordMask: mKw, full, partial, keywords: cKw, heap, afterKey, afterRow } = t;
+    let worst = heap.full ? heap.worstKey : -Infinity;
     let total = 0;
     for (let c = 0; c < count; c++) {
       const d = cand[c]!;
@@ -901,13 +902,15 @@ export class SearchEngine {
       if (!kwPass) continue;
       full[cb]!++;
       total++;
-      // The row id (another cache line) only for a key that can make the page.
+      // The row id (another cache line) only for a key that can make the page; the heap's
+      // threshold is kept in a local (-Infinity until it is full) and refreshed after an offer.
       const key = candScore[c]!;
-      if (key > afterKey || (heap.full && key < heap.worstKey)) continue;
+      if (key > afterKey || key < worst) continue;
       const r = rowid[d]!;
       if (key === afterKey && r <= afterRow) continue;
-      if (heap.full && key === heap.worstKey && r > heap.worstId) continue;
+      if (key === worst && r > heap.worstId) continue;
       heap.offer(key, r);
+      if (heap.full) worst = heap.worstKey;
     }
     return total;
   }
