@@ -544,6 +544,16 @@ export class SearchEngine {
       const words = q.words.map((w, i) => ({ i, lists: this.expand(w) }));
       const avgdl = q.params?.avgdl ?? (this.live ? this.dlSum / this.live : 1);
       const idf: number[] = new Array(words.length).fill(0);
+      if (words.length === 1 && words[0]!.lists.length === 1) {
+        // One word, one term: the pass reads the posting list itself and scores only what passes.
+        const p = words[0]!.lists[0]!;
+        const df = this.liveCount(p);
+        idf[0] = q.params?.idf[0] ?? Math.log(1 + (this.live - df + 0.5) / (df + 0.5));
+        const t = this.tally(q, folderMask);
+        const c1 = (K1 * B) / avgdl;
+        const total = this.scan(p.n, t, { docs: p.docs, scores: null, tfs: p.tf, idf: idf[0], c0: K1 * (1 - B), c1, checkAlive: this.live !== this.n });
+        return { ...this.finish(t, total), params: { idf, avgdl } };
+      }
       // Rarest word first: it bounds the candidates every later word is checked against.
       const order = [...words].sort((a, b) => sum(a.lists) - sum(b.lists));
       if (order[0]!.lists.length > 0) {
@@ -810,7 +820,7 @@ export class SearchEngine {
    */
   private collect(count: number, folderMask: Uint8Array | null, q: EngineQuery): Omit<EngineResult, 'params'> {
     const t = this.tally(q, folderMask);
-    return this.finish(t, this.scan(count, t));
+    return this.finish(t, this.scan(count, t, { docs: this.cand, scores: this.candScore, tfs: null, idf: 1, c0: 0, c1: 0, checkAlive: false }));
   }
 
   /** A query's filters decided per combination, and empty counts. */
@@ -865,13 +875,15 @@ export class SearchEngine {
   }
 
   /** collect()'s pass over the candidates (see the note above allByDate); returns the total. */
-  private scan(count: number, t: Tally): number {
-    const { folder, facetRows: rows, kwData, rowid, cand, candScore } = this;
+  private scan(count: number, t: Tally, src: Candidates): number {
+    const { folder, facetRows: rows, kwData, rowid, alive, dl } = this;
     const { folderMask, comboFail, keywordMask: mKw, full, partial, keywords: cKw, heap, afterKey, afterRow } = t;
+    const { docs: cand, scores, tfs, idf, c0, c1, checkAlive } = src;
     let worst = heap.full ? heap.worstKey : -Infinity;
     let total = 0;
     for (let c = 0; c < count; c++) {
       const d = cand[c]!;
+      if (checkAlive && alive[d] === 0) continue;
       if (folderMask !== null && folderMask[folder[d]!] === 0) continue;
       const o = d * ROW_STRIDE;
       const head = rows[o]!;
@@ -904,7 +916,12 @@ export class SearchEngine {
       total++;
       // The row id (another cache line) only for a key that can make the page; the heap's
       // threshold is kept in a local (-Infinity until it is full) and refreshed after an offer.
-      const key = candScore[c]!;
+      let key: number;
+      if (scores !== null) key = scores[c]!;
+      else {
+        const tf = tfs![c]!;
+        key = ((tf * (K1 + 1)) / (tf + c0 + c1 * dl[d]!)) * idf; // as firstList, then scale
+      }
       if (key > afterKey || key < worst) continue;
       const r = rowid[d]!;
       if (key === afterKey && r <= afterRow) continue;
@@ -914,6 +931,21 @@ export class SearchEngine {
     }
     return total;
   }
+}
+
+/**
+ * What scan() passes over: documents in increasing order with their keys, or a posting list whose
+ * BM25 keys it computes itself (for the documents that pass the filters only).
+ */
+interface Candidates {
+  docs: Int32Array;
+  scores: Float64Array | null;
+  tfs: Uint16Array | null;
+  idf: number;
+  c0: number;
+  c1: number;
+  /** Whether dead documents may be among them (a posting list keeps entries of dead ones). */
+  checkAlive: boolean;
 }
 
 /** One query's filters, decided per combination, and its running counts (collect → scan). */
