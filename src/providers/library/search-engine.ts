@@ -437,7 +437,6 @@ export class SearchEngine {
   trim(): void {
     for (const p of this.terms.values()) p.trim();
     this.kwData = this.kwData.slice(0, Math.max(16, this.kwUsed));
-    this.facetRows = this.facetRows.slice(0, Math.max(16, this.n) * ROW_STRIDE);
     if (this.recent.length) {
       this.sorted = [...this.terms.keys()].sort();
       this.recent = [];
