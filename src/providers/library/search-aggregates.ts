@@ -1,12 +1,17 @@
 /**
- * What the search engine keeps about the whole library, current with every upsert and removal, so
- * that a search without words (the picker's "everything, filtered by type/extension/year/
- * orientation") needs no pass over every document: its facets and total come from a few hundred
- * per-combination counts, and its newest-first page from a walk down a date order.
+ * What the search engine keeps about the whole library and its most frequent words, current with
+ * every upsert and removal, so that the largest result sets need no counting pass:
  *
- * At a million assets that query went from a 15–20 ms pass to well under a millisecond
- * (docs/benchmarks.md). Searches with words, a folder scope, an account's folder limits or a
- * keyword filter still take the engine's pass: their sets are not known in advance.
+ * - a search without words (the picker's "everything, filtered by type/extension/year/
+ *   orientation") takes its facets and total from a few hundred per-combination counts and its
+ *   newest-first page from a walk down a date order (ComboCounts, DateOrder);
+ * - a one-word search for a word in a large share of the library takes the facets its filters
+ *   leave uncounted from that word's counts (TermCounts), so its pass only decides the page.
+ *
+ * At a million assets the first went from a 15–20 ms pass to well under a millisecond
+ * (docs/benchmarks.md). Scoped searches (a folder, an account's folder limits), several words and
+ * prefixes matching several words still take the engine's full pass: their sets are not known in
+ * advance.
  */
 
 /** Live documents and their keyword counts, per combination code (search-engine.ts's facetRows). */
@@ -24,14 +29,10 @@ export class ComboCounts {
 
   constructor(private readonly budget: number) {}
 
-  /** Adds (sign 1) or removes (sign −1) one document of `combo` with the keyword codes `kws`. */
-  add(combo: number, kws: ArrayLike<number>, sign: 1 | -1, keywordValues: number): void {
+  /** Adds (sign 1) or removes (sign −1) one document of `combo` with the keyword codes `kws[0..n)`. */
+  add(combo: number, kws: ArrayLike<number>, n: number, sign: 1 | -1, keywordValues: number): void {
     if (!this.enabled) return;
-    if (combo >= this.live.length) {
-      const live = new Int32Array(Math.max(combo + 1, this.live.length * 2));
-      live.set(this.live);
-      this.live = live;
-    }
+    if (combo >= this.live.length) this.live = widen(this.live, combo + 1);
     this.live[combo]! += sign;
     let counts = this.keywords[combo];
     if (!counts || counts.length < keywordValues) {
@@ -43,7 +44,7 @@ export class ComboCounts {
       if (counts) grown.set(counts);
       counts = this.keywords[combo] = grown;
     }
-    for (let i = 0; i < kws.length; i++) counts[kws[i]!]! += sign;
+    for (let i = 0; i < n; i++) counts[kws[i]!]! += sign;
   }
 
   private disable(): void {
@@ -51,6 +52,35 @@ export class ComboCounts {
     this.live = new Int32Array(0);
     this.keywords = [];
   }
+}
+
+/** The live documents of one frequent term: how many per combination code and per keyword code. */
+export class TermCounts {
+  combos = new Int32Array(0);
+  keywords = new Int32Array(0);
+
+  /** Adds (sign 1) or removes (sign −1) one document of `combo` with the keyword codes `kws[0..n)`. */
+  add(combo: number, kws: ArrayLike<number>, n: number, sign: 1 | -1): void {
+    if (combo >= this.combos.length) this.combos = widen(this.combos, combo + 1);
+    this.combos[combo]! += sign;
+    for (let i = 0; i < n; i++) {
+      const k = kws[i]!;
+      if (k >= this.keywords.length) this.keywords = widen(this.keywords, k + 1);
+      this.keywords[k]! += sign;
+    }
+  }
+
+  /** Entries held (for the engine's memory budget). */
+  get size(): number {
+    return this.combos.length + this.keywords.length;
+  }
+}
+
+/** `a` copied into a zeroed array of at least `size` entries (doubling, so growth is amortised). */
+function widen(a: Int32Array, size: number): Int32Array<ArrayBuffer> {
+  const b = new Int32Array(Math.max(size, a.length * 2, 16));
+  b.set(a);
+  return b;
 }
 
 /**

@@ -13,7 +13,7 @@
  */
 import type { ActiveFilters, FacetKey } from './index-store.js';
 import { isWithin } from './paths.js';
-import { ComboCounts, DateOrder } from './search-aggregates.js';
+import { ComboCounts, DateOrder, TermCounts } from './search-aggregates.js';
 
 /** Field weights of BM25F: a word in the name or title counts for more than one in the path. */
 export const FIELD_WEIGHTS = { name: 10, path: 2, title: 8, caption: 4, keywords: 6, other: 1 } as const;
@@ -29,6 +29,10 @@ const COMBO_MASK = (1 << COMBO_BITS) - 1;
 const MAX_KEYWORDS = 1000;
 /** Entries of the per-combination keyword table (ComboCounts) before it is given up: 64 MiB. */
 const COMBO_COUNTS_BUDGET = 16 << 20;
+/** Terms with at least this many live documents keep facet counts (TermCounts)... */
+const TERM_COUNTS_MIN_DOCS = 50_000;
+/** ...the most frequent first, within this many entries in all: 16 MiB. */
+const TERM_COUNTS_BUDGET = 4 << 20;
 const B = 0.75;
 const FACET_OPTIONS = 30;
 
@@ -95,6 +99,8 @@ class Postings {
   docs: Int32Array = EMPTY_I32;
   tf: Uint16Array = EMPTY_U16;
   n = 1;
+  /** Facet counts of the term's live documents, for frequent terms (SearchEngine.countFrequentTerms). */
+  counts: TermCounts | null = null;
   /** Cached live entry count, valid while the engine's removal count is `liveAt` and n is `liveN`. */
   live = 0;
   liveAt = -1;
@@ -256,6 +262,11 @@ export class SearchEngine {
   /** Whole-library counts and date order for searches without words (search-aggregates.ts). */
   private counts: ComboCounts;
   private dateOrder: DateOrder | null = null;
+  /** The posting lists that keep TermCounts. */
+  private counted: Postings[] = [];
+  private readonly termCountsMinDocs: number;
+  /** Scratch for one document's keyword codes. */
+  private readonly kwOut = new Int32Array(MAX_KEYWORDS);
   private readonly docOf = new Map<number, number>();
   private live = 0;
   private dlSum = 0;
@@ -279,9 +290,13 @@ export class SearchEngine {
   private cand = new Int32Array(0);
   private candScore = new Float64Array(0);
 
-  /** `comboCountsBudget`: see ComboCounts (tests lower it to exercise the engine's pass). */
-  constructor(opts: { comboCountsBudget?: number } = {}) {
+  /**
+   * `comboCountsBudget`: see ComboCounts; `termCountsMinDocs`: see countFrequentTerms (tests lower
+   * them to exercise both the engine's pass and the counted paths on small libraries).
+   */
+  constructor(opts: { comboCountsBudget?: number; termCountsMinDocs?: number } = {}) {
     this.counts = new ComboCounts(opts.comboCountsBudget ?? COMBO_COUNTS_BUDGET);
+    this.termCountsMinDocs = opts.termCountsMinDocs ?? TERM_COUNTS_MIN_DOCS;
   }
 
   get size(): number {
@@ -319,7 +334,7 @@ export class SearchEngine {
       if (code !== 0 && kws.length < MAX_KEYWORDS && !kws.includes(code)) kws.push(code);
     }
     this.writeRow(d, combo, kws);
-    this.counts.add(combo, kws, 1, this.dicts.keyword.values.length);
+    this.counts.add(combo, kws, kws.length, 1, this.dicts.keyword.values.length);
 
     const tf = this.termScratch;
     tf.clear();
@@ -338,7 +353,10 @@ export class SearchEngine {
       if (!p) {
         this.terms.set(t, new Postings(d, w));
         this.recent.push(t);
-      } else p.push(d, w);
+      } else {
+        p.push(d, w);
+        p.counts?.add(combo, kws, kws.length, 1);
+      }
     }
     this.docOf.set(doc.rowid, d);
     this.live++;
@@ -360,20 +378,52 @@ export class SearchEngine {
     for (let i = 0; i < kws.length; i++) this.kwData[this.kwUsed++] = kws[i]!;
   }
 
-  /** Document d's keyword codes (a view; valid until the next write). */
-  private keywordsOf(d: number): Int32Array {
+  /** Copies document d's keyword codes into kwOut; returns how many. */
+  private keywordsOf(d: number): number {
     const o = d * ROW_STRIDE;
     const len = this.facetRows[o]! >>> COMBO_BITS;
-    if (len <= INLINE_KEYWORDS) return this.facetRows.subarray(o + 1, o + 1 + len);
-    const s = this.facetRows[o + 1]!;
-    return this.kwData.subarray(s, s + len);
+    const from = len <= INLINE_KEYWORDS ? this.facetRows : this.kwData;
+    const s = len <= INLINE_KEYWORDS ? o + 1 : this.facetRows[o + 1]!;
+    for (let i = 0; i < len; i++) this.kwOut[i] = from[s + i]!;
+    return len;
+  }
+
+  /** Document d counted into (sign 1) or out of (sign −1) a term's counts. */
+  private countDoc(c: TermCounts, d: number, sign: 1 | -1): void {
+    c.add(this.facetRows[d * ROW_STRIDE]! & COMBO_MASK, this.kwOut, this.keywordsOf(d), sign);
+  }
+
+  /**
+   * Gives the most frequent terms (at least termCountsMinDocs live documents, within
+   * TERM_COUNTS_BUDGET) their facet counts, from then on kept current by upsert and remove. Run
+   * when the engine is built or loaded: a term that becomes frequent later gets counts at the
+   * next start.
+   */
+  private countFrequentTerms(): void {
+    for (const p of this.counted) p.counts = null;
+    this.counted = [];
+    const min = Math.max(1, this.termCountsMinDocs);
+    const frequent = [...this.terms.values()].filter((p) => p.n >= min && this.liveCount(p) >= min).sort((a, b) => b.live - a.live);
+    let budget = TERM_COUNTS_BUDGET;
+    for (const p of frequent) {
+      budget -= this.comboValues.length + this.dicts.keyword.values.length;
+      if (budget < 0) break;
+      const counts = new TermCounts();
+      p.view();
+      for (let i = 0; i < p.n; i++) if (this.alive[p.docs[i]!]) this.countDoc(counts, p.docs[i]!, 1);
+      p.counts = counts;
+      this.counted.push(p);
+    }
   }
 
   remove(rowid: number): void {
     const d = this.docOf.get(rowid);
     if (d === undefined) return;
     this.docOf.delete(rowid);
-    this.counts.add(this.facetRows[d * ROW_STRIDE]! & COMBO_MASK, this.keywordsOf(d), -1, this.dicts.keyword.values.length);
+    const nKw = this.keywordsOf(d);
+    this.counts.add(this.facetRows[d * ROW_STRIDE]! & COMBO_MASK, this.kwOut, nKw, -1, this.dicts.keyword.values.length);
+    // The document's frequent terms: few lists, each searched (their documents are in order).
+    for (const p of this.counted) if (p.find(d) >= 0) this.countDoc(p.counts!, d, -1);
     this.removals++;
     this.alive[d] = 0;
     this.live--;
@@ -429,7 +479,9 @@ export class SearchEngine {
       at += len;
     });
     e.sorted = [...e.terms.keys()].sort();
-    for (let d = 0; d < e.n; d++) if (e.alive[d]) e.counts.add(e.facetRows[d * ROW_STRIDE]! & COMBO_MASK, e.keywordsOf(d), 1, e.dicts.keyword.values.length);
+    const keywordValues = e.dicts.keyword.values.length;
+    for (let d = 0; d < e.n; d++) if (e.alive[d]) e.counts.add(e.facetRows[d * ROW_STRIDE]! & COMBO_MASK, e.kwOut, e.keywordsOf(d), 1, keywordValues);
+    e.countFrequentTerms();
     return e;
   }
 
@@ -441,6 +493,7 @@ export class SearchEngine {
       this.sorted = [...this.terms.keys()].sort();
       this.recent = [];
     }
+    this.countFrequentTerms();
   }
 
   /**
@@ -482,6 +535,7 @@ export class SearchEngine {
       p.n = k;
       if (k === 0) this.terms.delete(t);
     }
+    this.counted = this.counted.filter((p) => p.n > 0);
     this.sorted = [...this.terms.keys()].sort();
     this.recent = [];
   }
@@ -549,8 +603,26 @@ export class SearchEngine {
         const df = this.liveCount(p);
         idf[0] = q.params?.idf[0] ?? Math.log(1 + (this.live - df + 0.5) / (df + 0.5));
         const t = this.tally(q, folderMask);
+        // A frequent term's counts stand in for what its filters leave uncounted: the keyword
+        // facet without column filters, the column facets and total without a keyword filter.
+        const counts = folderMask === null ? p.counts : null;
+        let total = 0;
+        if (counts !== null && !t.comboFiltered) {
+          t.keywords.set(counts.keywords.subarray(0, Math.min(counts.keywords.length, t.keywords.length)));
+          t.countKeywords = false;
+        }
+        if (counts !== null && t.keywordMask === null) {
+          total = this.fillCombos(t, counts.combos);
+          t.countCombos = false;
+        }
         const c1 = (K1 * B) / avgdl;
-        const total = this.scan(p.n, t, { docs: p.docs, scores: null, tfs: p.tf, idf: idf[0], c0: K1 * (1 - B), c1, checkAlive: this.live !== this.n });
+        const src: Candidates = { docs: p.docs, scores: null, tfs: p.tf, idf: idf[0], c0: K1 * (1 - B), c1, checkAlive: this.live !== this.n };
+        // Nothing left to count or filter: the pass only ranks.
+        if (!t.countCombos && !t.countKeywords && !t.comboFiltered) this.rank(p.n, t, src);
+        else {
+          const scanned = this.scan(p.n, t, src);
+          if (t.countCombos) total = scanned;
+        }
         return { ...this.finish(t, total), params: { idf, avgdl } };
       }
       // Rarest word first: it bounds the candidates every later word is checked against.
@@ -575,19 +647,12 @@ export class SearchEngine {
    */
   private newestFirst(q: EngineQuery): Omit<EngineResult, 'params'> {
     const t = this.tally(q, null);
-    const { comboFail, full, partial, keywords } = t;
-    const { live, keywords: comboKeywords } = this.counts;
-    let total = 0;
+    const { comboFail, keywords } = t;
+    const total = this.fillCombos(t, this.counts.live);
     for (let c = 0; c < comboFail.length; c++) {
-      const fail = comboFail[c]!;
-      const n = live[c] ?? 0;
-      if (n === 0) continue;
-      if (fail === 0) {
-        full[c] = n;
-        total += n;
-        const kc = comboKeywords[c]!;
-        for (let k = 1; k < kc.length && k < keywords.length; k++) keywords[k]! += kc[k]!;
-      } else if ((fail & (fail - 1)) === 0) partial[c] = n;
+      const kc = this.counts.keywords[c];
+      if (comboFail[c] !== 0 || !kc) continue;
+      for (let k = 1; k < kc.length && k < keywords.length; k++) keywords[k]! += kc[k]!;
     }
     if (total > 0 && q.limit > 0) {
       if (!this.dateOrder || this.dateOrder.stale(this.n)) {
@@ -609,6 +674,22 @@ export class SearchEngine {
       candScore[k++] = mtime[d]!;
     }
     return k;
+  }
+
+  /** A tally's per-combination counts from known counts of the matches; returns the total. */
+  private fillCombos(t: Tally, perCombo: Int32Array): number {
+    const { comboFail, full, partial } = t;
+    let total = 0;
+    for (let c = 0; c < comboFail.length; c++) {
+      const n = perCombo[c] ?? 0;
+      const fail = comboFail[c]!;
+      if (n === 0) continue;
+      if (fail === 0) {
+        full[c] = n;
+        total += n;
+      } else if ((fail & (fail - 1)) === 0) partial[c] = n;
+    }
+    return total;
   }
 
   /** The newest `limit` documents passing the column filters, after the keyset position. */
@@ -844,7 +925,8 @@ export class SearchEngine {
       comboFail[c] = bits;
     }
     return {
-      folderMask, comboFail, keywordMask: mask('keyword'), full: new Int32Array(nCombos), partial: new Int32Array(nCombos),
+      folderMask, comboFail, comboFiltered: comboMasks.some((m) => m !== null), keywordMask: mask('keyword'), countCombos: true, countKeywords: true,
+      full: new Int32Array(nCombos), partial: new Int32Array(nCombos),
       keywords: new Int32Array(dicts.keyword.values.length), heap: new TopK(q.limit), after: q.after,
       afterKey: q.after?.key ?? Infinity, afterRow: q.after?.rowid ?? -1,
     };
@@ -873,10 +955,30 @@ export class SearchEngine {
     return { rowids, keys, total, facets };
   }
 
+  /** The top `limit` of a posting list by BM25 after the keyset position, nothing counted. */
+  private rank(count: number, t: Tally, src: Candidates): void {
+    const { rowid, alive, dl } = this;
+    const { heap, afterKey, afterRow } = t;
+    const { docs, tfs, idf, c0, c1, checkAlive } = src;
+    let worst = -Infinity;
+    for (let c = 0; c < count; c++) {
+      const d = docs[c]!;
+      if (checkAlive && alive[d] === 0) continue;
+      const tf = tfs![c]!;
+      const key = ((tf * (K1 + 1)) / (tf + c0 + c1 * dl[d]!)) * idf; // as scan
+      if (key > afterKey || key < worst) continue;
+      const r = rowid[d]!;
+      if (key === afterKey && r <= afterRow) continue;
+      if (key === worst && r > heap.worstId) continue;
+      heap.offer(key, r);
+      if (heap.full) worst = heap.worstKey;
+    }
+  }
+
   /** collect()'s pass over the candidates (see the note above allByDate); returns the total. */
   private scan(count: number, t: Tally, src: Candidates): number {
     const { folder, facetRows: rows, kwData, rowid, alive, dl } = this;
-    const { folderMask, comboFail, keywordMask: mKw, full, partial, keywords: cKw, heap, afterKey, afterRow } = t;
+    const { folderMask, comboFail, keywordMask: mKw, full, partial, keywords: cKw, heap, afterKey, afterRow, countCombos, countKeywords } = t;
     const { docs: cand, scores, tfs, idf, c0, c1, checkAlive } = src;
     let worst = heap.full ? heap.worstKey : -Infinity;
     let total = 0;
@@ -900,18 +1002,20 @@ export class SearchEngine {
         }
       }
       if (fail !== 0) {
-        if (kwPass) partial[cb]!++;
+        if (kwPass && countCombos) partial[cb]!++;
         continue;
       }
       // Passes every column filter: its keywords count for the keyword facet (empty slots count
-      // for code 0, which is never read).
-      if (inline) {
-        cKw[rows[o + 1]!]!++;
-        cKw[rows[o + 2]!]!++;
-        cKw[rows[o + 3]!]!++;
-      } else for (let i = rows[o + 1]!, e = i + nKw; i < e; i++) cKw[kwData[i]!]!++;
+      // for code 0, which is never read), unless a term's counts already hold them.
+      if (countKeywords) {
+        if (inline) {
+          cKw[rows[o + 1]!]!++;
+          cKw[rows[o + 2]!]!++;
+          cKw[rows[o + 3]!]!++;
+        } else for (let i = rows[o + 1]!, e = i + nKw; i < e; i++) cKw[kwData[i]!]!++;
+      }
       if (!kwPass) continue;
-      full[cb]!++;
+      if (countCombos) full[cb]!++;
       total++;
       // The row id (another cache line) only for a key that can make the page; the heap's
       // threshold is kept in a local (-Infinity until it is full) and refreshed after an offer.
@@ -952,7 +1056,13 @@ interface Tally {
   folderMask: Uint8Array | null;
   /** Per combination: which of the four column filters it fails (bit i = COMBO_FACETS[i]). */
   comboFail: Uint8Array;
+  /** Whether any of the four column filters is set. */
+  comboFiltered: boolean;
   keywordMask: Uint8Array | null;
+  /** Whether scan() counts full/partial (false: filled from known counts, see fillCombos). */
+  countCombos: boolean;
+  /** Whether scan() counts keywords (false: filled from a term's counts). */
+  countKeywords: boolean;
   /** Per combination: matches passing every filter. */
   full: Int32Array;
   /** Per combination: matches failing only the one column filter the combination fails. */
