@@ -8,7 +8,7 @@ import path from 'node:path';
 import test from 'node:test';
 import { LibraryIndex, type ActiveFilters, type AssetRow, type FacetKey } from '../src/providers/library/index-store.js';
 import { DateOrder } from '../src/providers/library/search-aggregates.js';
-import { SearchEngine, tokenize, type EngineQuery, type SearchDoc } from '../src/providers/library/search-engine.js';
+import { FIELD_WEIGHTS, SearchEngine, tokenize, type EngineQuery, type SearchDoc, type SearchField } from '../src/providers/library/search-engine.js';
 import { tempDir } from './helpers/hub.js';
 import { mulberry32 } from './helpers/random.js';
 
@@ -31,6 +31,8 @@ function randomDoc(r: () => number, rowid: number): SearchDoc {
     keywords: [...new Set(Array.from({ length: Math.floor(r() * 4) }, () => pick(['sea', 'sky', 'boats', 'people', 'Night'])))],
   };
 }
+
+const tokensOf = new WeakMap<SearchDoc, { t: string; w: number }[]>();
 
 /** The reference: the same rules written the slow, obvious way. */
 function reference(docs: Map<number, SearchDoc>, q: EngineQuery) {
@@ -55,8 +57,20 @@ function reference(docs: Map<number, SearchDoc>, q: EngineQuery) {
     facets[f] = m;
   }
   // Without words the order is defined without scores: newest first, then row id.
-  const newestFirst = hits.sort((a, b) => b.mtimeMs - a.mtimeMs || a.rowid - b.rowid).map((d) => d.rowid);
-  return { ids: new Set(newestFirst), newestFirst, facets };
+  const newestFirst = [...hits].sort((a, b) => b.mtimeMs - a.mtimeMs || a.rowid - b.rowid).map((d) => d.rowid);
+  // With words, BM25F (k1 1.2, b 0.75) over the live documents, every word a prefix.
+  const live = [...docs.values()];
+  const weighted = (d: SearchDoc) => tokensOf.get(d) ?? tokensOf.set(d, (Object.keys(FIELD_WEIGHTS) as SearchField[]).flatMap((f) => tokenize(d.fields[f]).map((t) => ({ t, w: FIELD_WEIGHTS[f] })))).get(d)!;
+  const dl = (d: SearchDoc) => weighted(d).reduce((a, x) => a + x.w, 0);
+  const avgdl = live.reduce((a, d) => a + dl(d), 0) / live.length;
+  const dfs = new Map(q.words.map((word) => [word, live.filter((x) => weighted(x).some(({ t }) => t.startsWith(word))).length]));
+  const score = new Map(hits.map((d) => [d.rowid, q.words.reduce((acc, word) => {
+    const df = dfs.get(word)!;
+    const tf = weighted(d).filter(({ t }) => t.startsWith(word)).reduce((a, x) => a + x.w, 0);
+    const idf = Math.log(1 + (live.length - df + 0.5) / (df + 0.5));
+    return acc + (idf * tf * 2.2) / (tf + 1.2 * (0.25 + (0.75 * dl(d)) / avgdl));
+  }, 0)]));
+  return { ids: new Set(newestFirst), newestFirst, score, facets };
 }
 
 /** An engine's answer to every page of q checked against the reference (ids, order without words, totals, facets). */
@@ -68,6 +82,11 @@ function assertLikeReference(engine: SearchEngine, docs: Map<number, SearchDoc>,
   assert.equal(ids.length, new Set(ids).size, `${where}: no asset twice across pages`);
   assert.deepEqual(new Set(ids), ref.ids, where);
   if (!q.words.length) assert.deepEqual(ids, ref.newestFirst, `${where}: newest first`);
+  for (let i = 1; i < ids.length && q.words.length; i++) {
+    const [a, b] = [ref.score.get(ids[i - 1]!)!, ref.score.get(ids[i]!)!];
+    const tie = Math.abs(a - b) <= 1e-9 * Math.max(1, a);
+    assert.ok(a > b || (tie && ids[i - 1]! < ids[i]!), `${where}: ranked by BM25, then row id (${ids[i - 1]} ${a} before ${ids[i]} ${b})`);
+  }
   for (const [f, m] of Object.entries(ref.facets) as [FacetKey, Map<string, number>][]) {
     const expected = [...m.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 30).map(([value, count]) => ({ value, count }));
     assert.deepEqual(first.facets[f], expected, `${where}: facet ${f}`);
