@@ -14,6 +14,8 @@
 import type { ActiveFilters, FacetKey } from './index-store.js';
 import { isWithin } from './paths.js';
 import { ComboCounts, DateOrder, TermCounts } from './search-aggregates.js';
+import { TopK, topOptions } from './search-page.js';
+import { Postings } from './search-postings.js';
 
 /** Field weights of BM25F: a word in the name or title counts for more than one in the path. */
 export const FIELD_WEIGHTS = { name: 10, path: 2, title: 8, caption: 4, keywords: 6, other: 1 } as const;
@@ -88,105 +90,6 @@ export function tokenize(s: string): string[] {
   if (ASCII.test(s)) return s.toLowerCase().match(ASCII_WORD) ?? [];
   return s.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
-
-/**
- * A growable posting list: document numbers in increasing order with their weighted term
- * frequency. Most terms of a real library occur once (file numbers, rare names), so a single
- * entry lives in two fields; typed arrays exist from the second entry on, or when a query
- * reads the list (`view`).
- */
-class Postings {
-  docs: Int32Array = EMPTY_I32;
-  tf: Uint16Array = EMPTY_U16;
-  n = 1;
-  /** Facet counts of the term's live documents, for frequent terms (SearchEngine.countFrequentTerms). */
-  counts: TermCounts | null = null;
-  /** Cached live entry count, valid while the engine's removal count is `liveAt` and n is `liveN`. */
-  live = 0;
-  liveAt = -1;
-  liveN = -1;
-  private d0: number;
-  private t0: number;
-
-  constructor(doc: number, tf: number) {
-    this.d0 = doc;
-    this.t0 = tf;
-  }
-
-  push(doc: number, tf: number): void {
-    if (this.n === this.docs.length || this.docs.length === 0) {
-      const cap = Math.max(4, this.n * 2);
-      const docs = new Int32Array(cap);
-      const t = new Uint16Array(cap);
-      if (this.docs.length === 0) {
-        docs[0] = this.d0;
-        t[0] = this.t0;
-      } else {
-        docs.set(this.docs);
-        t.set(this.tf);
-      }
-      this.docs = docs;
-      this.tf = t;
-    }
-    this.docs[this.n] = doc;
-    this.tf[this.n] = tf;
-    this.n++;
-  }
-
-  /** Copies the entries into `docs`/`tf` at `at` (snapshot export). */
-  copyTo(docs: Int32Array, tf: Uint16Array, at: number): void {
-    if (this.docs.length === 0) {
-      docs[at] = this.d0;
-      tf[at] = this.t0;
-      return;
-    }
-    docs.set(this.docs.subarray(0, this.n), at);
-    tf.set(this.tf.subarray(0, this.n), at);
-  }
-
-  /** A list over existing arrays (snapshot import); the first push beyond them copies. */
-  static over(docs: Int32Array, tf: Uint16Array): Postings {
-    const p = new Postings(docs[0]!, tf[0]!);
-    p.docs = docs;
-    p.tf = tf;
-    p.n = docs.length;
-    return p;
-  }
-
-  /** Drops the growth slack (after a bulk build). */
-  trim(): void {
-    if (this.docs.length > this.n) {
-      this.docs = this.docs.slice(0, this.n);
-      this.tf = this.tf.slice(0, this.n);
-    }
-  }
-
-  /** The list with its typed arrays present (a single entry is materialised on first read). */
-  view(): this {
-    if (this.docs.length === 0 && this.n > 0) {
-      this.docs = Int32Array.of(this.d0);
-      this.tf = Uint16Array.of(this.t0);
-    }
-    return this;
-  }
-
-  /** Index of `doc`, or -1 (binary search). */
-  find(doc: number): number {
-    let lo = 0;
-    let hi = this.n - 1;
-    const docs = this.docs;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const v = docs[mid]!;
-      if (v < doc) lo = mid + 1;
-      else if (v > doc) hi = mid - 1;
-      else return mid;
-    }
-    return -1;
-  }
-}
-const EMPTY_I32 = new Int32Array(0);
-const EMPTY_U16 = new Uint16Array(0);
 
 /** Facet values ↔ small integer codes; code 0 is "no value". */
 class Dictionary {
@@ -984,7 +887,7 @@ export class SearchEngine {
       }
     }
     const facets = {} as EngineResult['facets'];
-    for (const f of ['type', 'ext', 'keyword', 'year', 'orientation'] as FacetKey[]) facets[f] = topOptions(counts[f], dicts[f].values);
+    for (const f of ['type', 'ext', 'keyword', 'year', 'orientation'] as FacetKey[]) facets[f] = topOptions(counts[f], dicts[f].values, FACET_OPTIONS);
     const { keys, rowids } = t.heap.sorted();
     return { rowids, keys, total, facets };
   }
@@ -1124,92 +1027,4 @@ function sum(lists: Postings[]): number {
   let s = 0;
   for (const p of lists) s += p.n;
   return s;
-}
-
-/** The FACET_OPTIONS largest counts (count descending, value ascending), without sorting them all. */
-function topOptions(counts: Int32Array, values: string[]): { value: string; count: number }[] {
-  const top: { value: string; count: number }[] = [];
-  const before = (a: { value: string; count: number }, b: { value: string; count: number }) => a.count > b.count || (a.count === b.count && a.value < b.value);
-  for (let c = 1; c < counts.length; c++) {
-    const n = counts[c]!;
-    if (n === 0) continue;
-    if (top.length === FACET_OPTIONS && n < top[FACET_OPTIONS - 1]!.count) continue;
-    const o = { value: values[c]!, count: n };
-    if (top.length === FACET_OPTIONS && !before(o, top[FACET_OPTIONS - 1]!)) continue;
-    let i = top.length < FACET_OPTIONS ? top.length : FACET_OPTIONS - 1;
-    if (top.length < FACET_OPTIONS) top.push(o);
-    while (i > 0 && before(o, top[i - 1]!)) {
-      top[i] = top[i - 1]!;
-      i--;
-    }
-    top[i] = o;
-  }
-  return top;
-}
-
-/** The best `k` (key descending, row id ascending) of a stream, in a binary heap whose top is the worst kept. */
-class TopK {
-  private readonly keys: Float64Array;
-  private readonly ids: Int32Array;
-  private n = 0;
-  /** Whether k are kept; then worstKey/worstId is the entry a newcomer must beat. */
-  get full(): boolean {
-    return this.n === this.k;
-  }
-  get capacity(): number {
-    return this.k;
-  }
-  get worstKey(): number {
-    return this.keys[0]!;
-  }
-  get worstId(): number {
-    return this.ids[0]!;
-  }
-
-  constructor(private readonly k: number) {
-    this.keys = new Float64Array(Math.max(1, k));
-    this.ids = new Int32Array(Math.max(1, k));
-  }
-
-  /** a ranks below b. */
-  private worse(ka: number, ia: number, kb: number, ib: number): boolean {
-    return ka < kb || (ka === kb && ia > ib);
-  }
-
-  offer(key: number, id: number): void {
-    if (this.k <= 0) return;
-    const { keys, ids } = this;
-    if (this.n < this.k) {
-      let i = this.n++;
-      while (i > 0) {
-        const p = (i - 1) >> 1;
-        if (!this.worse(key, id, keys[p]!, ids[p]!)) break;
-        keys[i] = keys[p]!;
-        ids[i] = ids[p]!;
-        i = p;
-      }
-      keys[i] = key;
-      ids[i] = id;
-      return;
-    }
-    if (!this.worse(keys[0]!, ids[0]!, key, id)) return;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= this.n) break;
-      const r = l + 1;
-      const w = r < this.n && this.worse(keys[r]!, ids[r]!, keys[l]!, ids[l]!) ? r : l;
-      if (!this.worse(keys[w]!, ids[w]!, key, id)) break;
-      keys[i] = keys[w]!;
-      ids[i] = ids[w]!;
-      i = w;
-    }
-    keys[i] = key;
-    ids[i] = id;
-  }
-
-  sorted(): { keys: number[]; rowids: number[] } {
-    const idx = [...Array(this.n).keys()].sort((a, b) => (this.worse(this.keys[a]!, this.ids[a]!, this.keys[b]!, this.ids[b]!) ? 1 : -1));
-    return { keys: idx.map((i) => this.keys[i]!), rowids: idx.map((i) => this.ids[i]!) };
-  }
 }
