@@ -194,6 +194,7 @@ export class SearchEngine {
   private before = new Int32Array(0);
   private cand = new Int32Array(0);
   private candScore = new Float64Array(0);
+  private gathered = new Int32Array(0);
 
   /**
    * `comboCountsBudget`: see ComboCounts; `termCountsMinDocs`: see countFrequentTerms (tests lower
@@ -742,19 +743,19 @@ export class SearchEngine {
 
   /** Adds a list's live frequencies into tfDense and marks its documents in `seen`. */
   private spreadAndMark(p: Postings): void {
-    const { tfDense, seen, alive } = this;
+    const { tfDense, seen } = this;
     const { docs, tf: tfs } = p;
+    // Dead documents too: drainMarked drops them, reading `alive` in order rather than at random.
     for (let i = 0, n = p.n; i < n; i++) {
       const d = docs[i]!;
-      if (alive[d] === 0) continue;
       tfDense[d]! += tfs[i]!;
       seen[d >>> 5]! |= 1 << (d & 31);
     }
   }
 
-  /** The marked documents, in order, as the candidates (scored without idf); clears both arrays. */
+  /** The marked live documents, in order, as the candidates (scored without idf); clears both arrays. */
   private drainMarked(c0: number, c1: number): number {
-    const { cand, candScore, tfDense, seen, dl } = this;
+    const { cand, candScore, tfDense, seen, dl, alive } = this;
     let k = 0;
     for (let w = 0, words = (this.n + 31) >>> 5; w < words; w++) {
       let bits = seen[w]!;
@@ -765,9 +766,10 @@ export class SearchEngine {
         bits ^= low;
         const d = (w << 5) | (31 - Math.clz32(low));
         const tf = tfDense[d]!;
+        tfDense[d] = 0;
+        if (alive[d] === 0) continue;
         cand[k] = d;
         candScore[k++] = (tf * (K1 + 1)) / (tf + c0 + c1 * dl[d]!);
-        tfDense[d] = 0;
       } while (bits !== 0);
     }
     return k;
@@ -892,6 +894,20 @@ export class SearchEngine {
     return { rowids, keys, total, facets };
   }
 
+  /** The facet rows of docs[0..count), one after another (in `gathered`). */
+  private gatherRows(count: number, docs: Int32Array): Int32Array {
+    if (this.gathered.length < count * ROW_STRIDE) this.gathered = new Int32Array(Math.max(count * ROW_STRIDE, this.gathered.length * 2));
+    const { gathered: g, facetRows: rows } = this;
+    for (let c = 0, o = 0; c < count; c++, o += ROW_STRIDE) {
+      const r = docs[c]! * ROW_STRIDE;
+      g[o] = rows[r]!;
+      g[o + 1] = rows[r + 1]!;
+      g[o + 2] = rows[r + 2]!;
+      g[o + 3] = rows[r + 3]!;
+    }
+    return g;
+  }
+
   /** The top `limit` of a posting list by BM25 after the keyset position, nothing counted. */
   private rank(count: number, t: Tally, src: Candidates): void {
     const { rowid, alive, dl } = this;
@@ -917,14 +933,18 @@ export class SearchEngine {
     const { folder, facetRows: rows, kwData, rowid, alive, dl } = this;
     const { folderMask, comboFail, keywordMask: mKw, full, partial, keywords: cKw, heap, afterKey, afterRow, countCombos, countKeywords } = t;
     const { docs: cand, scores, tfs, idf, c0, c1, checkAlive } = src;
+    // A sparse result's rows lie far apart: copied first in a loop without branches, whose cache
+    // misses the processor overlaps, then read in order (≈ 4× faster than missing one at a time).
+    const sparse = count * 8 < this.n;
+    const rowAt = sparse ? this.gatherRows(count, cand) : rows;
     let worst = heap.full ? heap.worstKey : -Infinity;
     let total = 0;
     for (let c = 0; c < count; c++) {
       const d = cand[c]!;
       if (checkAlive && alive[d] === 0) continue;
       if (folderMask !== null && folderMask[folder[d]!] === 0) continue;
-      const o = d * ROW_STRIDE;
-      const head = rows[o]!;
+      const o = (sparse ? c : d) * ROW_STRIDE;
+      const head = rowAt[o]!;
       const cb = head & COMBO_MASK;
       const fail = comboFail[cb]!;
       if (fail !== 0 && (fail & (fail - 1)) !== 0) continue; // fails two or more filters
@@ -932,10 +952,10 @@ export class SearchEngine {
       const inline = nKw <= INLINE_KEYWORDS;
       let kwPass = true;
       if (mKw !== null) {
-        if (inline) kwPass = (mKw[rows[o + 1]!]! | mKw[rows[o + 2]!]! | mKw[rows[o + 3]!]!) === 1;
+        if (inline) kwPass = (mKw[rowAt[o + 1]!]! | mKw[rowAt[o + 2]!]! | mKw[rowAt[o + 3]!]!) === 1;
         else {
           kwPass = false;
-          for (let i = rows[o + 1]!, e = i + nKw; i < e; i++) if (mKw[kwData[i]!] === 1) { kwPass = true; break; }
+          for (let i = rowAt[o + 1]!, e = i + nKw; i < e; i++) if (mKw[kwData[i]!] === 1) { kwPass = true; break; }
         }
       }
       if (fail !== 0) {
@@ -946,10 +966,10 @@ export class SearchEngine {
       // for code 0, which is never read), unless a term's counts already hold them.
       if (countKeywords) {
         if (inline) {
-          cKw[rows[o + 1]!]!++;
-          cKw[rows[o + 2]!]!++;
-          cKw[rows[o + 3]!]!++;
-        } else for (let i = rows[o + 1]!, e = i + nKw; i < e; i++) cKw[kwData[i]!]!++;
+          cKw[rowAt[o + 1]!]!++;
+          cKw[rowAt[o + 2]!]!++;
+          cKw[rowAt[o + 3]!]!++;
+        } else for (let i = rowAt[o + 1]!, e = i + nKw; i < e; i++) cKw[kwData[i]!]!++;
       }
       if (!kwPass) continue;
       if (countCombos) full[cb]!++;
