@@ -613,7 +613,7 @@ export class SearchEngine {
         if (alive[d] === 0) continue;
         const key = mtime[d]!;
         // Newest first within the group: once the page is full, an older document ends it.
-        if (heap.full && key < heap.worstKey) break;
+        if (key < heap.threshold) break;
         heap.offer(key, rowid[d]!);
       }
     }
@@ -643,7 +643,7 @@ export class SearchEngine {
    * bitmap; several (a prefix) have their frequencies spread into a dense array.
    */
   private applyWord(lists: Postings[], first: boolean, count: number, avgdl: number, word: number, idf: number[], fixed: RankParams | null): number {
-    // BM25 saturation tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)), with the constants hoisted.
+    // The constants of saturation().
     const c0 = K1 * (1 - B);
     const c1 = (K1 * B) / avgdl;
     const idfOf = (df: number) => (idf[word] = fixed?.idf[word] ?? Math.log(1 + (this.live - df + 0.5) / (df + 0.5)));
@@ -687,7 +687,7 @@ export class SearchEngine {
       if (at < 0) continue;
       const tf = tfs[at]!;
       cand[k] = d;
-      candScore[k++] = candScore[c]! + (idf * (tf * (K1 + 1))) / (tf + c0 + c1 * dl[d]!);
+      candScore[k++] = candScore[c]! + idf * saturation(tf, dl[d]!, c0, c1);
     }
     return k;
   }
@@ -715,7 +715,7 @@ export class SearchEngine {
       if ((word & bit) === 0) continue;
       const tf = tfs[before[w]! + popcount(word & (bit - 1))]!;
       cand[k] = d;
-      candScore[k++] = candScore[c]! + (idf * (tf * (K1 + 1))) / (tf + c0 + c1 * dl[d]!);
+      candScore[k++] = candScore[c]! + idf * saturation(tf, dl[d]!, c0, c1);
     }
     seen.fill(0, 0, words);
     return k;
@@ -731,7 +731,7 @@ export class SearchEngine {
       if (alive[d] === 0) continue;
       const tf = tfs[i]!;
       cand[k] = d;
-      candScore[k++] = (tf * (K1 + 1)) / (tf + c0 + c1 * dl[d]!);
+      candScore[k++] = saturation(tf, dl[d]!, c0, c1);
     }
     return k;
   }
@@ -769,7 +769,7 @@ export class SearchEngine {
         tfDense[d] = 0;
         if (alive[d] === 0) continue;
         cand[k] = d;
-        candScore[k++] = (tf * (K1 + 1)) / (tf + c0 + c1 * dl[d]!);
+        candScore[k++] = saturation(tf, dl[d]!, c0, c1);
       } while (bits !== 0);
     }
     return k;
@@ -798,7 +798,7 @@ export class SearchEngine {
       const tf = tfDense[d]!;
       if (tf === 0) continue;
       cand[k] = d;
-      candScore[k++] = candScore[c]! + (idf * (tf * (K1 + 1))) / (tf + c0 + c1 * dl[d]!);
+      candScore[k++] = candScore[c]! + idf * saturation(tf, dl[d]!, c0, c1);
     }
     return k;
   }
@@ -913,18 +913,13 @@ export class SearchEngine {
     const { rowid, alive, dl } = this;
     const { heap, afterKey, afterRow } = t;
     const { docs, tfs, idf, c0, c1, checkAlive } = src;
-    let worst = -Infinity;
     for (let c = 0; c < count; c++) {
       const d = docs[c]!;
       if (checkAlive && alive[d] === 0) continue;
-      const tf = tfs![c]!;
-      const key = ((tf * (K1 + 1)) / (tf + c0 + c1 * dl[d]!)) * idf; // as scan
-      if (key > afterKey || key < worst) continue;
+      const key = saturation(tfs![c]!, dl[d]!, c0, c1) * idf; // as scan
+      if (key > afterKey || key < heap.threshold) continue;
       const r = rowid[d]!;
-      if (key === afterKey && r <= afterRow) continue;
-      if (key === worst && r > heap.worstId) continue;
-      heap.offer(key, r);
-      if (heap.full) worst = heap.worstKey;
+      if (key !== afterKey || r > afterRow) heap.offer(key, r);
     }
   }
 
@@ -937,7 +932,6 @@ export class SearchEngine {
     // misses the processor overlaps, then read in order (≈ 4× faster than missing one at a time).
     const sparse = count * 8 < this.n;
     const rowAt = sparse ? this.gatherRows(count, cand) : rows;
-    let worst = heap.full ? heap.worstKey : -Infinity;
     let total = 0;
     for (let c = 0; c < count; c++) {
       const d = cand[c]!;
@@ -974,20 +968,11 @@ export class SearchEngine {
       if (!kwPass) continue;
       if (countCombos) full[cb]!++;
       total++;
-      // The row id (another cache line) only for a key that can make the page; the heap's
-      // threshold is kept in a local (-Infinity until it is full) and refreshed after an offer.
-      let key: number;
-      if (scores !== null) key = scores[c]!;
-      else {
-        const tf = tfs![c]!;
-        key = ((tf * (K1 + 1)) / (tf + c0 + c1 * dl[d]!)) * idf; // as firstList, then scale
-      }
-      if (key > afterKey || key < worst) continue;
+      // The row id (another cache line) only for a key that can make the page.
+      const key = scores !== null ? scores[c]! : saturation(tfs![c]!, dl[d]!, c0, c1) * idf; // as firstList, then scale
+      if (key > afterKey || key < heap.threshold) continue;
       const r = rowid[d]!;
-      if (key === afterKey && r <= afterRow) continue;
-      if (key === worst && r > heap.worstId) continue;
-      heap.offer(key, r);
-      if (heap.full) worst = heap.worstKey;
+      if (key !== afterKey || r > afterRow) heap.offer(key, r);
     }
     return total;
   }
@@ -1034,6 +1019,15 @@ interface Tally {
 
 /** The facets held in a document's combination code, in bit order. */
 const COMBO_FACETS: Exclude<FacetKey, 'keyword'>[] = ['type', 'ext', 'year', 'orientation'];
+
+/**
+ * BM25's term-frequency saturation tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl)), with c0 = k1·(1 − b)
+ * and c1 = k1·b / avgdl hoisted out of the loops. Every path computes a document's key with it,
+ * so that keys (and the keyset cursors made of them) agree to the last bit.
+ */
+function saturation(tf: number, dlen: number, c0: number, c1: number): number {
+  return (tf * (K1 + 1)) / (tf + c0 + c1 * dlen);
+}
 
 /** Set bits of a 32-bit word. */
 function popcount(x: number): number {

@@ -26,18 +26,14 @@ export class TopK {
   private readonly keys: Float64Array;
   private readonly ids: Int32Array;
   private n = 0;
-  /** Whether k are kept; then worstKey/worstId is the entry a newcomer must beat. */
-  get full(): boolean {
-    return this.n === this.k;
-  }
+  /**
+   * The key a newcomer must reach: −Infinity until k are kept, then the worst kept key. Callers
+   * test it before doing the work an offer needs (such as reading the row id).
+   */
+  threshold = -Infinity;
+
   get capacity(): number {
     return this.k;
-  }
-  get worstKey(): number {
-    return this.keys[0]!;
-  }
-  get worstId(): number {
-    return this.ids[0]!;
   }
 
   constructor(private readonly k: number) {
@@ -64,6 +60,7 @@ export class TopK {
       }
       keys[i] = key;
       ids[i] = id;
+      if (this.n === this.k) this.threshold = keys[0]!;
       return;
     }
     if (!this.worse(keys[0]!, ids[0]!, key, id)) return;
@@ -80,6 +77,7 @@ export class TopK {
     }
     keys[i] = key;
     ids[i] = id;
+    this.threshold = keys[0]!;
   }
 
   sorted(): { keys: number[]; rowids: number[] } {
