@@ -504,34 +504,8 @@ export class SearchEngine {
       const words = q.words.map((w, i) => ({ i, lists: this.expand(w) }));
       const avgdl = q.params?.avgdl ?? (this.live ? this.dlSum / this.live : 1);
       const idf: number[] = new Array(words.length).fill(0);
-      if (words.length === 1 && words[0]!.lists.length === 1) {
-        // One word, one term: the pass reads the posting list itself and scores only what passes.
-        const p = words[0]!.lists[0]!;
-        const df = this.liveCount(p);
-        idf[0] = q.params?.idf[0] ?? Math.log(1 + (this.live - df + 0.5) / (df + 0.5));
-        const t = this.tally(q, folderMask);
-        // A frequent term's counts stand in for what its filters leave uncounted: the keyword
-        // facet without column filters, the column facets and total without a keyword filter.
-        const counts = folderMask === null ? p.counts : null;
-        let total = 0;
-        if (counts !== null && !t.comboFiltered) {
-          t.keywords.set(counts.keywords.subarray(0, Math.min(counts.keywords.length, t.keywords.length)));
-          t.countKeywords = false;
-        }
-        if (counts !== null && t.keywordMask === null) {
-          total = this.fillCombos(t, counts.combos);
-          t.countCombos = false;
-        }
-        const c1 = (K1 * B) / avgdl;
-        const src: Candidates = { docs: p.docs, scores: null, tfs: p.tf, idf: idf[0], c0: K1 * (1 - B), c1, checkAlive: this.live !== this.n };
-        // Nothing left to count or filter: the pass only ranks.
-        if (!t.countCombos && !t.countKeywords && !t.comboFiltered) this.rank(p.n, t, src);
-        else {
-          const scanned = this.scan(p.n, t, src);
-          if (t.countCombos) total = scanned;
-        }
-        return { ...this.finish(t, total), params: { idf, avgdl } };
-      }
+      // One word, one term: the pass reads the posting list itself and scores only what passes.
+      if (words.length === 1 && words[0]!.lists.length === 1) return this.oneTerm(words[0]!.lists[0]!, q, folderMask, avgdl);
       // Rarest word first: it bounds the candidates every later word is checked against.
       const order = [...words].sort((a, b) => sum(a.lists) - sum(b.lists));
       if (order[0]!.lists.length > 0) {
@@ -546,6 +520,33 @@ export class SearchEngine {
       return { ...this.newestFirst(q), params: null };
     } else count = this.allByDate();
     return { ...this.collect(count, folderMask, q), params };
+  }
+
+  /** A search for one word matching one term (see search()). */
+  private oneTerm(p: Postings, q: EngineQuery, folderMask: Uint8Array | null, avgdl: number): EngineResult {
+    const df = this.liveCount(p);
+    const idf = q.params?.idf[0] ?? Math.log(1 + (this.live - df + 0.5) / (df + 0.5));
+    const t = this.tally(q, folderMask);
+    // A frequent term's counts stand in for what its filters leave uncounted: the keyword facet
+    // without column filters, the column facets and total without a keyword filter.
+    const counts = folderMask === null ? p.counts : null;
+    let total = 0;
+    if (counts !== null && !t.comboFiltered) {
+      t.keywords.set(counts.keywords.subarray(0, Math.min(counts.keywords.length, t.keywords.length)));
+      t.countKeywords = false;
+    }
+    if (counts !== null && t.keywordMask === null) {
+      total = this.fillCombos(t, counts.combos);
+      t.countCombos = false;
+    }
+    const src: Candidates = { docs: p.docs, scores: null, tfs: p.tf, idf, c0: K1 * (1 - B), c1: (K1 * B) / avgdl, checkAlive: this.live !== this.n };
+    // Nothing left to count or filter: the pass only ranks.
+    if (!t.countCombos && !t.countKeywords && !t.comboFiltered) this.rank(p.n, t, src);
+    else {
+      const scanned = this.scan(p.n, t, src);
+      if (t.countCombos) total = scanned;
+    }
+    return { ...this.finish(t, total), params: { idf: [idf], avgdl } };
   }
 
   /**
