@@ -1,6 +1,13 @@
-/** defineProvider's declaration checks and the connectors configuration. */
+/** defineProvider's declaration checks, the connectors configuration, and the call deadline reaching a connector's requests. */
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { KeyRing } from '../src/auth/keys.js';
+import { ManualClock } from '../src/clock.js';
+import { isHubError } from '../src/errors.js';
+import type { ListOptions } from '../src/providers/contract.js';
+import { callProvider } from '../src/providers/deadline.js';
 import { connectorsFromEnv, knownConnectors } from '../src/providers/kit/catalog.js';
 import { defineProvider } from '../src/providers/kit/define.js';
 import { codeForStatus, parseRetryAfter } from '../src/providers/kit/upstream-errors.js';
@@ -37,4 +44,42 @@ test('Retry-After in seconds or as an HTTP date; statuses to codes', () => {
   assert.deepEqual(codeForStatus(410), { code: 'integration-not-found' });
   assert.deepEqual(codeForStatus(422), { code: 'integration-operation-failed' });
   assert.deepEqual(codeForStatus(504), { code: 'integration-unavailable', status: 504 });
+});
+
+test('a connector call past the hub deadline ends its upstream request: the deadline reaches ctx.http through the session', async () => {
+  let closed!: () => void;
+  const upstreamClosed = new Promise<void>((r) => (closed = r));
+  let asked = 0;
+  const server = http.createServer((req, res) => {
+    if (req.url === '/warm') return void res.end('ok'); // loads the HTTP client before the timed call
+    asked++;
+    req.on('close', closed); // never answers
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const provider = defineProvider({
+      ...base, capabilities: { browse: true }, upstream: { allowHosts: ['127.0.0.1'], timeoutMs: 60_000, retries: 3 },
+      hooks: {
+        browse: async (ctx) => {
+          await ctx.http.text({ method: 'GET', url: `${url}/folder` });
+          return { id: 'root', name: 'r', folders: [], assets: [], filters: [], totalAssetsCount: 0 };
+        },
+      },
+    })({ clock: new ManualClock(), keys: KeyRing.generate(0), publicUrl: 'http://hub.test' });
+    await provider.http.text({ method: 'GET', url: `${url}/warm` });
+    const session = { providerId: 'example', userId: 'u', partnerId: 'p', credentials: {} };
+    const opts: ListOptions = { size: 10, more: null, filters: [], timeZone: null, dataLocale: null, uiLocale: 'en' };
+    const started = Date.now();
+    const e = await callProvider(provider, 50, (signal) => provider.browse!({ ...session, signal }, 'root', opts)).then(() => null, (x: unknown) => x);
+    assert.ok(isHubError(e) && e.status === 504 && e.code === 'integration-unavailable', String(e));
+    // Let go at the hub's 50 ms deadline, not at the connector's own 60 s.
+    await Promise.race([upstreamClosed, new Promise((_, reject) => setTimeout(() => reject(new Error('the upstream request was not ended')), 10_000).unref())]);
+    assert.ok(Date.now() - started < 10_000);
+    assert.equal(asked, 1, 'no retry after the call was given up');
+    await provider.close();
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 });

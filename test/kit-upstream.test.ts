@@ -193,3 +193,37 @@ test('a buffered answer dripping slower than the deadline ends as a 504; a strea
   assert.equal(body, 'xxxxxx', 'a download is not cut at the deadline while bytes keep coming');
   await c.close();
 });
+
+test('a call the hub stopped waiting for: the request in flight ends, no retry starts, the breaker does not count it', async () => {
+  hits = 0;
+  let closed!: () => void;
+  const serverSawClose = new Promise<void>((r) => (closed = r));
+  handler = (req) => req.on('close', closed); // never answers
+  const { c } = client({ timeoutMs: 60_000, retries: 2, breaker: { failureThreshold: 1, coolDownMs: 60_000 } });
+  const call = new AbortController();
+  const pending = rejects(c.during(call.signal).text({ method: 'GET', url: `${base}/hang` }));
+  while (hits === 0) await new Promise((r) => setImmediate(r));
+  call.abort(new Error('deadline'));
+  const e = await pending;
+  await serverSawClose; // the socket was let go, long before the client's own 60 s timeout
+  assert.equal(e.status, 504);
+  assert.match(e.details!, /abandoned, the hub stopped waiting/);
+  assert.equal(hits, 1, 'not retried');
+  assert.equal(c.breakers.state(`testdam ${new URL(base).host}`), 'closed', 'not the upstream failing: one failure would have opened it');
+
+  // A 503 would be retried, but the call is abandoned during the back-off: the retry does not start.
+  hits = 0;
+  handler = (_q, r) => r.writeHead(503).end('busy');
+  const later = new AbortController();
+  const c2 = new UpstreamClient('testdam', { ...DEFAULT_UPSTREAM, allowHosts: ['127.0.0.1'], retries: 3 }, { clock: new ManualClock(), sleep: async () => later.abort(), random: () => 0.5 });
+  const busy = await rejects(c2.during(later.signal).text({ method: 'GET', url: `${base}/busy` }));
+  assert.equal(busy.status, 503);
+  assert.equal(hits, 1);
+
+  // The client itself, and views of other calls, are unaffected.
+  handler = (_q, r) => r.writeHead(200).end('fine');
+  assert.equal((await c.text({ method: 'GET', url: `${base}/ok` })).text, 'fine');
+  assert.equal((await c.during(new AbortController().signal).text({ method: 'GET', url: `${base}/ok` })).text, 'fine');
+  await c.close();
+  await c2.close();
+});

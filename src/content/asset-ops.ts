@@ -32,8 +32,12 @@ export class AssetOps {
     this.cursors = new CursorSealer(hub.keys, hub.clock);
   }
 
-  /** A provider operation under the hub's provider deadline (src/providers/deadline.ts); `answers: 'any'` for non-object results. */
-  call<T>(provider: Provider, fn: () => Promise<T>, answers?: 'object' | 'any'): Promise<T> {
+  /**
+   * A provider operation under the hub's provider deadline (src/providers/deadline.ts); `fn` gets
+   * the signal that aborts at the deadline (pass it on in the session); `answers: 'any'` for
+   * non-object results.
+   */
+  call<T>(provider: Provider, fn: (signal: AbortSignal) => Promise<T>, answers?: 'object' | 'any'): Promise<T> {
     return callProvider(provider, this.hub.config.providerTimeoutMs, fn, answers);
   }
 
@@ -64,7 +68,7 @@ export class AssetOps {
     requireCapability(provider.descriptor, 'browse', 'folder browsing');
     const id = idParam(folderId, 'folderId');
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['folder', id]);
-    return this.sealPage(await this.call(provider, () => provider.browse!(dam, id, opts)), binding);
+    return this.sealPage(await this.call(provider, (signal) => provider.browse!({ ...dam, signal }, id, opts)), binding);
   }
 
   async search(dam: ProviderSession, s: { query?: string; parentId?: string }, q: ListQuery): Promise<AssetPage> {
@@ -73,7 +77,7 @@ export class AssetOps {
     const query = (s.query ?? '').trim();
     const parentId = s.parentId ? idParam(s.parentId, 'parentId') : null;
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['search', query, parentId]);
-    return this.sealPage(await this.call(provider, () => provider.search!(dam, { query, parentId }, opts)), binding);
+    return this.sealPage(await this.call(provider, (signal) => provider.search!({ ...dam, signal }, { query, parentId }, opts)), binding);
   }
 
   /** `reference`: a data URI, an http(s) URL or a media URL this hub issued (image-reference.ts). */
@@ -82,7 +86,7 @@ export class AssetOps {
     requireCapability(provider.descriptor, 'similarSearch', 'search by image');
     const image = await decodeImageReference(reference, this.hub);
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([image.toString('base64')])]);
-    return this.sealPage(await this.call(provider, () => provider.searchByImage!(dam, image, opts)), binding);
+    return this.sealPage(await this.call(provider, (signal) => provider.searchByImage!({ ...dam, signal }, image, opts)), binding);
   }
 
   async asset(dam: ProviderSession, assetId: string, q: { uiLocale?: string; timeZone?: string }): Promise<Asset> {
@@ -90,14 +94,14 @@ export class AssetOps {
     if (!provider.asset) throw integrationError('integration-not-implemented', provider.descriptor.id, 'reading one asset');
     const id = idParam(assetId, 'assetId');
     if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
-    return this.call(provider, () => provider.asset!(dam, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
+    return this.call(provider, (signal) => provider.asset!({ ...dam, signal }, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
   }
 
   async versions(dam: ProviderSession, assetId: string, q: { withMaster?: boolean; uiLocale?: string }): Promise<VersionList> {
     const provider = this.providerOf(dam);
     requireCapability(provider.descriptor, 'versions', 'asset versions');
     const id = idParam(assetId, 'assetId');
-    return this.call(provider, () => provider.versions!(dam, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
+    return this.call(provider, (signal) => provider.versions!({ ...dam, signal }, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
   }
 }
 

@@ -46,6 +46,11 @@ export interface ProviderSession {
   userId: string;
   partnerId: string;
   credentials: ProviderCredentials;
+  /**
+   * Aborted when the hub stops waiting for this call (its deadline passed): a connector that
+   * talks to a remote DAM ends its requests then. The kit's connectors get it on `ctx.http`.
+   */
+  signal?: AbortSignal;
 }
 
 /** What a finished sign-in yields: credentials to wrap into the DAM connection token. */

@@ -1,7 +1,8 @@
 /**
  * Every call into a provider runs under a deadline: a DAM that never answers must cost the caller
  * a quick 504, not a connection held until the request timeout (and a pile of waiting requests).
- * The provider's own work is not cancelled (the contract has no signal); its late answer is dropped.
+ * At the deadline the call's AbortSignal fires: the kit's connectors end their upstream requests
+ * and stop retrying (src/providers/kit/http.ts); whatever still answers late is dropped.
  */
 import { hubError, integrationError, isHubError, type HubError } from '../errors.js';
 import type { Provider } from './contract.js';
@@ -23,10 +24,18 @@ export async function withDeadline<T>(work: Promise<T>, timeoutMs: number, onTim
   }
 }
 
-/** Runs a provider operation under the deadline; hub errors pass through, anything else is a bug logged as hub-internal-error. */
-export async function callProvider<T>(provider: Provider, timeoutMs: number, fn: () => Promise<T>, answers: 'object' | 'any' = 'object'): Promise<T> {
+/**
+ * Runs a provider operation under the deadline, handing it the signal that aborts at the deadline;
+ * hub errors pass through, anything else is a bug logged as hub-internal-error.
+ */
+export async function callProvider<T>(provider: Provider, timeoutMs: number, fn: (signal: AbortSignal) => Promise<T>, answers: 'object' | 'any' = 'object'): Promise<T> {
+  const call = new AbortController();
   try {
-    const out = await withDeadline(fn(), timeoutMs, () => providerDeadline(provider, timeoutMs));
+    const out = await withDeadline(fn(call.signal), timeoutMs, () => {
+      const e = providerDeadline(provider, timeoutMs);
+      call.abort(e);
+      return e;
+    });
     // Every operation answers an object; anything else would be sent verbatim (a string) or as
     // an empty body, so it is the DAM answering garbage: 502.
     if (answers === 'object' && (typeof out !== 'object' || out === null || Array.isArray(out))) {

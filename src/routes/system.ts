@@ -20,6 +20,6 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
     const dam = damOf(req);
     const provider = hub.providers.get(dam.providerId)!;
     const { uiLocale = 'en' } = req.query as { uiLocale?: string };
-    return provider.providerInfo ? callProvider(provider, hub.config.providerTimeoutMs, () => provider.providerInfo!(dam, { uiLocale })) : {};
+    return provider.providerInfo ? callProvider(provider, hub.config.providerTimeoutMs, (signal) => provider.providerInfo!({ ...dam, signal }, { uiLocale })) : {};
   });
 }

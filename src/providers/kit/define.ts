@@ -129,7 +129,8 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
     const ctx = (session: ProviderSession): CallContext<C> => {
       const c = cred(session);
       return {
-        session, cred: c, http,
+        // The call's requests end when the hub stops waiting for it (ProviderSession.signal).
+        session, cred: c, http: session.signal ? http.during(session.signal) : http,
         now: () => deps.clock.now(),
         async downloadUrl(item, fileName) {
           const token = await grants.seal({ providerId: spec.id, userId: session.userId, credentials: session.credentials, item });

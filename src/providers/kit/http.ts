@@ -91,7 +91,10 @@ class Retryable extends Error {
 
 export class UpstreamClient {
   readonly breakers: CircuitBreakers;
-  private agent: Agent | null = null;
+  /** The connection pool, made on first use; an object so that views (`during`) share it. */
+  private readonly pool: { agent: Agent | null } = { agent: null };
+  /** Set on a view made by `during`: aborted when the hub stops waiting for the call. */
+  private callSignal: AbortSignal | null = null;
   private readonly agentOptions: ConstructorParameters<typeof Agent>[0];
   private readonly policy: AddressPolicy;
   private readonly sleep: (ms: number) => Promise<void>;
@@ -122,7 +125,24 @@ export class UpstreamClient {
   }
 
   async close(): Promise<void> {
-    await this.agent?.close();
+    await this.pool.agent?.close();
+  }
+
+  /**
+   * This client for one provider call (pool, breakers and settings shared): once `signal` aborts
+   * (the hub's deadline for the call passed) a request in flight is aborted, no retry starts and
+   * a body being read is dropped, so a DAM that stopped answering stops holding sockets. Such an
+   * abort is not the upstream's failure: the circuit breaker does not count it.
+   */
+  during(signal: AbortSignal): UpstreamClient {
+    const view = Object.create(this) as UpstreamClient;
+    view.callSignal = signal;
+    return view;
+  }
+
+  /** The error for a call the hub stopped waiting for (nobody reads it; the caller had its 504). */
+  private abandoned(what: string): HubError {
+    return unavailable(this.providerId, `${what}: abandoned, the hub stopped waiting for the call`, { timeout: true });
   }
 
   /** A streamed answer (2xx or an accepted status). The caller must consume or destroy the body. */
@@ -132,14 +152,16 @@ export class UpstreamClient {
     this.checkAddress(url, what);
     const idempotent = req.idempotent ?? SAFE_METHODS.has(req.method.toUpperCase());
     const attempts = idempotent ? this.settings.retries + 1 : 1;
+    if (this.callSignal?.aborted) throw this.abandoned(what);
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.attempt(url, req, what);
       } catch (e) {
         if (!(e instanceof Retryable)) throw e;
-        if (attempt + 1 >= attempts) throw e.error;
+        if (attempt + 1 >= attempts || this.callSignal?.aborted) throw e.error;
         const backoff = this.random() * this.settings.retryBaseMs * 2 ** attempt;
         await this.sleep(e.waitMs ?? backoff);
+        if (this.callSignal?.aborted) throw e.error; // abandoned during the back-off: no retry
       }
     }
   }
@@ -150,12 +172,15 @@ export class UpstreamClient {
     const what = req.what ?? `${req.method} ${new URL(req.url).pathname}`;
     // A buffered answer gets the whole deadline, body included: a server dripping a byte at a
     // time within bodyTimeout still ends here.
-    const timer = setTimeout(() => res.body.destroy(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
+    const stop = () => res.body.destroy(Object.assign(new Error('deadline'), { name: 'TimeoutError' }));
+    const timer = setTimeout(stop, this.settings.timeoutMs);
     timer.unref();
+    this.callSignal?.addEventListener('abort', stop, { once: true });
     try {
       return { status: res.status, headers: res.headers, text: await this.readCapped(res, what) };
     } finally {
       clearTimeout(timer);
+      this.callSignal?.removeEventListener('abort', stop);
     }
   }
 
@@ -194,16 +219,21 @@ export class UpstreamClient {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
     timer.unref();
+    const call = this.callSignal;
+    const abandon = () => ac.abort(call!.reason);
+    call?.addEventListener('abort', abandon, { once: true });
     let res;
     try {
       const undici = await loadUndici();
-      this.agent ??= new undici.Agent(this.agentOptions);
-      res = await undici.request(url, { dispatcher: this.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
+      this.pool.agent ??= new undici.Agent(this.agentOptions);
+      res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
     } catch (e) {
+      if (call?.aborted) throw this.abandoned(what);
       this.breakers.failure(key);
       throw new Retryable(networkError(this.providerId, what, e, this.settings.timeoutMs), null);
     } finally {
       clearTimeout(timer);
+      call?.removeEventListener('abort', abandon);
     }
     const status = res.statusCode;
     const ok = (status >= 200 && status < 300) || req.accept?.includes(status) === true;
