@@ -8,7 +8,7 @@
  * - a one-word search for a word in a large share of the library takes the facets its filters
  *   leave uncounted from that word's counts (TermCounts), so its pass only decides the page.
  *
- * At a million assets the first went from a 15–20 ms pass to well under a millisecond
+ * At a million assets the first went from a 15–20 ms pass to 1–2 ms
  * (docs/benchmarks.md). Scoped searches (a folder, an account's folder limits), several words and
  * prefixes matching several words still take the engine's full pass: their sets are not known in
  * advance.

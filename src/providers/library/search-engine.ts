@@ -705,7 +705,8 @@ export class SearchEngine {
   /**
    * Keeps the candidates in the list p, adding their scores: the list's documents as a bitmap, with
    * the number of its documents before each 32-document word, so that a candidate's entry in the
-   * list is that count plus a popcount (≈ 3× faster than spreading and clearing tfDense).
+   * list is that count plus a popcount (two lists of half a million: ≈ 8.5 → 6.5 ms against
+   * spreading the list into tfDense and clearing it; a plain merge took ≈ 9, its branches mispredict).
    */
   private intersectList(p: Postings, count: number, idf: number, c0: number, c1: number): number {
     const { cand, candScore, dl, seen, before } = this;
@@ -939,7 +940,7 @@ export class SearchEngine {
     const { folderMask, comboFail, keywordMask: mKw, full, partial, keywords: cKw, heap, afterKey, afterRow, countCombos, countKeywords } = t;
     const { docs: cand, scores, tfs, idf, c0, c1, checkAlive } = src;
     // A sparse result's rows lie far apart: copied first in a loop without branches, whose cache
-    // misses the processor overlaps, then read in order (≈ 4× faster than missing one at a time).
+    // misses the processor overlaps, then read in order (44,000 rows: ≈ 6 → 4.5 ms for the pass).
     const sparse = count * 8 < this.n;
     const rowAt = sparse ? this.gatherRows(count, cand) : rows;
     let total = 0;
