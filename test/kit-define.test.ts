@@ -7,7 +7,7 @@ import { KeyRing } from '../src/auth/keys.js';
 import { ManualClock } from '../src/clock.js';
 import { isHubError } from '../src/errors.js';
 import type { ListOptions } from '../src/providers/contract.js';
-import { callProvider } from '../src/providers/deadline.js';
+import { callOnSession } from '../src/providers/deadline.js';
 import { connectorsFromEnv, knownConnectors } from '../src/providers/kit/catalog.js';
 import { defineProvider } from '../src/providers/kit/define.js';
 import { codeForStatus, parseRetryAfter } from '../src/providers/kit/upstream-errors.js';
@@ -71,7 +71,7 @@ test('a connector call past the hub deadline ends its upstream request: the dead
     const session = { providerId: 'example', userId: 'u', partnerId: 'p', credentials: {} };
     const opts: ListOptions = { size: 10, more: null, filters: [], timeZone: null, dataLocale: null, uiLocale: 'en' };
     const started = Date.now();
-    const e = await callProvider(provider, 50, (signal) => provider.browse!({ ...session, signal }, 'root', opts)).then(() => null, (x: unknown) => x);
+    const e = await callOnSession(provider, 50, session, (s) => provider.browse!(s, 'root', opts)).then(() => null, (x: unknown) => x);
     assert.ok(isHubError(e) && e.status === 504 && e.code === 'integration-unavailable', String(e));
     // Let go at the hub's 50 ms deadline, not at the connector's own 60 s.
     await Promise.race([upstreamClosed, new Promise((_, reject) => setTimeout(() => reject(new Error('the upstream request was not ended')), 10_000).unref())]);

@@ -6,7 +6,7 @@
  */
 import type { Hub } from '../hub.js';
 import { integrationError, validationError } from '../errors.js';
-import { callProvider } from '../providers/deadline.js';
+import { callOnSession, callProvider } from '../providers/deadline.js';
 import type { ListOptions, Provider, ProviderSession } from '../providers/contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../providers/model.js';
 import { requireCapability } from '../providers/registry.js';
@@ -34,11 +34,15 @@ export class AssetOps {
 
   /**
    * A provider operation under the hub's provider deadline (src/providers/deadline.ts); `fn` gets
-   * the signal that aborts at the deadline (pass it on in the session); `answers: 'any'` for
-   * non-object results.
+   * the signal that aborts at the deadline; `answers: 'any'` for non-object results.
    */
   call<T>(provider: Provider, fn: (signal: AbortSignal) => Promise<T>, answers?: 'object' | 'any'): Promise<T> {
     return callProvider(provider, this.hub.config.providerTimeoutMs, fn, answers);
+  }
+
+  /** `call` for an operation on a DAM session: `fn` gets the session carrying the call's signal. */
+  onSession<T>(provider: Provider, dam: ProviderSession, fn: (session: ProviderSession) => Promise<T>, answers?: 'object' | 'any'): Promise<T> {
+    return callOnSession(provider, this.hub.config.providerTimeoutMs, dam, fn, answers);
   }
 
   providerOf(dam: ProviderSession): Provider {
@@ -68,7 +72,7 @@ export class AssetOps {
     requireCapability(provider.descriptor, 'browse', 'folder browsing');
     const id = idParam(folderId, 'folderId');
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['folder', id]);
-    return this.sealPage(await this.call(provider, (signal) => provider.browse!({ ...dam, signal }, id, opts)), binding);
+    return this.sealPage(await this.onSession(provider, dam, (s) => provider.browse!(s, id, opts)), binding);
   }
 
   async search(dam: ProviderSession, s: { query?: string; parentId?: string }, q: ListQuery): Promise<AssetPage> {
@@ -77,7 +81,7 @@ export class AssetOps {
     const query = (s.query ?? '').trim();
     const parentId = s.parentId ? idParam(s.parentId, 'parentId') : null;
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['search', query, parentId]);
-    return this.sealPage(await this.call(provider, (signal) => provider.search!({ ...dam, signal }, { query, parentId }, opts)), binding);
+    return this.sealPage(await this.onSession(provider, dam, (s) => provider.search!(s, { query, parentId }, opts)), binding);
   }
 
   /** `reference`: a data URI, an http(s) URL or a media URL this hub issued (image-reference.ts). */
@@ -86,7 +90,7 @@ export class AssetOps {
     requireCapability(provider.descriptor, 'similarSearch', 'search by image');
     const image = await decodeImageReference(reference, this.hub);
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([image.toString('base64')])]);
-    return this.sealPage(await this.call(provider, (signal) => provider.searchByImage!({ ...dam, signal }, image, opts)), binding);
+    return this.sealPage(await this.onSession(provider, dam, (s) => provider.searchByImage!(s, image, opts)), binding);
   }
 
   async asset(dam: ProviderSession, assetId: string, q: { uiLocale?: string; timeZone?: string }): Promise<Asset> {
@@ -94,14 +98,14 @@ export class AssetOps {
     if (!provider.asset) throw integrationError('integration-not-implemented', provider.descriptor.id, 'reading one asset');
     const id = idParam(assetId, 'assetId');
     if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
-    return this.call(provider, (signal) => provider.asset!({ ...dam, signal }, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
+    return this.onSession(provider, dam, (s) => provider.asset!(s, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
   }
 
   async versions(dam: ProviderSession, assetId: string, q: { withMaster?: boolean; uiLocale?: string }): Promise<VersionList> {
     const provider = this.providerOf(dam);
     requireCapability(provider.descriptor, 'versions', 'asset versions');
     const id = idParam(assetId, 'assetId');
-    return this.call(provider, (signal) => provider.versions!({ ...dam, signal }, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
+    return this.onSession(provider, dam, (s) => provider.versions!(s, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
   }
 }
 

@@ -5,7 +5,7 @@
  * and stop retrying (src/providers/kit/http.ts); whatever still answers late is dropped.
  */
 import { hubError, integrationError, isHubError, type HubError } from '../errors.js';
-import type { Provider } from './contract.js';
+import type { Provider, ProviderSession } from './contract.js';
 
 export function providerDeadline(provider: Provider, timeoutMs: number): HubError {
   return integrationError('integration-unavailable', provider.descriptor.id, `the asset library did not answer within ${timeoutMs} ms`, { status: 504 });
@@ -46,4 +46,9 @@ export async function callProvider<T>(provider: Provider, timeoutMs: number, fn:
     if (isHubError(e)) throw e;
     throw Object.assign(hubError('hub-internal-error', `provider ${provider.descriptor.id} failed`), { cause: e });
   }
+}
+
+/** callProvider for an operation on a DAM session: `fn` gets the session carrying the call's signal. */
+export function callOnSession<T>(provider: Provider, timeoutMs: number, session: ProviderSession, fn: (session: ProviderSession) => Promise<T>, answers?: 'object' | 'any'): Promise<T> {
+  return callProvider(provider, timeoutMs, (signal) => fn({ ...session, signal }), answers);
 }

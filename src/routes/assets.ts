@@ -54,7 +54,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     const { opts, binding } = ops.listOptions(dam.userId, provider, req.query as ListQueryT, ['folder', folderId]);
     // Repeated pages come from the page cache while the provider's view of this session, the
     // request and the media-URL validity are unchanged (see src/content/page-cache.ts).
-    const version = pages.enabled && provider.viewVersion ? await ops.call(provider, async (signal) => provider.viewVersion!({ ...dam, signal }), 'any') : null;
+    const version = pages.enabled && provider.viewVersion ? await ops.onSession(provider, dam, async (s) => provider.viewVersion!(s), 'any') : null;
     const key = version === null ? null : PageCache.key([
       principalOf(req).user.id, provider.descriptor.id, version, folderId, opts.size, (req.query as ListQueryT).more ?? null,
       opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, hub.mediaUrls.validity(),
@@ -62,7 +62,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     const hit = key === null ? undefined : pages.get(key);
     reply.type('application/json; charset=utf-8');
     if (hit) return reply.send(hit);
-    const page = await ops.call(provider, (signal) => provider.browse!({ ...dam, signal }, folderId, opts));
+    const page = await ops.onSession(provider, dam, (s) => provider.browse!(s, folderId, opts));
     const body = serialized(reply, { ...ops.sealPage(page, binding), capabilities: FOLDER_CAPABILITIES });
     if (key !== null) pages.set(key, body);
     return reply.send(body);

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { damOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
-import { callProvider } from '../providers/deadline.js';
+import { callOnSession } from '../providers/deadline.js';
 
 export async function systemRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
@@ -20,6 +20,6 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
     const dam = damOf(req);
     const provider = hub.providers.get(dam.providerId)!;
     const { uiLocale = 'en' } = req.query as { uiLocale?: string };
-    return provider.providerInfo ? callProvider(provider, hub.config.providerTimeoutMs, (signal) => provider.providerInfo!({ ...dam, signal }, { uiLocale })) : {};
+    return provider.providerInfo ? callOnSession(provider, hub.config.providerTimeoutMs, dam, (s) => provider.providerInfo!(s, { uiLocale })) : {};
   });
 }

@@ -19,32 +19,27 @@ export class ComboCounts {
   /** Per combination: live documents. */
   live = new Int32Array(16);
   /** Per combination: live documents per keyword code (created on the combination's first document). */
-  keywords: Int32Array[] = [];
+  keywords: Int32Array<ArrayBuffer>[] = [];
   /**
-   * The keyword table is combinations × keyword values; past `budget` entries (a library with
-   * thousands of combinations and tens of thousands of keywords) the counts are dropped for good
-   * and every query takes the engine's pass, as before.
+   * The keyword table grows towards combinations × keyword values; past `budget` entries (a
+   * library with thousands of combinations and tens of thousands of keywords) the counts are
+   * dropped for good and every query takes the engine's pass, as before.
    */
   enabled = true;
+  private entries = 0;
 
   constructor(private readonly budget: number) {}
 
   /** Adds (sign 1) or removes (sign −1) one document of `combo` with the keyword codes `kws[0..n)`. */
-  add(combo: number, kws: ArrayLike<number>, n: number, sign: 1 | -1, keywordValues: number): void {
+  add(combo: number, kws: ArrayLike<number>, n: number, sign: 1 | -1): void {
     if (!this.enabled) return;
     if (combo >= this.live.length) this.live = widen(this.live, combo + 1);
     this.live[combo]! += sign;
-    let counts = this.keywords[combo];
-    if (!counts || counts.length < keywordValues) {
-      if (Math.max(combo + 1, this.keywords.length) * keywordValues > this.budget) {
-        this.disable();
-        return;
-      }
-      const grown = new Int32Array(Math.max(keywordValues, (counts?.length ?? 0) * 2, 16));
-      if (counts) grown.set(counts);
-      counts = this.keywords[combo] = grown;
-    }
-    for (let i = 0; i < n; i++) counts[kws[i]!]! += sign;
+    const before = this.keywords[combo] ?? NO_COUNTS;
+    const after = addKeywords(before, kws, n, sign);
+    this.entries += after.length - before.length;
+    if (this.entries > this.budget) this.disable();
+    else this.keywords[combo] = after;
   }
 
   private disable(): void {
@@ -63,11 +58,7 @@ export class TermCounts {
   add(combo: number, kws: ArrayLike<number>, n: number, sign: 1 | -1): void {
     if (combo >= this.combos.length) this.combos = widen(this.combos, combo + 1);
     this.combos[combo]! += sign;
-    for (let i = 0; i < n; i++) {
-      const k = kws[i]!;
-      if (k >= this.keywords.length) this.keywords = widen(this.keywords, k + 1);
-      this.keywords[k]! += sign;
-    }
+    this.keywords = addKeywords(this.keywords, kws, n, sign);
   }
 
   /** Entries held (for the engine's memory budget). */
@@ -76,8 +67,20 @@ export class TermCounts {
   }
 }
 
+const NO_COUNTS: Int32Array<ArrayBuffer> = new Int32Array(0);
+
+/** `counts` with `sign` added at each keyword code of kws[0..n): the same array, or a wider copy. */
+function addKeywords(counts: Int32Array<ArrayBuffer>, kws: ArrayLike<number>, n: number, sign: 1 | -1): Int32Array<ArrayBuffer> {
+  for (let i = 0; i < n; i++) {
+    const k = kws[i]!;
+    if (k >= counts.length) counts = widen(counts, k + 1);
+    counts[k]! += sign;
+  }
+  return counts;
+}
+
 /** `a` copied into a zeroed array of at least `size` entries (doubling, so growth is amortised). */
-function widen(a: Int32Array, size: number): Int32Array<ArrayBuffer> {
+function widen(a: Int32Array<ArrayBuffer>, size: number): Int32Array<ArrayBuffer> {
   const b = new Int32Array(Math.max(size, a.length * 2, 16));
   b.set(a);
   return b;

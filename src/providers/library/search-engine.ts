@@ -240,7 +240,7 @@ export class SearchEngine {
       if (code !== 0 && kws.length < MAX_KEYWORDS && !kws.includes(code)) kws.push(code);
     }
     this.writeRow(d, combo, kws);
-    this.counts.add(combo, kws, kws.length, 1, this.dicts.keyword.values.length);
+    this.counts.add(combo, kws, kws.length, 1);
 
     const tf = this.termScratch;
     tf.clear();
@@ -284,19 +284,24 @@ export class SearchEngine {
     for (let i = 0; i < kws.length; i++) this.kwData[this.kwUsed++] = kws[i]!;
   }
 
-  /** Copies document d's keyword codes into kwOut; returns how many. */
-  private keywordsOf(d: number): number {
+  /** Document d's combination code. */
+  private comboOf(d: number): number {
+    return this.facetRows[d * ROW_STRIDE]! & COMBO_MASK;
+  }
+
+  /** Copies document d's keyword codes into kwOut (spilled ones from `spill`); returns how many. */
+  private readKeywords(d: number, spill = this.kwData): number {
     const o = d * ROW_STRIDE;
     const len = this.facetRows[o]! >>> COMBO_BITS;
-    const from = len <= INLINE_KEYWORDS ? this.facetRows : this.kwData;
+    const from = len <= INLINE_KEYWORDS ? this.facetRows : spill;
     const s = len <= INLINE_KEYWORDS ? o + 1 : this.facetRows[o + 1]!;
     for (let i = 0; i < len; i++) this.kwOut[i] = from[s + i]!;
     return len;
   }
 
-  /** Document d counted into (sign 1) or out of (sign −1) a term's counts. */
-  private countDoc(c: TermCounts, d: number, sign: 1 | -1): void {
-    c.add(this.facetRows[d * ROW_STRIDE]! & COMBO_MASK, this.kwOut, this.keywordsOf(d), sign);
+  /** Document d counted into (sign 1) or out of (sign −1) the whole-library or a term's counts. */
+  private countDoc(c: ComboCounts | TermCounts, d: number, sign: 1 | -1): void {
+    c.add(this.comboOf(d), this.kwOut, this.readKeywords(d), sign);
   }
 
   /**
@@ -326,8 +331,7 @@ export class SearchEngine {
     const d = this.docOf.get(rowid);
     if (d === undefined) return;
     this.docOf.delete(rowid);
-    const nKw = this.keywordsOf(d);
-    this.counts.add(this.facetRows[d * ROW_STRIDE]! & COMBO_MASK, this.kwOut, nKw, -1, this.dicts.keyword.values.length);
+    this.countDoc(this.counts, d, -1);
     // The document's frequent terms: few lists, each searched (their documents are in order).
     for (const p of this.counted) if (p.find(d) >= 0) this.countDoc(p.counts!, d, -1);
     this.removals++;
@@ -385,8 +389,7 @@ export class SearchEngine {
       at += len;
     });
     e.sorted = [...e.terms.keys()].sort();
-    const keywordValues = e.dicts.keyword.values.length;
-    for (let d = 0; d < e.n; d++) if (e.alive[d]) e.counts.add(e.facetRows[d * ROW_STRIDE]! & COMBO_MASK, e.kwOut, e.keywordsOf(d), 1, keywordValues);
+    for (let d = 0; d < e.n; d++) if (e.alive[d]) e.countDoc(e.counts, d, 1);
     e.countFrequentTerms();
     return e;
   }
@@ -418,10 +421,8 @@ export class SearchEngine {
       const to = map[d]!;
       if (to < 0) continue;
       for (const c of cols) (this[c] as Int32Array)[to] = (this[c] as Int32Array)[d]!;
-      const o = d * ROW_STRIDE;
-      const len = this.facetRows[o]! >>> COMBO_BITS;
-      const kws = len <= INLINE_KEYWORDS ? this.facetRows.slice(o + 1, o + 1 + len) : oldKwData.subarray(this.facetRows[o + 1]!, this.facetRows[o + 1]! + len);
-      this.writeRow(to, this.facetRows[o]! & COMBO_MASK, kws);
+      // Row `to` is at or before row d, whose keywords are copied out first.
+      this.writeRow(to, this.comboOf(d), this.kwOut.subarray(0, this.readKeywords(d, oldKwData)));
       this.alive[to] = 1;
       this.docOf.set(this.rowid[to]!, to);
     }
@@ -563,10 +564,7 @@ export class SearchEngine {
       for (let k = 1; k < kc.length && k < keywords.length; k++) keywords[k]! += kc[k]!;
     }
     if (total > 0 && q.limit > 0) {
-      if (!this.dateOrder || this.dateOrder.stale(this.n)) {
-        const rows = this.facetRows;
-        this.dateOrder = DateOrder.build(this.n, this.alive, this.mtime, this.rowid, (d) => rows[d * ROW_STRIDE]! & COMBO_MASK, this.comboValues.length);
-      }
+      if (!this.dateOrder || this.dateOrder.stale(this.n)) this.dateOrder = DateOrder.build(this.n, this.alive, this.mtime, this.rowid, (d) => this.comboOf(d), this.comboValues.length);
       this.walkDates(this.dateOrder, t);
     }
     return this.finish(t, total);
@@ -618,7 +616,7 @@ export class SearchEngine {
     for (let c = 0; c < comboFail.length && c + 1 < starts.length; c++) {
       if (comboFail[c] !== 0) continue;
       const end = starts[c + 1]!;
-      for (let i = t.after === null ? starts[c]! : order.after(c, t.afterKey, t.afterRow, mtime, rowid); i < end; i++) {
+      for (let i = t.afterKey === Infinity ? starts[c]! : order.after(c, t.afterKey, t.afterRow, mtime, rowid); i < end; i++) {
         const d = docs[i]!;
         if (alive[d] === 0) continue;
         const key = mtime[d]!;
@@ -633,9 +631,9 @@ export class SearchEngine {
 
   /** Offers every live document from number `from` on that passes the column filters. */
   private offerPassing(from: number, t: Tally): void {
-    const { alive, facetRows: rows } = this;
+    const { alive } = this;
     const comboFail = t.comboFail;
-    for (let d = from, n = this.n; d < n; d++) if (alive[d] !== 0 && comboFail[rows[d * ROW_STRIDE]! & COMBO_MASK] === 0) this.offerAfter(d, t);
+    for (let d = from, n = this.n; d < n; d++) if (alive[d] !== 0 && comboFail[this.comboOf(d)] === 0) this.offerAfter(d, t);
   }
 
   /** Offers document d, keyed by date, if it comes after the keyset position. */
@@ -877,7 +875,7 @@ export class SearchEngine {
     return {
       folderMask, comboFail, comboFiltered: comboMasks.some((m) => m !== null), keywordMask: mask('keyword'), countCombos: true, countKeywords: true,
       full: new Int32Array(nCombos), partial: new Int32Array(nCombos),
-      keywords: new Int32Array(dicts.keyword.values.length), heap: new TopK(q.limit), after: q.after,
+      keywords: new Int32Array(dicts.keyword.values.length), heap: new TopK(q.limit),
       afterKey: q.after?.key ?? Infinity, afterRow: q.after?.rowid ?? -1,
     };
   }
@@ -1023,7 +1021,7 @@ interface Tally {
   /** Per keyword code: matches passing every column filter. */
   keywords: Int32Array;
   heap: TopK;
-  after: EngineQuery['after'];
+  /** The keyset position (Infinity and −1 on a first page). */
   afterKey: number;
   afterRow: number;
 }
