@@ -135,27 +135,33 @@ function traverse(engine: SearchEngine, q: EngineQuery) {
 test('random documents and queries: hits, totals, paging and facet counts equal the reference', () => {
   for (const seed of [1, 2, 3, 4, 5]) {
     const r = mulberry32(seed);
-    // The second engine keeps facet counts for every term (TermCounts), as a large library does for its frequent ones.
-    const engines = [new SearchEngine(), new SearchEngine({ termCountsMinDocs: 1 })];
+    // The second engine treats every term as frequent (counts, bitmap, block bounds: FrequentList),
+    // as a large library does its most frequent ones; the third also merges the lists of every
+    // prefix matching several terms (MergedPrefixes), as it does for prefixes matching many.
+    const engines = [new SearchEngine(), new SearchEngine({ termCountsMinDocs: 1 }), new SearchEngine({ termCountsMinDocs: 1, mergeMinPostings: 2 })];
     const docs = new Map<number, SearchDoc>();
     const put = (d: SearchDoc) => {
       docs.set(d.rowid, d);
       for (const e of engines) e.upsert(d);
     };
+    // Changes: some removed, some replaced (after queries too, so that merged lists are kept current).
+    const change = (count: number) => {
+      for (let i = 0; i < count; i++) {
+        const id = 1 + Math.floor(r() * 300);
+        if (r() < 0.5) {
+          docs.delete(id);
+          for (const e of engines) e.remove(id);
+        } else put(randomDoc(r, id));
+      }
+    };
     for (let i = 1; i <= 300; i++) put(randomDoc(r, i));
     for (const e of engines) e.trim(); // as after a build from the index: counts are taken, later documents still grow every array
-    // Changes: some removed, some replaced.
-    for (let i = 0; i < 40; i++) {
-      const id = 1 + Math.floor(r() * 300);
-      if (r() < 0.5) {
-        docs.delete(id);
-        for (const e of engines) e.remove(id);
-      } else put(randomDoc(r, id));
-    }
+    change(40);
     for (let qi = 0; qi < 60; qi++) {
       const q = randomQuery(r);
       engines.forEach((e, i) => assertLikeReference(e, docs, q, `seed ${seed} engine ${i} query ${qi} ${JSON.stringify(q)}`));
-      assert.deepEqual(engines[1]!.search(q), engines[0]!.search(q), `seed ${seed} query ${qi}: the same page, keys and facets with term counts`);
+      for (const i of [1, 2]) assert.deepEqual(engines[i]!.search(q), engines[0]!.search(q), `seed ${seed} query ${qi}: the same page, keys and facets in engine ${i}`);
+      if (qi % 20 === 19) change(15);
     }
     // Compaction renumbers documents without changing any answer.
     for (const engine of engines) {
@@ -172,6 +178,35 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
       engines.forEach((e, i) => assertLikeReference(e, docs, q, `seed ${seed} engine ${i} after compaction, query ${qi} ${JSON.stringify(q)}`));
     }
   }
+});
+
+test('a frequent word ranks by block bounds: ties across blocks go to the lowest row ids, on every page and under filters', () => {
+  // Identical documents (every key ties), numbered in the opposite order of their row ids, so the
+  // page's row ids sit in the list's last blocks; changes after the bounds were taken move them.
+  const engines = [new SearchEngine(), new SearchEngine({ termCountsMinDocs: 1 })];
+  const docs = new Map<number, SearchDoc>();
+  const put = (d: SearchDoc) => {
+    docs.set(d.rowid, d);
+    for (const e of engines) e.upsert(d);
+  };
+  const doc = (rowid: number, caption: string): SearchDoc => ({
+    rowid, folderPath: 'A', kind: 'image', ext: rowid % 3 ? 'jpg' : 'png', year: 2020 + (rowid % 2), orientation: 'landscape', mtimeMs: 0,
+    fields: { name: 'x.jpg', path: 'a', title: '', caption, keywords: '', other: '' }, keywords: rowid % 5 ? ['sea'] : ['sky'],
+  });
+  for (let rowid = 1000; rowid >= 1; rowid--) put(doc(rowid, 'harbour'));
+  for (const e of engines) e.trim();
+  for (const rowid of [7, 400, 999]) put(doc(rowid, 'harbour harbour')); // a better key, in the last block
+  for (const rowid of [3, 8]) {
+    docs.delete(rowid);
+    for (const e of engines) e.remove(rowid);
+  }
+  const base = { words: ['harbour'], folderPath: '', allowedRoots: null, limit: 7, after: null, params: null };
+  for (const filters of [{}, { ext: ['png'] }, { keyword: ['sky'] }, { ext: ['jpg'], year: ['2021'], keyword: ['sea'] }] as ActiveFilters[]) {
+    const q = { ...base, filters };
+    engines.forEach((e, i) => assertLikeReference(e, docs, q, `engine ${i} ${JSON.stringify(filters)}`));
+    assert.deepEqual(engines[1]!.search(q), engines[0]!.search(q), JSON.stringify(filters));
+  }
+  assert.deepEqual(engines[1]!.search({ ...base, filters: {} }).rowids, [7, 400, 999, 1, 2, 4, 5]);
 });
 
 test('searches without words: whole-library counts and the date order stay exact as documents change, are rebuilt, or are given up', () => {

@@ -30,6 +30,11 @@ export class ComboCounts {
 
   constructor(private readonly budget: number) {}
 
+  /** Entries held. */
+  get size(): number {
+    return this.live.length + this.entries;
+  }
+
   /** Adds (sign 1) or removes (sign −1) one document of `combo` with the keyword codes `kws[0..n)`. */
   add(combo: number, kws: ArrayLike<number>, n: number, sign: 1 | -1): void {
     if (!this.enabled) return;
@@ -46,24 +51,6 @@ export class ComboCounts {
     this.enabled = false;
     this.live = new Int32Array(0);
     this.keywords = [];
-  }
-}
-
-/** The live documents of one frequent term: how many per combination code and per keyword code. */
-export class TermCounts {
-  combos = new Int32Array(0);
-  keywords = new Int32Array(0);
-
-  /** Adds (sign 1) or removes (sign −1) one document of `combo` with the keyword codes `kws[0..n)`. */
-  add(combo: number, kws: ArrayLike<number>, n: number, sign: 1 | -1): void {
-    if (combo >= this.combos.length) this.combos = widen(this.combos, combo + 1);
-    this.combos[combo]! += sign;
-    this.keywords = addKeywords(this.keywords, kws, n, sign);
-  }
-
-  /** Entries held (for the engine's memory budget). */
-  get size(): number {
-    return this.combos.length + this.keywords.length;
   }
 }
 

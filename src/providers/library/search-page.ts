@@ -32,6 +32,11 @@ export class TopK {
    */
   threshold = -Infinity;
 
+  /** The row id of the worst kept (meaningful once k are kept, with `threshold`). */
+  get worstId(): number {
+    return this.ids[0]!;
+  }
+
   get capacity(): number {
     return this.k;
   }

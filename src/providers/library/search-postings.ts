@@ -1,5 +1,5 @@
 /** The search engine's posting lists (search-engine.ts). */
-import type { TermCounts } from './search-aggregates.js';
+import type { FrequentList } from './search-frequent.js';
 
 /**
  * A growable posting list: document numbers in increasing order with their weighted term
@@ -11,8 +11,8 @@ export class Postings {
   docs: Int32Array = EMPTY_I32;
   tf: Uint16Array = EMPTY_U16;
   n = 1;
-  /** Facet counts of the term's live documents, for frequent terms (SearchEngine.countFrequentTerms). */
-  counts: TermCounts | null = null;
+  /** Counts, bitmap and block bounds of a frequent term (SearchEngine.indexFrequentTerms). */
+  frequent: FrequentList | null = null;
   /** Cached live entry count, valid while the engine's removal count is `liveAt` and n is `liveN`. */
   live = 0;
   liveAt = -1;
@@ -99,3 +99,79 @@ export class Postings {
 }
 const EMPTY_I32 = new Int32Array(0);
 const EMPTY_U16 = new Uint16Array(0);
+
+/**
+ * Merged posting lists of query prefixes that match many terms ("quin" matches 1,458 terms and 1.1
+ * million postings at a million assets), built the first time a search needs one and from then
+ * on kept current by the engine's upsert (every new document's terms are looked up by their
+ * prefixes here). A merged list is an ordinary list of the prefix's documents with their summed
+ * frequencies, so it ranks and scores exactly as spreading its terms would, and a frequent one
+ * gets a FrequentList like a frequent term. The least recently used go first past `budget` entries;
+ * the cache is dropped when document numbers change (SearchEngine.compact) and is not saved in
+ * snapshots.
+ */
+export class MergedPrefixes {
+  private readonly lists = new Map<string, Postings>();
+  /** The longest cached prefix: a term's longer prefixes need no lookup. */
+  private longest = 0;
+
+  get size(): number {
+    return this.lists.size;
+  }
+
+  /** The cached list of `prefix`, marked as just used. */
+  get(prefix: string): Postings | undefined {
+    const p = this.lists.get(prefix);
+    if (p) {
+      this.lists.delete(prefix);
+      this.lists.set(prefix, p);
+    }
+    return p;
+  }
+
+  /** Keeps p as prefix's list, dropping the least recently used past `budget` 4-byte entries in all. */
+  set(prefix: string, p: Postings, budget: number): void {
+    this.lists.delete(prefix);
+    let entries = cost(p);
+    for (const q of this.lists.values()) entries += cost(q);
+    for (const [k, q] of this.lists) {
+      if (entries <= budget) break;
+      this.lists.delete(k);
+      entries -= cost(q);
+    }
+    if (entries > budget) return;
+    this.lists.set(prefix, p);
+    this.longest = Math.max(this.longest, prefix.length);
+  }
+
+  delete(prefix: string): void {
+    this.lists.delete(prefix);
+  }
+
+  clear(): void {
+    this.lists.clear();
+    this.longest = 0;
+  }
+
+  values(): IterableIterator<Postings> {
+    return this.lists.values();
+  }
+
+  /** Adds term's weighted frequency `tf` to `into` under every cached prefix of term. */
+  prefixesOf(term: string, tf: number, into: Map<string, number>): void {
+    for (let len = 1, max = Math.min(term.length, this.longest); len <= max; len++) {
+      const prefix = term.slice(0, len);
+      if (this.lists.has(prefix)) into.set(prefix, (into.get(prefix) ?? 0) + tf);
+    }
+  }
+
+  /** The cached list of `prefix` without marking it used (upkeep). */
+  peek(prefix: string): Postings | undefined {
+    return this.lists.get(prefix);
+  }
+}
+
+/** A list's memory in 4-byte entries: 6 bytes per posting and its FrequentList. */
+function cost(p: Postings): number {
+  return p.n * 1.5 + (p.frequent?.size ?? 0);
+}
