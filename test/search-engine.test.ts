@@ -95,7 +95,7 @@ function assertLikeReference(engine: SearchEngine, docs: Map<number, SearchDoc>,
 
 function randomQuery(r: () => number): EngineQuery {
   const pick = <T>(a: readonly T[]) => a[Math.floor(r() * a.length)]!;
-  const words = Array.from({ length: Math.floor(r() * 3) }, () => {
+  const words = Array.from({ length: Math.floor(r() * 4) }, () => {
     const w = tokenize(pick(WORDS))[0]!;
     return r() < 0.3 ? w.slice(0, 2) : w;
   });
@@ -137,8 +137,9 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
     const r = mulberry32(seed);
     // The second engine treats every term as frequent (counts, bitmap, block bounds: FrequentList),
     // as a large library does its most frequent ones; the third also merges the lists of every
-    // prefix matching several terms (MergedPrefixes), as it does for prefixes matching many.
-    const engines = [new SearchEngine(), new SearchEngine({ termCountsMinDocs: 1 }), new SearchEngine({ termCountsMinDocs: 1, mergeMinPostings: 2 })];
+    // prefix matching several terms (MergedPrefixes), as it does for prefixes matching many; the
+    // fourth merges them without making them frequent (too few documents).
+    const engines = [new SearchEngine(), new SearchEngine({ termCountsMinDocs: 1 }), new SearchEngine({ termCountsMinDocs: 1, mergeMinPostings: 2 }), new SearchEngine({ mergeMinPostings: 2 })];
     const docs = new Map<number, SearchDoc>();
     const put = (d: SearchDoc) => {
       docs.set(d.rowid, d);
@@ -160,7 +161,7 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
     for (let qi = 0; qi < 60; qi++) {
       const q = randomQuery(r);
       engines.forEach((e, i) => assertLikeReference(e, docs, q, `seed ${seed} engine ${i} query ${qi} ${JSON.stringify(q)}`));
-      for (const i of [1, 2]) assert.deepEqual(engines[i]!.search(q), engines[0]!.search(q), `seed ${seed} query ${qi}: the same page, keys and facets in engine ${i}`);
+      for (const i of [1, 2, 3]) assert.deepEqual(engines[i]!.search(q), engines[0]!.search(q), `seed ${seed} query ${qi}: the same page, keys and facets in engine ${i}`);
       if (qi % 20 === 19) change(15);
     }
     // Compaction renumbers documents without changing any answer.
@@ -177,6 +178,29 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
       const q = randomQuery(r);
       engines.forEach((e, i) => assertLikeReference(e, docs, q, `seed ${seed} engine ${i} after compaction, query ${qi} ${JSON.stringify(q)}`));
     }
+  }
+});
+
+test('merged prefix lists stay current through changes: many-word queries rank to the same bits as without them', () => {
+  // Words are taken rarest first and their scores summed in that order, so a merged list must
+  // know how many postings its terms hold, as the terms themselves would tell (MergedPrefixes).
+  const r = mulberry32(21);
+  const engines = [new SearchEngine(), new SearchEngine({ mergeMinPostings: 2 })];
+  const put = (d: SearchDoc) => {
+    for (const e of engines) e.upsert(d);
+  };
+  for (let i = 1; i <= 400; i++) put(randomDoc(r, i));
+  const prefixes = ['s', 'b', 'c', 'sun', 'bo', 'h', 'n', 'r', 'm'];
+  const query = (): EngineQuery => ({
+    words: Array.from({ length: 3 + Math.floor(r() * 4) }, () => prefixes[Math.floor(r() * prefixes.length)]!),
+    folderPath: '', allowedRoots: null, filters: {}, limit: 400, after: null, params: null,
+  });
+  for (let round = 0; round < 6; round++) {
+    for (let qi = 0; qi < 40; qi++) {
+      const q = query();
+      assert.deepEqual(engines[1]!.search(q), engines[0]!.search(q), `round ${round} query ${JSON.stringify(q.words)}`);
+    }
+    for (let i = 0; i < 60; i++) put(randomDoc(r, 1 + Math.floor(r() * 500)));
   }
 });
 

@@ -5,52 +5,52 @@
  * - a search without words (the picker's "everything, filtered by type/extension/year/
  *   orientation") takes its facets and total from a few hundred per-combination counts and its
  *   newest-first page from a walk down a date order (ComboCounts, DateOrder);
- * - a one-word search for a word in a large share of the library takes the facets its filters
- *   leave uncounted from that word's counts (TermCounts), so its pass only decides the page.
+ * - a one-word search for a word in a large share of the library (or a prefix with a merged
+ *   list) takes its facets and total from that list's counts (search-frequent.ts), so it only
+ *   ranks its page.
  *
- * At a million assets the first went from a 15–20 ms pass to 1–2 ms
- * (docs/benchmarks.md). Scoped searches (a folder, an account's folder limits), several words and
- * prefixes matching several words still take the engine's full pass: their sets are not known in
- * advance.
+ * At a million assets the first went from a 15–20 ms pass to 1–2 ms, the second from 10–13 ms
+ * to under 1 (docs/benchmarks.md). Scoped searches (a folder, an account's folder limits) and
+ * several words still take the engine's full pass over their matches: their sets are not known
+ * in advance.
  */
 
 /** Live documents and their keyword counts, per combination code (search-engine.ts's facetRows). */
 export class ComboCounts {
   /** Per combination: live documents. */
   live = new Int32Array(16);
-  /** Per combination: live documents per keyword code (created on the combination's first document). */
-  keywords: Int32Array<ArrayBuffer>[] = [];
+  /** Per keyword code: live documents, all combinations together. */
+  all: Int32Array<ArrayBuffer> = NO_COUNTS;
   /**
-   * The keyword table grows towards combinations × keyword values; past `budget` entries (a
-   * library with thousands of combinations and tens of thousands of keywords) the counts are
-   * dropped for good and every query takes the engine's pass, as before.
+   * Per combination: live documents per keyword code (created on the combination's first
+   * document). The table grows towards combinations × keyword values; past `budget` entries (a
+   * library with thousands of combinations and tens of thousands of keywords) it is dropped for
+   * good (null), and a query whose keyword facet depends on its column filters takes the
+   * engine's pass, as before.
    */
-  enabled = true;
+  byCombo: Int32Array<ArrayBuffer>[] | null = [];
   private entries = 0;
 
   constructor(private readonly budget: number) {}
 
   /** Entries held. */
   get size(): number {
-    return this.live.length + this.entries;
+    return this.live.length + this.all.length + this.entries;
   }
 
   /** Adds (sign 1) or removes (sign −1) one document of `combo` with the keyword codes `kws[0..n)`. */
   add(combo: number, kws: ArrayLike<number>, n: number, sign: 1 | -1): void {
-    if (!this.enabled) return;
     if (combo >= this.live.length) this.live = widen(this.live, combo + 1);
     this.live[combo]! += sign;
-    const before = this.keywords[combo] ?? NO_COUNTS;
+    this.all = addKeywords(this.all, kws, n, sign);
+    if (this.byCombo === null) return;
+    const before = this.byCombo[combo] ?? NO_COUNTS;
     const after = addKeywords(before, kws, n, sign);
     this.entries += after.length - before.length;
-    if (this.entries > this.budget) this.disable();
-    else this.keywords[combo] = after;
-  }
-
-  private disable(): void {
-    this.enabled = false;
-    this.live = new Int32Array(0);
-    this.keywords = [];
+    if (this.entries > this.budget) {
+      this.byCombo = null;
+      this.entries = 0;
+    } else this.byCombo[combo] = after;
   }
 }
 

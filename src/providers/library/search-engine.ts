@@ -38,8 +38,10 @@ const TERM_COUNTS_MIN_DOCS = 50_000;
 const TERM_COUNTS_BUDGET = 16 << 20;
 /** A query prefix matching at least two terms with this many postings in all gets a merged list (MergedPrefixes)... */
 const MERGE_MIN_POSTINGS = 20_000;
-/** ...within this many 4-byte entries per live document in all (MergedPrefixes.set). */
+/** ...within this many 4-byte entries per live document in all (MergedPrefixes.set)... */
 const MERGED_ENTRIES_PER_DOC = 8;
+/** ...and with a FrequentList from this many documents. */
+const MERGED_COUNTS_MIN_DOCS = 10_000;
 const B = 0.75;
 const FACET_OPTIONS = 30;
 
@@ -175,7 +177,7 @@ export class SearchEngine {
   private readonly termCountsMinDocs: number;
   private readonly merged = new MergedPrefixes();
   private readonly mergeMinPostings: number;
-  private readonly mergeScratch = new Map<string, number>();
+  private readonly mergeScratch = new Map<string, { tf: number; terms: number }>();
   /** Scratch for one document's keyword codes. */
   private readonly kwOut = new Int32Array(MAX_KEYWORDS);
   private readonly docOf = new Map<number, number>();
@@ -289,15 +291,17 @@ export class SearchEngine {
     sums.clear();
     for (const [t, weighted] of tf) this.merged.prefixesOf(t, Math.min(weighted, 65_535), sums);
     for (const [prefix, sum] of sums) {
-      const p = this.merged.peek(prefix)!;
+      const m = this.merged.peek(prefix)!;
       // Beyond a frequency's 16 bits the merged list would score differently from its terms.
-      if (sum > 65_535) {
+      if (sum.tf > 65_535) {
         this.merged.delete(prefix);
         continue;
       }
-      p.push(d, sum);
+      const p = m.list;
+      p.push(d, sum.tf);
+      m.postings += sum.terms;
       if (p.frequent) {
-        p.frequent.add(p.n - 1, d, sum, dl, row);
+        p.frequent.add(p.n - 1, d, sum.tf, dl, row);
         p.frequent.counts.add(combo, kws, kws.length, 1);
       }
     }
@@ -532,17 +536,17 @@ export class SearchEngine {
    * on the cache.
    */
   private wordLists(word: string, i: number): { i: number; size: number; lists: Postings[] } {
+    const cached = this.merged.get(word);
+    if (cached) return { i, size: cached.postings, lists: [cached.list] };
     const lists = this.expand(word);
     const size = sum(lists);
     if (lists.length < 2 || size < this.mergeMinPostings) return { i, size, lists };
-    let p = this.merged.get(word);
-    if (!p) {
-      const k = this.mergeLists(lists);
-      if (k < 0) return { i, size, lists };
-      p = Postings.over(this.cand.slice(0, k), Uint16Array.from(this.candScore.subarray(0, k)));
-      if (k >= this.termCountsMinDocs) this.makeFrequent(p);
-      this.merged.set(word, p, Math.max(1 << 16, MERGED_ENTRIES_PER_DOC * this.live));
-    }
+    const k = this.mergeLists(lists);
+    if (k < 0) return { i, size, lists };
+    const p = Postings.over(this.cand.slice(0, k), Uint16Array.from(this.candScore.subarray(0, k)));
+    // A merged list exists because searches ask for it: it gets counts from fewer documents than a term.
+    if (k >= Math.min(this.termCountsMinDocs, MERGED_COUNTS_MIN_DOCS)) this.makeFrequent(p);
+    this.merged.set(word, p, size, Math.max(1 << 16, MERGED_ENTRIES_PER_DOC * this.live));
     return { i, size, lists: [p] };
   }
 
@@ -615,7 +619,7 @@ export class SearchEngine {
         }
       }
       params = { idf, avgdl };
-    } else if (folderMask === null && this.counts.enabled && !q.filters.keyword?.length) {
+    } else if (folderMask === null && !q.filters.keyword?.length && (this.counts.byCombo !== null || !COMBO_FACETS.some((f) => q.filters[f]?.length))) {
       return { ...this.newestFirst(q), params: null };
     } else count = this.allByDate();
     return { ...this.collect(count, folderMask, q), params };
@@ -627,34 +631,46 @@ export class SearchEngine {
     const idf = q.params?.idf[0] ?? this.idf(df);
     const t = this.tally(q, folderMask);
     const src: Candidates = { docs: p.docs, scores: null, tfs: p.tf, idf, c0: K1 * (1 - B), c1: (K1 * B) / avgdl, checkAlive: this.live !== this.n };
-    // A frequent list's per-combination counts stand in for the counting pass: the keyword facet
-    // sums the combinations passing the column filters, and the column facets and total are those
-    // of the combinations (of the filtered keyword's documents, for one keyword). The pass then
-    // only ranks.
-    const counts = folderMask === null && p.frequent?.counts.enabled ? p.frequent.counts : null;
-    const perCombo = counts === null ? null : this.perCombo(counts, q.filters.keyword);
-    if (perCombo === null) return { ...this.finish(t, this.scan(p.n, t, src)), params: { idf: [idf], avgdl } };
-    this.sumKeywords(t, counts!);
+    // A frequent list's counts stand in for the counting pass (ComboCounts): the keyword facet is
+    // the sum over the combinations passing the column filters, the column facets and total are
+    // those of the combinations (of the filtered keyword's documents, for one keyword). The pass
+    // then only ranks.
+    const counts = folderMask === null ? p.frequent?.counts : undefined;
+    const perCombo = counts && this.perCombo(counts, q.filters.keyword);
+    if (!counts || !perCombo || (t.comboFiltered && counts.byCombo === null)) return { ...this.finish(t, this.scan(p.n, t, src)), params: { idf: [idf], avgdl } };
+    this.sumKeywords(t, counts);
     const total = this.fillCombos(t, perCombo);
     this.rank(p, t, src);
     return { ...this.finish(t, total), params: { idf: [idf], avgdl } };
   }
 
-  /** Per combination, the documents counted that have the one filtered keyword (all of them without one); null for several. */
+  /**
+   * Per combination, the documents counted that have the one filtered keyword (all of them without
+   * a keyword filter); null for several keywords (a document with two would count twice) or when
+   * the counts per combination and keyword were given up.
+   */
   private perCombo(counts: ComboCounts, keywords: string[] | undefined): Int32Array | null {
     if (!keywords?.length) return counts.live;
-    if (keywords.length > 1) return null; // a document with two of them would count twice
+    const byCombo = counts.byCombo;
+    if (keywords.length > 1 || byCombo === null) return null;
     const code = this.dicts.keyword.codes.get(keywords[0]!) ?? 0;
     const out = new Int32Array(this.comboValues.length);
-    for (let c = 0; c < out.length; c++) out[c] = code === 0 ? 0 : (counts.keywords[c]?.[code] ?? 0);
+    for (let c = 0; c < out.length; c++) out[c] = code === 0 ? 0 : (byCombo[c]?.[code] ?? 0);
     return out;
   }
 
-  /** Adds the keyword counts of the combinations passing the column filters to the tally's keyword facet. */
+  /**
+   * Adds the keyword counts of the combinations passing the column filters to the tally's keyword
+   * facet (without column filters, the counts of all of them).
+   */
   private sumKeywords(t: Tally, counts: ComboCounts): void {
     const { comboFail, keywords } = t;
+    if (!t.comboFiltered) {
+      keywords.set(counts.all.subarray(0, Math.min(counts.all.length, keywords.length)));
+      return;
+    }
     for (let c = 0; c < comboFail.length; c++) {
-      const kc = counts.keywords[c];
+      const kc = counts.byCombo![c];
       if (comboFail[c] !== 0 || !kc) continue;
       for (let k = 1, n = Math.min(kc.length, keywords.length); k < n; k++) keywords[k]! += kc[k]!;
     }

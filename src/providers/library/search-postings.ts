@@ -111,7 +111,7 @@ const EMPTY_U16 = new Uint16Array(0);
  * snapshots.
  */
 export class MergedPrefixes {
-  private readonly lists = new Map<string, Postings>();
+  private readonly lists = new Map<string, Merged>();
   /** The longest cached prefix: a term's longer prefixes need no lookup. */
   private longest = 0;
 
@@ -120,27 +120,30 @@ export class MergedPrefixes {
   }
 
   /** The cached list of `prefix`, marked as just used. */
-  get(prefix: string): Postings | undefined {
-    const p = this.lists.get(prefix);
-    if (p) {
+  get(prefix: string): Merged | undefined {
+    const m = this.lists.get(prefix);
+    if (m) {
       this.lists.delete(prefix);
-      this.lists.set(prefix, p);
+      this.lists.set(prefix, m);
     }
-    return p;
+    return m;
   }
 
-  /** Keeps p as prefix's list, dropping the least recently used past `budget` 4-byte entries in all. */
-  set(prefix: string, p: Postings, budget: number): void {
+  /**
+   * Keeps `list` as prefix's list (its terms holding `postings` postings in all), dropping the
+   * least recently used past `budget` 4-byte entries in all.
+   */
+  set(prefix: string, list: Postings, postings: number, budget: number): void {
     this.lists.delete(prefix);
-    let entries = cost(p);
-    for (const q of this.lists.values()) entries += cost(q);
-    for (const [k, q] of this.lists) {
+    let entries = cost(list);
+    for (const m of this.lists.values()) entries += cost(m.list);
+    for (const [k, m] of this.lists) {
       if (entries <= budget) break;
       this.lists.delete(k);
-      entries -= cost(q);
+      entries -= cost(m.list);
     }
     if (entries > budget) return;
-    this.lists.set(prefix, p);
+    this.lists.set(prefix, { list, postings });
     this.longest = Math.max(this.longest, prefix.length);
   }
 
@@ -153,22 +156,33 @@ export class MergedPrefixes {
     this.longest = 0;
   }
 
-  values(): IterableIterator<Postings> {
-    return this.lists.values();
+  *values(): IterableIterator<Postings> {
+    for (const m of this.lists.values()) yield m.list;
   }
 
-  /** Adds term's weighted frequency `tf` to `into` under every cached prefix of term. */
-  prefixesOf(term: string, tf: number, into: Map<string, number>): void {
+  /** Adds a new document's term, with its weighted frequency `tf`, under every cached prefix of it (in `into`). */
+  prefixesOf(term: string, tf: number, into: Map<string, { tf: number; terms: number }>): void {
     for (let len = 1, max = Math.min(term.length, this.longest); len <= max; len++) {
       const prefix = term.slice(0, len);
-      if (this.lists.has(prefix)) into.set(prefix, (into.get(prefix) ?? 0) + tf);
+      if (!this.lists.has(prefix)) continue;
+      const sum = into.get(prefix);
+      if (sum) {
+        sum.tf += tf;
+        sum.terms++;
+      } else into.set(prefix, { tf, terms: 1 });
     }
   }
 
-  /** The cached list of `prefix` without marking it used (upkeep). */
-  peek(prefix: string): Postings | undefined {
+  /** The cached entry of `prefix` without marking it used (upkeep). */
+  peek(prefix: string): Merged | undefined {
     return this.lists.get(prefix);
   }
+}
+
+/** A merged list, and how many postings the terms it merges hold (the query word's size, SearchEngine.wordLists). */
+interface Merged {
+  list: Postings;
+  postings: number;
 }
 
 /** A list's memory in 4-byte entries: 6 bytes per posting and its FrequentList. */
