@@ -437,7 +437,16 @@ export class SearchEngine {
     e.sorted = [...e.terms.keys()].sort();
     for (let d = 0; d < e.n; d++) if (e.alive[d]) e.countDoc(e.counts, d, 1);
     e.indexFrequentTerms();
+    e.orderByDate();
     return e;
+  }
+
+  /**
+   * (Re)builds the date order (DateOrder): when the engine is built or loaded, so that the first
+   * search without words does not wait for it (0.1–0.3 s at a million), and once it is stale.
+   */
+  private orderByDate(): DateOrder {
+    return (this.dateOrder = DateOrder.build(this.n, this.alive, this.mtime, this.rowid, (d) => this.comboOf(d), this.comboValues.length));
   }
 
   /** Releases the slack of growable arrays; worth it after building from a whole index. */
@@ -449,6 +458,7 @@ export class SearchEngine {
       this.recent = [];
     }
     this.indexFrequentTerms();
+    this.orderByDate();
   }
 
   /**
@@ -474,7 +484,6 @@ export class SearchEngine {
     }
     this.alive.fill(0, m, this.n);
     this.n = m;
-    this.dateOrder = null; // numbers changed
     for (const [t, p] of this.terms) {
       p.view();
       let k = 0;
@@ -490,7 +499,9 @@ export class SearchEngine {
     }
     this.sorted = [...this.terms.keys()].sort();
     this.recent = [];
-    this.indexFrequentTerms(); // their bitmaps are by document number (and the merged lists go)
+    // Both are by document number (and the merged lists go).
+    this.indexFrequentTerms();
+    this.orderByDate();
   }
 
   private growDocs(size: number): void {
@@ -685,8 +696,7 @@ export class SearchEngine {
     const total = this.fillCombos(t, this.counts.live);
     this.sumKeywords(t, this.counts);
     if (total > 0 && q.limit > 0) {
-      if (!this.dateOrder || this.dateOrder.stale(this.n)) this.dateOrder = DateOrder.build(this.n, this.alive, this.mtime, this.rowid, (d) => this.comboOf(d), this.comboValues.length);
-      this.walkDates(this.dateOrder, t);
+      this.walkDates(!this.dateOrder || this.dateOrder.stale(this.n) ? this.orderByDate() : this.dateOrder, t);
     }
     return this.finish(t, total);
   }
