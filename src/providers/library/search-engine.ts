@@ -431,7 +431,11 @@ export class SearchEngine {
     let at = 0;
     st.terms.forEach((t, i) => {
       const len = st.postingLengths[i]!;
-      if (len > 0) e.terms.set(t, Postings.over(st.postingDocs.subarray(at, at + len), st.postingTf.subarray(at, at + len)));
+      // A term with one posting (most of them: file numbers, rare names) stays two numbers until
+      // a query reads it: two typed-array views each for a million of them cost ≈ 150 MB of heap,
+      // and every minor GC pays for a large old generation.
+      if (len === 1) e.terms.set(t, new Postings(st.postingDocs[at]!, st.postingTf[at]!));
+      else if (len > 1) e.terms.set(t, Postings.over(st.postingDocs.subarray(at, at + len), st.postingTf.subarray(at, at + len)));
       at += len;
     });
     e.sorted = [...e.terms.keys()].sort();
