@@ -571,26 +571,9 @@ export class SearchEngine {
    */
   private mergeLists(lists: Postings[]): number {
     for (const p of lists) this.spreadAndMark(p);
-    const { cand, candScore, tfDense, seen, alive } = this;
-    let k = 0;
-    let fits = true;
-    for (let w = 0, words = (this.n + 31) >>> 5; w < words; w++) {
-      let bits = seen[w]!;
-      if (bits === 0) continue;
-      seen[w] = 0;
-      do {
-        const low = bits & -bits;
-        bits ^= low;
-        const d = (w << 5) | (31 - Math.clz32(low));
-        const tf = tfDense[d]!;
-        tfDense[d] = 0;
-        if (alive[d] === 0) continue;
-        if (tf > 65_535) fits = false;
-        cand[k] = d;
-        candScore[k++] = tf;
-      } while (bits !== 0);
-    }
-    return fits ? k : -1;
+    const k = this.drainMarked(0, 0, false);
+    for (let i = 0; i < k; i++) if (this.candScore[i]! > 65_535) return -1;
+    return k;
   }
 
   private scratch(size: number): void {
@@ -634,10 +617,19 @@ export class SearchEngine {
         }
       }
       params = { idf, avgdl };
-    } else if (folderMask === null && !q.filters.keyword?.length && (this.counts.byCombo !== null || !COMBO_FACETS.some((f) => q.filters[f]?.length))) {
+    } else if (folderMask === null && this.countsAnswer(q.filters)) {
       return { ...this.newestFirst(q), params: null };
     } else count = this.allByDate();
     return { ...this.collect(count, folderMask, q), params };
+  }
+
+  /**
+   * Whether the whole-library counts answer a search without words under these filters: not a
+   * keyword filter (a document's keywords are not a combination), nor a column filter once the
+   * per-combination keyword counts were given up.
+   */
+  private countsAnswer(filters: ActiveFilters): boolean {
+    return !filters.keyword?.length && (this.counts.byCombo !== null || !COMBO_FACETS.some((f) => filters[f]?.length));
   }
 
   /** A search for one word matching one term (see search()). */
@@ -809,7 +801,7 @@ export class SearchEngine {
       // rows front to back, where list order misses the cache on nearly every document. A bitmap
       // of the documents seen gives the order for n/32 word reads.
       for (const p of lists) this.spreadAndMark(p);
-      const k = this.drainMarked(c0, c1);
+      const k = this.drainMarked(c0, c1, true);
       this.scale(k, idfOf(k));
       return k;
     }
@@ -956,8 +948,11 @@ export class SearchEngine {
     }
   }
 
-  /** The marked live documents, in order, as the candidates (scored without idf); clears both arrays. */
-  private drainMarked(c0: number, c1: number): number {
+  /**
+   * The marked live documents, in order, as the candidates, scored without idf (or, not
+   * `saturated`, with their summed frequency); clears both arrays.
+   */
+  private drainMarked(c0: number, c1: number, saturated: boolean): number {
     const { cand, candScore, tfDense, seen, dl, alive } = this;
     let k = 0;
     for (let w = 0, words = (this.n + 31) >>> 5; w < words; w++) {
@@ -972,7 +967,7 @@ export class SearchEngine {
         tfDense[d] = 0;
         if (alive[d] === 0) continue;
         cand[k] = d;
-        candScore[k++] = saturation(tf, dl[d]!, c0, c1);
+        candScore[k++] = saturated ? saturation(tf, dl[d]!, c0, c1) : tf;
       } while (bits !== 0);
     }
     return k;
