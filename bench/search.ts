@@ -158,6 +158,11 @@ function ftsExpr(q: string): string | null {
   return words.length ? words.map((w) => `"${w}"*`).join(' ') : null;
 }
 
+/** A query as the reports print it: `"photo" [ext:jpg,year:2020]`. */
+function label(q: Q): string {
+  return `${JSON.stringify(q.query)}${q.filters.length ? ` [${q.filters}]` : ''}`;
+}
+
 /** The engine alone on one query, as the provider calls it for a first page of 50. */
 function engineMs(engine: SearchEngine, q: Q): number {
   const filters: ActiveFilters = {};
@@ -178,7 +183,14 @@ function engineOnly(engine: SearchEngine, mix: Q[], rounds: number): void {
   const ms = all.map((x) => x.ms);
   console.log(`engine alone, ${mix.length} queries × ${rounds} rounds: p50 ${pct(ms, 50).toFixed(2)} ms, p95 ${pct(ms, 95).toFixed(2)} ms`);
   const perQuery = mix.map((q) => ({ q, ms: median(all.filter((x) => x.q === q).map((x) => x.ms)) })).sort((a, b) => b.ms - a.ms);
-  for (const x of perQuery.slice(0, 12)) console.log(`  ${x.ms.toFixed(2).padStart(7)} ms  ${x.q.category.padEnd(6)} ${JSON.stringify(x.q.query)}${x.q.filters.length ? ` [${x.q.filters}]` : ''}`);
+  for (const x of perQuery.slice(0, 12)) console.log(`  ${x.ms.toFixed(2).padStart(7)} ms  ${x.q.category.padEnd(6)} ${label(x.q)}`);
+}
+
+interface ClientAnswer {
+  status: number;
+  ms: number;
+  parseMs: number;
+  body: unknown;
 }
 
 /**
@@ -187,13 +199,6 @@ function engineOnly(engine: SearchEngine, mix: Q[], rounds: number): void {
  * request until the response's last byte, as autocannon measures the other HTTP benchmarks; the
  * parse of the JSON that follows is timed apart.
  */
-interface ClientAnswer {
-  status: number;
-  ms: number;
-  parseMs: number;
-  body: unknown;
-}
-
 class Client {
   private readonly worker = new Worker(`
     const { parentPort } = require('node:worker_threads');
@@ -310,7 +315,7 @@ async function main(): Promise<void> {
     bare(q);
   }
   first.sort((a, b) => b.ms - a.ms);
-  console.log(`first pass (not counted): p95 ${pct(first.map((x) => x.ms), 95).toFixed(2)} ms; slowest ${first.slice(0, 4).map((x) => `${JSON.stringify(x.q.query)}${x.q.filters.length ? ` [${x.q.filters}]` : ''} ${x.ms.toFixed(1)}`).join(', ')}`);
+  console.log(`first pass (not counted): p95 ${pct(first.map((x) => x.ms), 95).toFixed(2)} ms; slowest ${first.slice(0, 4).map((x) => `${label(x.q)} ${x.ms.toFixed(1)}`).join(', ')}`);
   const byCat = (xs: { q: Q; ms: number }[], c: string) => xs.filter((x) => c === 'all' || x.q.category === c).map((x) => x.ms);
   const hubAll: { q: Q; ms: number }[] = [];
   const bareAll: { q: Q; ms: number }[] = [];
@@ -350,8 +355,8 @@ async function main(): Promise<void> {
   }
   console.log(`per-round p95 ratios hub / bare FTS: ${roundRatios.map((r) => r.toFixed(2)).join(', ')} → median ${median(roundRatios).toFixed(2)}`);
   const perQuery = mix.map((q) => ({ q, ms: median(hubAll.filter((x) => x.q === q).map((x) => x.ms)), total: totals.get(`${q.query}|${q.filters}`) ?? 0 }));
-  console.log(`slowest on the hub (median ms, total): ${perQuery.sort((a, b) => b.ms - a.ms).slice(0, 5).map((x) => `${JSON.stringify(x.q.query)}${x.q.filters.length ? ` [${x.q.filters}]` : ''} ${x.ms.toFixed(1)} (${x.total.toLocaleString('en')})`).join('; ')}`);
-  const common = mix.filter((q) => q.category === 'common').map((q) => `${JSON.stringify(q.query)}${q.filters.length ? ` [${q.filters}]` : ''}: ${totals.get(`${q.query}|${q.filters}`)?.toLocaleString('en')}`);
+  console.log(`slowest on the hub (median ms, total): ${perQuery.sort((a, b) => b.ms - a.ms).slice(0, 5).map((x) => `${label(x.q)} ${x.ms.toFixed(1)} (${x.total.toLocaleString('en')})`).join('; ')}`);
+  const common = mix.filter((q) => q.category === 'common').map((q) => `${label(q)}: ${totals.get(`${q.query}|${q.filters}`)?.toLocaleString('en')}`);
   console.log(`totals of the common queries: ${common.join('; ')}`);
   const rss = rssOf(process.pid);
   console.log(`the client's JSON.parse of a page after it arrived (not in the latencies): median ${median(parseMs).toFixed(2)} ms`);

@@ -13,6 +13,7 @@ import { hubError, integrationError } from '../errors.js';
 import { damOf, principalOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
 import type { MediaFile } from '../providers/contract.js';
+import type { AssetPage } from '../providers/model.js';
 import { requireCapability } from '../providers/registry.js';
 
 const ListQuery = Type.Object({
@@ -30,6 +31,8 @@ const SearchQuery = Type.Composite([ListQuery, Type.Object({
 })]);
 
 const FOLDER_CAPABILITIES = { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false };
+
+const JSON_UTF8 = 'application/json; charset=utf-8';
 
 export async function assetRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
@@ -60,7 +63,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, hub.mediaUrls.validity(),
     ]);
     const hit = key === null ? undefined : pages.get(key);
-    reply.type('application/json; charset=utf-8');
+    reply.type(JSON_UTF8);
     if (hit) return reply.send(hit);
     const page = await ops.onSession(provider, dam, (s) => provider.browse!(s, folderId, opts));
     const body = serialized(reply, { ...ops.sealPage(page, binding), capabilities: FOLDER_CAPABILITIES });
@@ -79,7 +82,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     const page = await ops.search(damOf(req), req.query as { query?: string; parentId?: string }, req.query as ListQueryT);
-    return reply.type('application/json; charset=utf-8').send(serialized(reply, { ...page, capabilities: { canAddAsset: false } }));
+    return sendResults(reply, page);
   });
 
   app.post('/assets/search', {
@@ -94,7 +97,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     const page = await ops.searchByImage(damOf(req), (req.body as { dataBase64: string }).dataBase64, req.query as ListQueryT);
-    return reply.type('application/json; charset=utf-8').send(serialized(reply, { ...page, capabilities: { canAddAsset: false } }));
+    return sendResults(reply, page);
   });
 
   app.get('/assets/asset/*', {
@@ -143,6 +146,11 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
  */
 function serialized(reply: FastifyReply, body: unknown): Buffer {
   return Buffer.from(reply.serialize(body) as string, 'utf8');
+}
+
+/** A page of search results (keyword or image): nothing can be added to it. */
+function sendResults(reply: FastifyReply, page: AssetPage): FastifyReply {
+  return reply.type(JSON_UTF8).send(serialized(reply, { ...page, capabilities: { canAddAsset: false } }));
 }
 
 /** Streams a media file with ETag, conditional GET and single byte ranges (RFC 9110). */

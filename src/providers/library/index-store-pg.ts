@@ -33,7 +33,6 @@ const BUILD_TIMEOUT_MS = 10 * 60_000;
 /** Descriptor log entries kept after they were applied (as in SQLite). */
 const DESCRIPTOR_LOG_KEEP = 10_000;
 
-
 async function nextSeq(c: Q): Promise<number> {
   return Number((await c.query("UPDATE library_meta SET value = value + 1 WHERE key = 'change_seq' RETURNING value")).rows[0]!.value);
 }

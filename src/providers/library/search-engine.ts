@@ -44,6 +44,8 @@ const MERGED_ENTRIES_PER_DOC = 8;
 const MERGED_COUNTS_MIN_DOCS = 10_000;
 const B = 0.75;
 const FACET_OPTIONS = 30;
+/** The largest weighted term frequency a posting holds (16 bits). */
+const MAX_TF = 65_535;
 
 export interface SearchDoc {
   rowid: number;
@@ -266,44 +268,41 @@ export class SearchEngine {
     }
     this.dl[d] = dl;
     for (const [t, weighted] of tf) {
-      const w = Math.min(weighted, 65_535);
-      let p = this.terms.get(t);
+      const w = Math.min(weighted, MAX_TF);
+      const p = this.terms.get(t);
       if (!p) {
         this.terms.set(t, new Postings(d, w));
         this.recent.push(t);
-      } else {
-        p.push(d, w);
-        if (p.frequent) {
-          p.frequent.add(p.n - 1, d, w, dl, doc.rowid);
-          p.frequent.counts.add(combo, kws, kws.length, 1);
-        }
-      }
+      } else this.append(p, d, w, combo, kws);
     }
-    if (this.merged.size) this.addToMerged(d, tf, combo, kws, dl, doc.rowid);
+    if (this.merged.size) this.addToMerged(d, tf, combo, kws);
     this.docOf.set(doc.rowid, d);
     this.live++;
     this.dlSum += dl;
   }
 
+  /** Appends new document d (its length and row id set) to list p, and to p's FrequentList. */
+  private append(p: Postings, d: number, tf: number, combo: number, kws: number[]): void {
+    p.push(d, tf);
+    if (!p.frequent) return;
+    p.frequent.add(p.n - 1, d, tf, this.dl[d]!, this.rowid[d]!);
+    p.frequent.counts.add(combo, kws, kws.length, 1);
+  }
+
   /** Document d, with its terms' weighted frequencies, into the merged lists of their cached prefixes. */
-  private addToMerged(d: number, tf: Map<string, number>, combo: number, kws: number[], dl: number, row: number): void {
+  private addToMerged(d: number, tf: Map<string, number>, combo: number, kws: number[]): void {
     const sums = this.mergeScratch;
     sums.clear();
-    for (const [t, weighted] of tf) this.merged.prefixesOf(t, Math.min(weighted, 65_535), sums);
+    for (const [t, weighted] of tf) this.merged.prefixesOf(t, Math.min(weighted, MAX_TF), sums);
     for (const [prefix, sum] of sums) {
       const m = this.merged.peek(prefix)!;
-      // Beyond a frequency's 16 bits the merged list would score differently from its terms.
-      if (sum.tf > 65_535) {
+      // Beyond MAX_TF the merged list would score differently from its terms.
+      if (sum.tf > MAX_TF) {
         this.merged.delete(prefix);
         continue;
       }
-      const p = m.list;
-      p.push(d, sum.tf);
       m.postings += sum.terms;
-      if (p.frequent) {
-        p.frequent.add(p.n - 1, d, sum.tf, dl, row);
-        p.frequent.counts.add(combo, kws, kws.length, 1);
-      }
+      this.append(m.list, d, sum.tf, combo, kws);
     }
   }
 
@@ -567,12 +566,12 @@ export class SearchEngine {
 
   /**
    * The live documents of several lists with their summed frequencies, in order, in cand and
-   * candScore; −1 when a sum exceeds a frequency's 16 bits.
+   * candScore; −1 when a sum exceeds MAX_TF.
    */
   private mergeLists(lists: Postings[]): number {
     for (const p of lists) this.spreadAndMark(p);
     const k = this.drainMarked(0, 0, false);
-    for (let i = 0; i < k; i++) if (this.candScore[i]! > 65_535) return -1;
+    for (let i = 0; i < k; i++) if (this.candScore[i]! > MAX_TF) return -1;
     return k;
   }
 

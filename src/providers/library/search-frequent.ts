@@ -40,7 +40,6 @@ export class FrequentList {
   minDl: Float32Array;
   /** Per block, its smallest row id: a block whose bound only ties the page's last key can still lose on the row id. */
   minRow: Int32Array;
-  private lastWord = -1;
 
   private constructor(words: number, blocks: number) {
     this.bits = new Int32Array(words);
@@ -86,10 +85,7 @@ export class FrequentList {
 
   private set(at: number, d: number, tf: number, dl: number, row: number): void {
     const w = d >>> 5;
-    if (w !== this.lastWord) {
-      this.ranks[w] = at;
-      this.lastWord = w;
-    }
+    if (this.bits[w] === 0) this.ranks[w] = at; // the word's first entry
     this.bits[w]! |= 1 << (d & 31);
     const b = at >>> BLOCK_SHIFT;
     if (tf > this.maxTf[b]!) this.maxTf[b] = tf;
