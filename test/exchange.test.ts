@@ -10,6 +10,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { exportJWK, generateKeyPair } from 'jose';
 import { assertError, bearer, startTestHub, type TestHub } from './helpers/hub.js';
 import { JwksServer, makeKey, signPartnerJwt, type TestKey } from './helpers/partner.js';
+import { respellings, sameBytes } from './helpers/respell.js';
 
 const EXCHANGE = '/api/v1/auth/exchangeToken';
 
@@ -198,6 +199,59 @@ describe('partner JWT validation', () => {
     assertTokens(await exchange(t, token));
     assertError(await exchange(t, token), 'hub-sdk-token-invalid', 401);
     assertTokens(await exchange(t, await t.jwt({ jti: null, sub: 'no-jti-2' })));
+  });
+
+  test('a re-spelt JWT (padding, a non-zero unused bit, in header, payload or signature) is refused, so a jti-less token cannot be replayed that way', async () => {
+    const token = await t.jwt({ jti: null, sub: 'respelt' });
+    const variants = respellings(token);
+    // The signature (256 bytes: 342 characters, 4 unused bits) always has both re-spellings.
+    assert.ok(variants.filter((v) => v.what.startsWith('part 2')).length === 2, variants.map((v) => v.what).join());
+    assertTokens(await exchange(t, token));
+    for (const v of variants) {
+      const i = Number(v.what[5]);
+      assert.ok(sameBytes(v.token.split('.')[i]!, token.split('.')[i]!), v.what);
+      // Before the fix the re-spelt signatures were new tokens to the replay cache: a second session.
+      const body = assertError(await exchange(t, v.token), 'hub-sdk-token-invalid', 401);
+      assert.match(body.error.details, /canonical base64url/, v.what);
+    }
+    // Nor is a re-spelling a token of its own before the original was used.
+    const fresh = await t.jwt({ jti: null, sub: 'respelt-2' });
+    for (const v of respellings(fresh)) assertError(await exchange(t, v.token), 'hub-sdk-token-invalid', 401);
+    assertTokens(await exchange(t, fresh));
+    assertError(await exchange(t, token), 'hub-sdk-token-invalid', 401);
+  });
+
+  test('a jti-less token is single use by its claims: the same payload signed again under another of the partner\'s keys is a replay', async () => {
+    const second = await makeKey();
+    await t.hub.stores.partners.update(t.partner.id, { jwks: { keys: [t.key.publicJwk, second.publicJwk] } }, t.clock.now());
+    const iat = Math.floor(t.clock.now() / 1000);
+    const first = await t.jwt({ jti: null, sub: 'same-claims', iat });
+    const other = await signPartnerJwt(t.clock.now(), { key: second, issuer: t.partner.issuer, jti: null, sub: 'same-claims', iat });
+    assert.equal(first.split('.')[1], other.split('.')[1]);
+    assert.notEqual(first.split('.')[0], other.split('.')[0]);
+    assertTokens(await exchange(t, first));
+    const body = assertError(await exchange(t, other), 'hub-sdk-token-invalid', 401);
+    assert.match(body.error.details, /already used/);
+  });
+
+  test('replay-cache entries live until the token could no longer pass: min(exp, iat + maxTokenAge) + 30 s, even with exp years ahead', async () => {
+    const seen: number[] = [];
+    const replay = t.hub.stores.replay;
+    const remember = replay.remember.bind(replay);
+    replay.remember = (key, until, now) => {
+      seen.push(until);
+      return remember(key, until, now);
+    };
+    try {
+      const iat = Math.floor(t.clock.now() / 1000);
+      assertTokens(await exchange(t, await t.jwt({ sub: 'far-exp', iat, exp: iat + 10 * 365 * 86400 })));
+      assertTokens(await exchange(t, await t.jwt({ jti: null, sub: 'far-exp-2', iat, exp: iat + 10 * 365 * 86400 })));
+      assertTokens(await exchange(t, await t.jwt({ sub: 'near-exp', iat, exp: iat + 60 })));
+    } finally {
+      replay.remember = remember;
+    }
+    const iat = Math.floor(t.clock.now() / 1000);
+    assert.deepEqual(seen, [(iat + 3600 + 30) * 1000, (iat + 3600 + 30) * 1000, (iat + 60 + 30) * 1000]);
   });
 
   test('a rejected request does not burn the JWT: a bad JSON body, then the same JWT works', async () => {

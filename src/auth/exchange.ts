@@ -10,6 +10,7 @@ import { seconds } from '../clock.js';
 import { hubError, type HubError } from '../errors.js';
 import type { Partner, Stores, User } from '../stores/types.js';
 import type { HubTokens } from './hub-tokens.js';
+import { isCanonicalCompact } from './canonical.js';
 import { JwksError, type JwksCache } from './jwks-cache.js';
 
 /** iat may be this far in the future (partner clock skew). */
@@ -48,6 +49,10 @@ export class TokenExchange {
   async identify(authorization: string | undefined): Promise<IdentifiedToken> {
     const token = bearer(authorization);
     if (!token) throw hubError('hub-sdk-token-missing', 'send the partner-signed JWT as "Authorization: Bearer <JWT>"');
+    // Before anything reads it: a token has one spelling, or a re-spelt copy would pass replay detection.
+    if (!isCanonicalCompact(token, 3)) {
+      throw invalid('the token is not a compact JWS of three canonical base64url parts (no padding, no other characters, unused trailing bits zero)');
+    }
     let header;
     let payload: JWTPayload;
     try {
@@ -76,11 +81,17 @@ export class TokenExchange {
     const email = pickEmail(payload.email, bodyEmail);
     const now = this.clock.now();
 
-    // Single use: the jti (or the whole token when there is none) is remembered until the token could no longer pass anyway.
+    // Single use. With a jti, the partner names the token. Without one, the key is what the token
+    // asserts: the partner and the decoded payload bytes. Not the token's text (the signature's
+    // spelling is the one part an outsider can vary, and non-canonical spellings are refused above
+    // anyway), nor the header (the same claims re-signed under another of the partner's keys are
+    // the same assertion, made once).
     const replayKey = typeof payload.jti === 'string' && payload.jti
       ? `jti:${partner.id}:${payload.jti}`
-      : `tok:${createHash('sha256').update(token).digest('base64url')}`;
-    const until = Math.max(payload.exp! * 1000, (payload.iat! + partner.maxTokenAgeSec) * 1000) + MAX_IAT_SKEW_SEC * 1000;
+      : `tok:${createHash('sha256').update(`${partner.id}\n`).update(Buffer.from(token.split('.')[1]!, 'base64url')).digest('base64url')}`;
+    // Remembered until the token could no longer pass verifyJwt: past exp, or older than maxTokenAge
+    // (whichever comes first), plus the skew. A far-future exp does not keep the entry longer.
+    const until = (Math.min(payload.exp!, payload.iat! + partner.maxTokenAgeSec) + MAX_IAT_SKEW_SEC) * 1000;
     if (!(await this.stores.replay.remember(replayKey, until, now))) {
       throw invalid('this JWT was already used; sign a new one (with a new jti) for every exchange');
     }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { compactVerify, decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
+import { isCanonicalCompact } from './canonical.js';
 import type { KeyRing } from './keys.js';
 
 export const ACCESS_TYP = 'damhub-access+jwt';
@@ -66,6 +67,7 @@ export class HubTokens {
   /** Full verification: signature, type and expiry against the injected clock. */
   async verify(token: string, typ: string): Promise<HubClaims> {
     try {
+      assertCanonical(token);
       const { payload } = await jwtVerify(token, (h) => this.keyFor(h.kid), {
         algorithms: ['HS256'],
         typ,
@@ -81,6 +83,7 @@ export class HubTokens {
   /** Signature and type only: /auth/refreshToken accepts an expired access token. */
   async verifySignatureOnly(token: string, typ: string): Promise<HubClaims> {
     try {
+      assertCanonical(token);
       const { payload, protectedHeader } = await compactVerify(token, (h) => this.keyFor(h.kid), { algorithms: ['HS256'] });
       if (protectedHeader.typ !== typ) throw new HubTokenError('wrong-type', `expected a ${typ} token`);
       return toClaims(JSON.parse(new TextDecoder().decode(payload)) as JWTPayload);
@@ -110,6 +113,15 @@ export class HubTokens {
     }
     return new HubTokenError('malformed', (e as Error).message);
   }
+}
+
+/**
+ * jose accepts an HMAC signature re-spelt (padding, non-zero unused bits); each spelling would be a
+ * separate principal-cache entry. Nothing is keyed on a hub token's text for revocation or reuse
+ * (those key on sid and jti), but one token has one spelling, so the caches hold one entry each.
+ */
+function assertCanonical(token: string): void {
+  if (!isCanonicalCompact(token, 3)) throw new HubTokenError('malformed', 'the token is not a compact JWS of three canonical base64url parts');
 }
 
 function toClaims(p: JWTPayload): HubClaims {

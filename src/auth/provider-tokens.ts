@@ -7,6 +7,7 @@
 import { EncryptJWT, errors as joseErrors, jwtDecrypt } from 'jose';
 import type { Clock } from '../clock.js';
 import { seconds } from '../clock.js';
+import { isCanonicalCompact } from './canonical.js';
 import { ExpiringCache } from './expiring-cache.js';
 import type { KeyRing } from './keys.js';
 
@@ -73,6 +74,9 @@ export class ProviderTokens {
 
   /** Decrypts and checks type and expiry; binding to the caller is checked by the caller. */
   async open(token: string, typ: ProviderTokenClaims['typ']): Promise<ProviderTokenClaims> {
+    // The memo is keyed by text: only the one canonical spelling of a token may reach it (jose
+    // would decrypt a re-spelt IV, ciphertext or tag just the same).
+    if (!isCanonicalCompact(token, 5)) throw new ProviderTokenError('the provider token is not a compact JWE of five canonical base64url parts');
     const hit = this.opened.get(token);
     if (hit) {
       if (!this.keys.find(hit.kid, 'enc')) {
@@ -97,16 +101,16 @@ export class ProviderTokens {
       throw new ProviderTokenError('the provider token is malformed or was tampered with');
     }
     if (payload.typ !== typ) throw wrongType(typ);
+    // A token without exp would open for ever (jose checks exp only when present); the hub always sets one.
+    if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp)) throw new ProviderTokenError('the provider token has no expiry (exp)');
     if (typeof payload.prv !== 'string' || typeof payload.sub !== 'string' || typeof payload.pid !== 'string' || typeof payload.cred !== 'object' || payload.cred === null) {
       throw new ProviderTokenError('the provider token lacks its claims');
     }
-    const claims: ProviderTokenClaims = { typ, prv: payload.prv, sub: payload.sub, pid: payload.pid, cred: payload.cred as ProviderCredentials, exp: payload.exp ?? 0 };
-    if (claims.exp > 0) {
-      // Shared by every later request with this token: frozen, so no caller can change another's view.
-      Object.freeze(claims.cred);
-      Object.freeze(claims);
-      this.opened.set(token, { claims, kid }, claims.exp * 1000);
-    }
+    const claims: ProviderTokenClaims = { typ, prv: payload.prv, sub: payload.sub, pid: payload.pid, cred: payload.cred as ProviderCredentials, exp: payload.exp };
+    // Shared by every later request with this token: frozen, so no caller can change another's view.
+    Object.freeze(claims.cred);
+    Object.freeze(claims);
+    this.opened.set(token, { claims, kid }, claims.exp * 1000);
     return claims;
   }
 }
