@@ -8,6 +8,8 @@ import { describe, test } from 'node:test';
 import { KeyRing } from '../src/auth/keys.js';
 import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, ProviderTokenError, ProviderTokens } from '../src/auth/provider-tokens.js';
 import { ManualClock } from '../src/clock.js';
+import { EncryptJWT } from 'jose';
+import { respellings, sameBytes } from './helpers/respell.js';
 
 const T0 = Date.UTC(2026, 5, 1, 12);
 const CLAIMS = { typ: DAM_ACCESS_TYP, prv: 'library', sub: 'user-1', pid: 'partner-1', cred: { account: 'acc-1' } } as const;
@@ -71,6 +73,35 @@ describe('opened DAM connection tokens', () => {
     const tag = parts[4]!;
     parts[4] = (tag[0] === 'A' ? 'B' : 'A') + tag.slice(1);
     await rejects(tokens.open(parts.join('.'), DAM_ACCESS_TYP), /malformed or was tampered/);
+  });
+
+  test('a re-spelt token (padding or a flipped unused bit in IV, ciphertext or tag) is refused, opened before or not', async () => {
+    const { tokens } = setup();
+    const token = await tokens.issue(CLAIMS, 600);
+    const variants = respellings(token);
+    // The tag (16 bytes: 22 characters, 4 unused bits) always has both re-spellings.
+    assert.ok(variants.filter((v) => v.what.startsWith('part 4')).length === 2, variants.map((v) => v.what).join());
+    for (const v of variants) {
+      const i = Number(v.what[5]);
+      assert.ok(sameBytes(v.token.split('.')[i]!, token.split('.')[i]!), v.what);
+      await rejects(tokens.open(v.token, DAM_ACCESS_TYP), /canonical base64url/);
+    }
+    await tokens.open(token, DAM_ACCESS_TYP);
+    for (const v of variants) await rejects(tokens.open(v.token, DAM_ACCESS_TYP), /canonical base64url/);
+    assert.equal(tokens.remembered, 1);
+  });
+
+  test('a token without exp is refused (it would otherwise open for ever)', async () => {
+    const { tokens, ring, clock } = setup();
+    const key = ring.active('enc');
+    const noExp = await new EncryptJWT({ typ: CLAIMS.typ, prv: CLAIMS.prv, pid: CLAIMS.pid, cred: CLAIMS.cred })
+      .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: key.kid })
+      .setSubject(CLAIMS.sub)
+      .setIssuedAt(Math.floor(T0 / 1000))
+      .encrypt(key.key);
+    await rejects(tokens.open(noExp, DAM_ACCESS_TYP), /no expiry/);
+    clock.advance(365 * 86400_000);
+    await rejects(tokens.open(noExp, DAM_ACCESS_TYP), /no expiry/);
   });
 
   test('the memo keeps the tokens of the last minute only', async () => {

@@ -11,6 +11,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { decodeJwt } from 'jose';
 import { assertError, bearer, startTestHub, type TestHub } from './helpers/hub.js';
 import { signPartnerJwt } from './helpers/partner.js';
+import { respellings } from './helpers/respell.js';
 import { StoreUnavailableError } from '../src/stores/types.js';
 
 const CHECK = '/api/v1/auth/checkToken';
@@ -129,6 +130,30 @@ describe('GET /auth/checkToken', () => {
     const forged = `${h}.${Buffer.from(JSON.stringify({ ...decodeJwt(access_token), sub: 'someone-else' })).toString('base64url')}.${s}`;
     assertError(await checkToken(t, forged), 'hub-access-token-invalid', 401);
     await checkOk(t, access_token);
+  });
+
+  test('a re-spelt access token (padding or a flipped unused bit in any part) → hub-access-token-invalid, and no spelling outlives a logout', async () => {
+    const { access_token } = await t.login({ sub: 'respelt-access' });
+    const variants = respellings(access_token);
+    assert.ok(variants.some((v) => v.what.startsWith('part 2')), 'the HMAC signature (43 characters) has unused bits');
+    await checkOk(t, access_token); // now in the principal cache
+    for (const v of variants) {
+      const body = assertError(await checkToken(t, v.token), 'hub-access-token-invalid', 401);
+      assert.match(body.error.details, /malformed/, v.what);
+    }
+    assert.equal((await t.app.inject({ method: 'GET', url: LOGOUT, headers: { authorization: bearer(access_token) } })).statusCode, 200);
+    for (const token of [access_token, ...variants.map((v) => v.token)]) assertError(await checkToken(t, token), 'hub-access-token-invalid', 401);
+  });
+
+  test('a re-spelt refresh token is refused and rotates nothing; the canonical one still refreshes', async () => {
+    const pair = await t.login({ sub: 'respelt-refresh' });
+    for (const v of respellings(pair.refresh_token)) {
+      const res = await refresh(t, pair.access_token, v.token);
+      assert.equal(res.statusCode, 403, `${v.what}: ${res.body}`);
+      assert.equal(res.json().errorCode, 'provider-access-token-invalid');
+    }
+    const next = await refreshOk(t, pair.access_token, pair.refresh_token);
+    await checkOk(t, next.access_token);
   });
 
   test('a refresh token (or a partner JWT) used as access token → hub-access-token-invalid', async () => {
