@@ -58,8 +58,10 @@ function reference(docs: Map<number, SearchDoc>, q: EngineQuery) {
   }
   // Without words the order is defined without scores: newest first, then row id.
   const newestFirst = [...hits].sort((a, b) => b.mtimeMs - a.mtimeMs || a.rowid - b.rowid).map((d) => d.rowid);
-  // With words, BM25F (k1 1.2, b 0.75) over the live documents, every word a prefix.
-  const live = [...docs.values()];
+  // With words, BM25F (k1 1.2, b 0.75) over the live documents, every word a prefix; for a limited
+  // account, over the live documents of its folders only (nothing outside them moves its ranking).
+  const visible = (d: SearchDoc) => !q.allowedRoots || q.allowedRoots.some((root) => within(d.folderPath, root));
+  const live = [...docs.values()].filter(visible);
   const weighted = (d: SearchDoc) => tokensOf.get(d) ?? tokensOf.set(d, (Object.keys(FIELD_WEIGHTS) as SearchField[]).flatMap((f) => tokenize(d.fields[f]).map((t) => ({ t, w: FIELD_WEIGHTS[f] })))).get(d)!;
   const dl = (d: SearchDoc) => weighted(d).reduce((a, x) => a + x.w, 0);
   const avgdl = live.reduce((a, d) => a + dl(d), 0) / live.length;
@@ -114,6 +116,10 @@ function randomQuery(r: () => number): EngineQuery {
     after: null,
     params: null,
   };
+}
+
+function pick<T>(r: () => number, a: readonly T[]): T {
+  return a[Math.floor(r() * a.length)]!;
 }
 
 /** Every page of a query, following keyset positions like the provider's cursor does. */
@@ -177,6 +183,43 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
     for (let qi = 0; qi < 20; qi++) {
       const q = randomQuery(r);
       engines.forEach((e, i) => assertLikeReference(e, docs, q, `seed ${seed} engine ${i} after compaction, query ${qi} ${JSON.stringify(q)}`));
+    }
+  }
+});
+
+test('a limited account learns nothing of other folders: two libraries that differ only outside its folders give it the same pages, keys, totals, facets and ranking parameters', () => {
+  const inside = (d: SearchDoc) => d.folderPath === 'A' || d.folderPath.startsWith('A/');
+  for (const seed of [7, 8, 9]) {
+    const r = mulberry32(seed);
+    const mine = Array.from({ length: 400 }, (_, i) => randomDoc(r, i + 1)).filter(inside);
+    // The other library: the same documents in A (same row ids), and others outside A, different
+    // in number, words and row ids (some interleaved with A's), some of them later removed.
+    const others = (n: number, from: number) => Array.from({ length: n }, (_, i) => randomDoc(r, from + i)).filter((d) => !inside(d));
+    const libraries = [
+      { docs: others(300, 1000), removed: [] as number[] },
+      { docs: [...others(900, 5000), ...others(60, 401).map((d) => ({ ...d, fields: { ...d.fields, caption: `${d.fields.caption} harbour harbour boat sun` } }))], removed: [5001, 5002, 5003] },
+    ];
+    const build = (opts: ConstructorParameters<typeof SearchEngine>[0], lib: { docs: SearchDoc[]; removed: number[] }) => {
+      const e = new SearchEngine(opts);
+      // Interleaved: outside documents before, among and after the account's.
+      const all = [...lib.docs.slice(0, 20), ...mine, ...lib.docs.slice(20)];
+      for (const d of all) e.upsert(d);
+      e.trim();
+      for (const id of lib.removed) e.remove(id);
+      return e;
+    };
+    for (const opts of [{}, { termCountsMinDocs: 1 }, { termCountsMinDocs: 1, mergeMinPostings: 2 }]) {
+      const [a, b] = libraries.map((lib) => build(opts, lib));
+      for (let qi = 0; qi < 40; qi++) {
+        const q: EngineQuery = { ...randomQuery(r), allowedRoots: [pick(r, ['A', 'A/x', 'A/y'])] };
+        if (qi % 3 === 0) q.folderPath = '';
+        const pa = traverse(a!, q);
+        const pb = traverse(b!, q);
+        const where = `seed ${seed} ${JSON.stringify(opts)} query ${qi} ${JSON.stringify(q)}`;
+        assert.deepEqual(pb.first, pa.first, `${where}: first page`);
+        assert.deepEqual(pb.ids, pa.ids, `${where}: every page`);
+        assert.deepEqual(pb.totals, pa.totals, where);
+      }
     }
   }
 });

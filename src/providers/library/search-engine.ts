@@ -185,6 +185,14 @@ export class SearchEngine {
   private readonly docOf = new Map<number, number>();
   private live = 0;
   private dlSum = 0;
+  /**
+   * Per folder code: live documents and the sum of their lengths. A limited account's ranking
+   * statistics are those of its folders alone (visibleParams); these make its N and average
+   * length a sum over folders rather than a pass over documents. Lengths are integer weights, so
+   * the sums are exact whatever the order of additions.
+   */
+  private folderLive: number[] = [];
+  private folderDl: number[] = [];
   /** Counts removals, so that cached per-list live counts know when they are stale. */
   private removals = 0;
 
@@ -279,6 +287,7 @@ export class SearchEngine {
     this.docOf.set(doc.rowid, d);
     this.live++;
     this.dlSum += dl;
+    this.countFolder(d, 1);
   }
 
   /** Appends new document d (its length and row id set) to list p, and to p's FrequentList. */
@@ -383,6 +392,7 @@ export class SearchEngine {
     this.alive[d] = 0;
     this.live--;
     this.dlSum -= this.dl[d]!;
+    this.countFolder(d, -1);
   }
 
   exportState(): EngineState {
@@ -426,7 +436,11 @@ export class SearchEngine {
     e.comboValues = st.comboValues;
     st.comboValues.forEach((v, i) => e.combos.set(v.join(','), i));
     for (const [k, values] of Object.entries(st.dicts)) for (const v of values) e.dicts[k as FacetKey | 'folder'].code(v);
-    for (let d = 0; d < st.n; d++) if (st.alive[d]) e.docOf.set(st.rowid[d]!, d);
+    for (let d = 0; d < st.n; d++) {
+      if (!st.alive[d]) continue;
+      e.docOf.set(st.rowid[d]!, d);
+      e.countFolder(d, 1);
+    }
     let at = 0;
     st.terms.forEach((t, i) => {
       const len = st.postingLengths[i]!;
@@ -587,20 +601,29 @@ export class SearchEngine {
     }
   }
 
-  search(q: EngineQuery): EngineResult {
+  search(query: EngineQuery): EngineResult {
     this.scratch(this.n);
+    let q = query;
     const folderMask = this.folderMask(q.folderPath, q.allowedRoots);
     let count = 0;
     let params: RankParams | null = null;
 
     if (q.words.length) {
       const words = q.words.map((w, i) => this.wordLists(w, i));
+      // A limited account is ranked by the statistics of its own folders, fixed from its first
+      // page on as a cursor's are: nothing it sees depends on documents it may not see.
+      const limited = q.allowedRoots !== null;
+      if (limited && !q.params) q = { ...q, params: this.visibleParams(words, q.folderPath === '' ? folderMask! : this.folderMask('', q.allowedRoots)!) };
       const avgdl = q.params?.avgdl ?? (this.live ? this.dlSum / this.live : 1);
       const idf: number[] = new Array(words.length).fill(0);
       // One word, one term: the pass reads the posting list itself and scores only what passes.
       if (words.length === 1 && words[0]!.lists.length === 1) return this.oneTerm(words[0]!.lists[0]!, q, folderMask, avgdl);
-      // Rarest word first: it bounds the candidates every later word is checked against.
-      const order = [...words].sort((a, b) => a.size - b.size);
+      // Rarest word first: it bounds the candidates every later word is checked against, and its
+      // score is added first. For a limited account "rarest" is by its own statistics (idf
+      // descending, word order on ties), so that even the order of the additions, and with it the
+      // last bit of every key, is independent of other folders.
+      const fixed = q.params;
+      const order = limited ? [...words].sort((a, b) => fixed!.idf[b.i]! - fixed!.idf[a.i]!) : [...words].sort((a, b) => a.size - b.size);
       if (order[0]!.lists.length > 0) {
         let wi = 0;
         const [a, b] = order.map((w) => (w.lists.length === 1 ? w.lists[0]! : null));
@@ -1008,7 +1031,57 @@ export class SearchEngine {
 
   /** BM25's inverse document frequency of a word in df live documents. */
   private idf(df: number): number {
-    return Math.log(1 + (this.live - df + 0.5) / (df + 0.5));
+    return bm25Idf(this.live, df);
+  }
+
+  /**
+   * Ranking parameters over the documents in the visible folders only: their number, average
+   * length and each word's document frequency among them. The counts and lengths are per folder
+   * (O(folders)); a word's frequency is a pass over its posting lists (O(postings)), the same
+   * order of work as the search's own pass over the candidates.
+   */
+  private visibleParams(words: { lists: Postings[] }[], visible: Uint8Array): RankParams {
+    let n = 0;
+    let dlSum = 0;
+    for (let c = 1; c < visible.length; c++) {
+      if (visible[c] === 0) continue;
+      n += this.folderLive[c] ?? 0;
+      dlSum += this.folderDl[c] ?? 0;
+    }
+    return { idf: words.map((w) => bm25Idf(n, this.visibleDf(w.lists, visible))), avgdl: n ? dlSum / n : 1 };
+  }
+
+  /** Live documents in the visible folders that are in any of the lists (each counted once). */
+  private visibleDf(lists: Postings[], visible: Uint8Array): number {
+    const { alive, folder, seen } = this;
+    let df = 0;
+    if (lists.length === 1) {
+      const { docs, n } = lists[0]!.view();
+      for (let i = 0; i < n; i++) {
+        const d = docs[i]!;
+        df += alive[d]! & visible[folder[d]!]!;
+      }
+      return df;
+    }
+    // A prefix's terms share documents: a bit per document counts each once (cleared after).
+    for (const p of lists) {
+      const { docs, n } = p.view();
+      for (let i = 0; i < n; i++) {
+        const d = docs[i]!;
+        const bit = 1 << (d & 31);
+        if (alive[d] === 0 || visible[folder[d]!] === 0 || (seen[d >>> 5]! & bit) !== 0) continue;
+        seen[d >>> 5]! |= bit;
+        df++;
+      }
+    }
+    for (const p of lists) for (let i = 0; i < p.n; i++) seen[p.docs[i]! >>> 5] = 0;
+    return df;
+  }
+
+  private countFolder(d: number, sign: 1 | -1): void {
+    const c = this.folder[d]!;
+    this.folderLive[c] = (this.folderLive[c] ?? 0) + sign;
+    this.folderDl[c] = (this.folderDl[c] ?? 0) + sign * this.dl[d]!;
   }
 
   /** Live entries of a list (its document frequency), recounted only after removals. */
@@ -1262,4 +1335,9 @@ function sum(lists: Postings[]): number {
   let s = 0;
   for (const p of lists) s += p.n;
   return s;
+}
+
+/** BM25's inverse document frequency of a word in df of n documents. */
+function bm25Idf(n: number, df: number): number {
+  return Math.log(1 + (n - df + 0.5) / (df + 0.5));
 }
