@@ -10,6 +10,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { KeyRing } from '../src/auth/keys.js';
+import { configFrom } from '../src/cli/main.js';
+import { defaultConfig } from '../src/config.js';
 import { ManualClock } from '../src/clock.js';
 import { integrationError } from '../src/errors.js';
 import { defineProvider } from '../src/providers/kit/define.js';
@@ -281,4 +283,23 @@ describe('kit sign-in form on the cluster stores (PostgreSQL + Redis, two hub no
       await b.t.close();
     }
   });
+});
+
+test('the limits come from the environment; defaults as documented; a non-positive or fractional value is a usage error naming the variable', () => {
+  const d = defaultConfig();
+  assert.deepEqual(
+    [d.signInAccountFailures, d.signInAccountWindowSec, d.signInUserFailures, d.signInUserWindowSec, d.signInStateAttempts, d.loginStartsPerMin, d.pendingLoginsPerUser, d.pendingLoginsTotal],
+    [5, 900, 20, 900, 5, 30, 10, 10_000],
+  );
+  const c = configFrom({}, {
+    DAMHUB_SIGNIN_ACCOUNT_FAILURES: '3', DAMHUB_SIGNIN_ACCOUNT_WINDOW: '600', DAMHUB_SIGNIN_USER_FAILURES: '9', DAMHUB_SIGNIN_USER_WINDOW: '1200',
+    DAMHUB_SIGNIN_STATE_ATTEMPTS: '4', DAMHUB_LOGIN_STARTS_PER_MIN: '12', DAMHUB_PENDING_LOGINS_PER_USER: '2', DAMHUB_PENDING_LOGINS_TOTAL: '50',
+  });
+  assert.deepEqual(
+    [c.signInAccountFailures, c.signInAccountWindowSec, c.signInUserFailures, c.signInUserWindowSec, c.signInStateAttempts, c.loginStartsPerMin, c.pendingLoginsPerUser, c.pendingLoginsTotal],
+    [3, 600, 9, 1200, 4, 12, 2, 50],
+  );
+  for (const bad of ['0', '2.5', '-1', 'many']) {
+    assert.throws(() => configFrom({}, { DAMHUB_SIGNIN_ACCOUNT_FAILURES: bad }), /DAMHUB_SIGNIN_ACCOUNT_FAILURES must be a/);
+  }
 });
