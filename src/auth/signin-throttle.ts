@@ -118,19 +118,21 @@ export class SignInThrottle {
    */
   async reserve(s: SignInSubject): Promise<SignInReservation> {
     const now = this.clock.now();
-    const budgets = this.budgets(s);
     const taken: Budget[] = [];
-    let lastForState = false;
-    for (const b of budgets) {
+    let remaining = 0;
+    // In order account, user, state: the state's budget is the last one taken, so `remaining`
+    // ends as the state's. A unit taken and then given back may briefly refuse a concurrent
+    // attempt on the same budget: a false refusal, never a false admission.
+    for (const b of this.budgets(s)) {
       const d = await this.rateLimits.hit(b.key, b.limit, b.periodMs, now);
       if (!d.allowed) {
         await this.giveBack(taken, now);
         return { allowed: false, retryAfterSec: d.retryAfterSec };
       }
       taken.push(b);
-      if (b.key.startsWith('signin:state:')) lastForState = d.remaining === 0;
+      remaining = d.remaining;
     }
-    return { allowed: true, lastForState, succeeded: () => this.giveBack(taken, this.clock.now()) };
+    return { allowed: true, lastForState: remaining === 0, succeeded: () => this.giveBack(taken, this.clock.now()) };
   }
 
   private async giveBack(taken: Budget[], now: number): Promise<void> {

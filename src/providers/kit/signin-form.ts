@@ -108,8 +108,8 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
     // A concurrent attempt may have ended the state meanwhile; then the answer is the settled
     // state's, for the right secret as for a wrong one.
     const settled = async () => {
-      const now = await host.pending(state);
-      return 'error' in now ? message(reply, 400, 'Sign-in', now.error, true) : null;
+      const current = await host.pending(state);
+      return 'error' in current ? message(reply, 400, 'Sign-in', current.error, true) : null;
     };
     let result: SignInResult<C>;
     try {

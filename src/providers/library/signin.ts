@@ -75,8 +75,8 @@ export function signinRoutes(app: FastifyInstance, host: LoginHost, index: Libra
     // A concurrent attempt may have ended the state while this one was checked; then the answer is
     // the settled state's, for the right password as for a wrong one.
     const settled = async () => {
-      const now = await host.pending(state);
-      return 'error' in now ? html(reply, 400, page('Sign-in', `<h1>Sign-in</h1><p class="error">${esc(now.error)}</p>`)) : null;
+      const current = await host.pending(state);
+      return 'error' in current ? html(reply, 400, page('Sign-in', `<h1>Sign-in</h1><p class="error">${esc(current.error)}</p>`)) : null;
     };
     if (!acc || !ok) {
       if (attempt.lastForState) {
