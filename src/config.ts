@@ -30,6 +30,21 @@ export interface HubConfig {
   providerRefreshTtlSec: number;
   /** Per-user limit on content calls, per minute (0 disables). */
   userRateLimitPerMin: number;
+  /**
+   * Sign-in forms (library and connector kit; src/auth/signin-throttle.ts, docs/security.md):
+   * failed attempts per account name and per hub user, each refilled over its window (GCRA: the
+   * whole budget at once, then one per window/limit), and attempts per login state.
+   */
+  signInAccountFailures: number;
+  signInAccountWindowSec: number;
+  signInUserFailures: number;
+  signInUserWindowSec: number;
+  signInStateAttempts: number;
+  /** Login starts (POST /auth/login) per hub user per minute. */
+  loginStartsPerMin: number;
+  /** Pending, unexpired login states per hub user and over the whole hub. */
+  pendingLoginsPerUser: number;
+  pendingLoginsTotal: number;
   /** Default exchange limit for partners registered without one. */
   defaultPartnerRateLimitPerMin: number;
   /** Upper bound for a JWKS document fetched from a partner. */
@@ -102,6 +117,14 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     providerRefreshTtlSec: 30 * 24 * 3600,
     userRateLimitPerMin: 1200,
     defaultPartnerRateLimitPerMin: 60,
+    signInAccountFailures: 5,
+    signInAccountWindowSec: 15 * 60,
+    signInUserFailures: 20,
+    signInUserWindowSec: 15 * 60,
+    signInStateAttempts: 5,
+    loginStartsPerMin: 30,
+    pendingLoginsPerUser: 10,
+    pendingLoginsTotal: 10_000,
     jwksMaxBytes: 64 * 1024,
     jwksTimeoutMs: 5000,
     jwksCacheSec: 600,

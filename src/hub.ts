@@ -112,6 +112,14 @@ export class Hub {
       refreshTtlSec: config.providerRefreshTtlSec,
       publicUrl: config.publicUrl,
       hashSecret: deps.userHashKey ?? loadOrCreateSecret(config.dataDir, 'user-hash.key', null),
+      signIn: {
+        accountFailures: config.signInAccountFailures,
+        accountWindowSec: config.signInAccountWindowSec,
+        userFailures: config.signInUserFailures,
+        userWindowSec: config.signInUserWindowSec,
+        perState: config.signInStateAttempts,
+      },
+      pendingCaps: { perUser: config.pendingLoginsPerUser, total: config.pendingLoginsTotal },
     });
     this.sessions = new SessionService(this.stores, this.hubTokens, this.clock, config.refreshTokenTtlSec, config.refreshGraceSec,
       (partnerId, sub) => this.damLogin.userHash(partnerId, 'hub', sub));

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test, before, after } from 'node:test';
-import { gcra } from '../src/stores/gcra.js';
+import { gcra, gcraRefund } from '../src/stores/gcra.js';
 import { StoreConflictError, type LoginState, type PartnerInput, type Stores } from '../src/stores/types.js';
 
 export interface StorePair {
@@ -311,6 +311,73 @@ export function storeSuite(name: string, factory: PairFactory): void {
           assert.deepEqual(got, ref.decision, `limit ${limit}/${period} step ${i} at +${now - T0}`);
         }
       }
+    });
+
+    it('rate limits: a refund gives back exactly one unit, on either node, never more than a full budget', async () => {
+      const key = `rl-${randomUUID()}`;
+      for (let i = 0; i < 5; i++) assert.equal((await a.rateLimits.hit(key, 5, 60_000, T0)).allowed, true);
+      assert.equal((await b.rateLimits.hit(key, 5, 60_000, T0)).allowed, false);
+      await b.rateLimits.refund(key, 5, 60_000, T0);
+      const again = await a.rateLimits.hit(key, 5, 60_000, T0);
+      assert.equal(again.allowed, true, 'the refunded unit is usable at once, on the other node');
+      assert.equal(again.remaining, 0);
+      assert.equal((await a.rateLimits.hit(key, 5, 60_000, T0)).allowed, false, 'and only that one');
+      // Refunds past a full budget (or of a key never hit) do not bank extra units.
+      const fresh = `rl-${randomUUID()}`;
+      await a.rateLimits.refund(fresh, 5, 60_000, T0);
+      await a.rateLimits.hit(fresh, 5, 60_000, T0);
+      for (let i = 0; i < 3; i++) await b.rateLimits.refund(fresh, 5, 60_000, T0);
+      const burst = [];
+      for (let i = 0; i < 6; i++) burst.push((await (i % 2 ? a : b).rateLimits.hit(fresh, 5, 60_000, T0)).allowed);
+      assert.deepEqual(burst, [true, true, true, true, true, false]);
+      // Same arithmetic as the reference.
+      const k = `rl-${randomUUID()}`;
+      let tat: number | null = null;
+      for (const [op, dt] of [['hit', 0], ['hit', 0.3], ['hit', 100], ['refund', 7], ['hit', 0], ['refund', 20_000], ['hit', 1]] as const) {
+        const now = T0 + 0.5 + dt;
+        if (op === 'hit') {
+          const ref = gcra(tat, 7, 60_000, now);
+          if (ref.decision.allowed) tat = ref.tat;
+          assert.deepEqual(await a.rateLimits.hit(k, 7, 60_000, now), ref.decision);
+        } else {
+          tat = gcraRefund(tat, 7, 60_000, now);
+          await b.rateLimits.refund(k, 7, 60_000, now);
+        }
+      }
+    });
+
+    it('login states: pending states are capped per user and in total, atomically across nodes; settled and expired ones free their slot', async () => {
+      const { p, u } = await seedUser();
+      const { u: other } = await seedUser(p.id + '-2');
+      const mk = (userId: string, at = T0): LoginState => ({
+        state: `cap-${randomUUID()}`, userId, partnerId: p.id, providerId: 'library', serverUrl: null,
+        status: 'pending', result: null, error: null, createdAt: at, expiresAt: at + 300_000,
+      });
+      const caps = { perUser: 3, total: 1_000_000 };
+      // Ten concurrent starts of one user on two nodes: exactly three are created.
+      const many = Array.from({ length: 10 }, () => mk(u.id));
+      const r = await Promise.all(many.map((s, i) => (i % 2 ? a : b).logins.create(s, caps)));
+      assert.equal(r.filter((x) => x.created).length, 3, JSON.stringify(r));
+      const refused = r.find((x) => !x.created)!;
+      assert.deepEqual(refused, { created: false, limit: 'user', retryAt: T0 + 300_000 });
+      assert.equal((await a.logins.create(mk(other.id), caps)).created, true, 'another user is not affected');
+      // Settling one (completed, failed or cancelled) frees its slot at once.
+      const held = many.filter((_, i) => r[i]!.created);
+      assert.equal(await b.logins.settle(held[0]!.state, 'cancelled', null, null), true);
+      assert.equal((await a.logins.create(mk(u.id), caps)).created, true);
+      assert.equal((await b.logins.create(mk(u.id), caps)).created, false);
+      // Expired states no longer count, swept or not.
+      assert.equal((await a.logins.create(mk(u.id, T0 + 300_000), caps)).created, true);
+      // The hub-wide cap: counted over every user's pending states.
+      const { u: third } = await seedUser(p.id + '-3');
+      const late = T0 + DAY; // every state above has expired by then
+      const total = { perUser: 100, total: 2 };
+      assert.equal((await a.logins.create(mk(third.id, late), total)).created, true, '1 of 2');
+      assert.equal((await b.logins.create(mk(other.id, late), total)).created, true, '2 of 2');
+      const full = await a.logins.create(mk(third.id, late + 1), total);
+      assert.deepEqual(full, { created: false, limit: 'total', retryAt: late + 300_000 });
+      // Without caps (existing callers), create still just inserts.
+      assert.equal((await a.logins.create(mk(third.id, late))).created, true);
     });
 
     it('invalidation: revocations, user and partner changes reach the listeners', async () => {

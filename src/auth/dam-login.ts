@@ -15,6 +15,7 @@ import type { LoginHost, LoginIdentity } from '../providers/contract.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Stores } from '../stores/types.js';
 import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, type ProviderTokens } from './provider-tokens.js';
+import { DEFAULT_SIGNIN_LIMITS, SignInThrottle, type SignInLimits, type SignInReservation, type SignInSubject } from './signin-throttle.js';
 import type { HubPrincipal } from './sessions.js';
 
 const COLLECT_GRACE_MS = 60_000;
@@ -24,14 +25,24 @@ export interface DamLoginOptions {
   accessTtlSec: number;
   refreshTtlSec: number;
   publicUrl: string;
-  /** Secret that makes userHash values opaque (stable for the life of the install). */
+  /** Secret that makes userHash values opaque (stable for the life of the install); also keys the sign-in throttle's account names. */
   hashSecret: string;
+  /** Sign-in form throttling (src/auth/signin-throttle.ts); defaults: DEFAULT_SIGNIN_LIMITS. */
+  signIn?: SignInLimits;
+  /**
+   * Pending, unexpired login states a hub user (perUser) and the whole hub (total) may hold;
+   * beyond them a start is refused (429 for the user, 503 for the hub) until one settles or expires.
+   */
+  pendingCaps?: { perUser: number; total: number };
 }
+
+export const DEFAULT_PENDING_CAPS = { perUser: 10, total: 10_000 };
 
 export type PollAnswer = Record<string, never> | { access_token: string; refresh_token?: string; userHash: string; expires_in: number } | { error: string };
 
 export class DamLogin implements LoginHost {
   readonly publicUrl: string;
+  readonly throttle: SignInThrottle;
 
   constructor(
     private readonly stores: Stores,
@@ -41,6 +52,11 @@ export class DamLogin implements LoginHost {
     private readonly opts: DamLoginOptions,
   ) {
     this.publicUrl = opts.publicUrl.replace(/\/+$/, '');
+    this.throttle = new SignInThrottle(stores.rateLimits, clock, opts.signIn ?? DEFAULT_SIGNIN_LIMITS, opts.hashSecret, opts.stateTtlSec * 1000);
+  }
+
+  reserveSignIn(subject: SignInSubject): Promise<SignInReservation> {
+    return this.throttle.reserve(subject);
   }
 
   async start(p: Pick<HubPrincipal, 'user' | 'partner'>, providerId: string, serverUrl: string | null): Promise<{ redirect_uri: string; state: string }> {
@@ -57,12 +73,26 @@ export class DamLogin implements LoginHost {
     }
     const now = this.clock.now();
     const state = randomBytes(24).toString('base64url');
-    await this.stores.logins.create({
+    const created = await this.stores.logins.create({
       state, userId: p.user.id, partnerId: p.partner.id, providerId, serverUrl, status: 'pending', result: null, error: null,
       createdAt: now, expiresAt: now + this.opts.stateTtlSec * 1000,
-    });
-    const { redirectUri } = await provider.beginLogin({ state, serverUrl }, this);
-    return { redirect_uri: redirectUri, state };
+    }, this.opts.pendingCaps ?? DEFAULT_PENDING_CAPS);
+    if (!created.created) {
+      // The store cannot grow without bound (issue 17): a slot frees when a state settles or expires.
+      const wait = String(Math.max(1, Math.ceil((created.retryAt - now) / 1000)));
+      if (created.limit === 'user') {
+        throw hubError('hub-rate-limited', `this user has too many sign-ins in progress; finish or cancel one, or retry in ${wait} s`, { headers: { 'Retry-After': wait } });
+      }
+      throw hubError('hub-unavailable', `the hub has too many sign-ins in progress; retry in ${wait} s`, { headers: { 'Retry-After': wait } });
+    }
+    try {
+      const { redirectUri } = await provider.beginLogin({ state, serverUrl }, this);
+      return { redirect_uri: redirectUri, state };
+    } catch (e) {
+      // Nobody can use this state: free its slot rather than hold it for the whole lifetime.
+      await this.stores.logins.settle(state, 'cancelled', null, null).catch(() => {});
+      throw e;
+    }
   }
 
   async poll(state: string): Promise<PollAnswer> {

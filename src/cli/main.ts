@@ -117,6 +117,22 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (bodyLimit !== undefined) overrides.bodyLimitBytes = bodyLimit;
   const userLimit = num('DAMHUB_USER_RATE_LIMIT');
   if (userLimit !== undefined) overrides.userRateLimitPerMin = userLimit;
+  // Sign-in throttling and login-state bounds (docs/security.md, "Sign-in forms"); all positive integers.
+  for (const [envName, field] of [
+    ['DAMHUB_SIGNIN_ACCOUNT_FAILURES', 'signInAccountFailures'],
+    ['DAMHUB_SIGNIN_ACCOUNT_WINDOW', 'signInAccountWindowSec'],
+    ['DAMHUB_SIGNIN_USER_FAILURES', 'signInUserFailures'],
+    ['DAMHUB_SIGNIN_USER_WINDOW', 'signInUserWindowSec'],
+    ['DAMHUB_SIGNIN_STATE_ATTEMPTS', 'signInStateAttempts'],
+    ['DAMHUB_LOGIN_STARTS_PER_MIN', 'loginStartsPerMin'],
+    ['DAMHUB_PENDING_LOGINS_PER_USER', 'pendingLoginsPerUser'],
+    ['DAMHUB_PENDING_LOGINS_TOTAL', 'pendingLoginsTotal'],
+  ] as const) {
+    const n = num(envName);
+    if (n === undefined) continue;
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`${envName} must be a positive integer`);
+    overrides[field] = n;
+  }
   const pageCacheMb = num('DAMHUB_PAGE_CACHE_MB');
   if (pageCacheMb !== undefined) overrides.pageCacheBytes = Math.round(pageCacheMb * 1024 * 1024);
   const grace = num('DAMHUB_REFRESH_GRACE');

@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ProviderCredentials } from '../auth/provider-tokens.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from './model.js';
+import type { SignInReservation, SignInSubject } from '../auth/signin-throttle.js';
 
 export interface ProviderCapabilities {
   browse: boolean;
@@ -72,6 +73,12 @@ export interface LoginHost {
   complete(state: string, identity: LoginIdentity): Promise<void>;
   fail(state: string, error: string): Promise<void>;
   cancel(state: string): Promise<void>;
+  /**
+   * Sign-in forms call this before checking typed credentials (src/auth/signin-throttle.ts): one
+   * attempt is reserved against the account name, the hub user and the state. Refused: answer
+   * 429 with Retry-After whatever the credentials were, without checking them.
+   */
+  reserveSignIn(subject: SignInSubject): Promise<SignInReservation>;
   /** The hub's public base URL, without trailing slash. */
   publicUrl: string;
 }

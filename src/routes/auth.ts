@@ -145,9 +145,15 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       }),
       response: responses(Type.Object({ redirect_uri: Type.String(), state: Type.String() })),
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const q = req.query as { provider: string; serverUrl?: string };
-    return hub.damLogin.start(principalOf(req), q.provider, q.serverUrl ?? null);
+    const p = principalOf(req);
+    // Every start writes a login state: per user, starts are limited (issue 17), and so are the
+    // states pending at once (DamLogin.start).
+    const d = await hub.stores.rateLimits.hit(`login-start:${p.user.id}`, hub.config.loginStartsPerMin, 60_000, hub.clock.now());
+    if (!d.allowed) throw rateLimited(d, 'login starts of this user');
+    applyRateLimitHeaders(reply, d);
+    return hub.damLogin.start(p, q.provider, q.serverUrl ?? null);
   });
 
   app.get('/auth/login', {

@@ -33,3 +33,16 @@ export function gcra(tat: number | null, limit: number, periodMs: number, now: n
   const remaining = Math.max(0, Math.floor((now + burst - newTat) / interval));
   return { tat: newTat, decision: { allowed: true, limit, remaining, resetSec: Math.ceil((newTat - now) / 1000), retryAfterSec: 0 } };
 }
+
+/**
+ * Gives one request back (the sign-in throttle reserves an attempt before checking a password and
+ * returns the reservation of an attempt that succeeded): the TAT moves back one interval, never
+ * before `now` (a TAT at or before now is a full budget, the same as no key). null: nothing is
+ * left to remember, the key may be dropped.
+ */
+export function gcraRefund(tat: number | null, limit: number, periodMs: number, now: number): number | null {
+  if (tat === null) return null;
+  const interval = Math.max(1, Math.floor((periodMs / limit) * GRID)) / GRID;
+  const back = snap(tat - interval);
+  return back > now ? back : null;
+}

@@ -101,8 +101,24 @@ export interface LoginState {
   expiresAt: number;
 }
 
+/** Bounds on pending login states (issue 17): per hub user and over the whole hub. */
+export interface LoginCaps {
+  perUser: number;
+  total: number;
+}
+
+/**
+ * created, or refused because the user (`user`) or the hub (`total`) already has `caps` pending,
+ * unexpired states; `retryAt` is when the earliest of those expires (a slot frees at the latest then).
+ */
+export type LoginCreateResult = { created: true } | { created: false; limit: 'user' | 'total'; retryAt: number };
+
 export interface LoginStateStore {
-  create(state: LoginState): Promise<void>;
+  /**
+   * Inserts a pending state. With caps, counting the pending unexpired states (at `state.createdAt`)
+   * and inserting is one atomic step, so concurrent starts cannot overshoot a cap.
+   */
+  create(state: LoginState, caps?: LoginCaps): Promise<LoginCreateResult>;
   get(state: string): Promise<LoginState | null>;
   /** pending → completed|failed|cancelled; false if the state was not pending. */
   settle(state: string, status: 'completed' | 'failed' | 'cancelled', result: Record<string, unknown> | null, error: string | null): Promise<boolean>;
@@ -123,6 +139,8 @@ export interface RateLimitDecision {
 export interface RateLimitStore {
   /** GCRA: `limit` requests per `periodMs`, bursting up to `limit`. */
   hit(key: string, limit: number, periodMs: number, now: number): Promise<RateLimitDecision>;
+  /** Gives back one request of an earlier allowed hit (src/stores/gcra.ts gcraRefund). */
+  refund(key: string, limit: number, periodMs: number, now: number): Promise<void>;
 }
 
 export interface Stores {
@@ -146,7 +164,7 @@ export interface Stores {
    * reported as one `store` check through ping().
    */
   probes?(): Record<string, () => Promise<void>>;
-  /** Drops expired replay keys, login states and sessions. */
+  /** Drops expired replay keys, login states, sessions and rate-limit keys back at a full budget. */
   sweep(now: number): Promise<void>;
   close(): Promise<void>;
 }

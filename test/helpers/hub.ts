@@ -12,7 +12,7 @@ import { ManualClock } from '../../src/clock.js';
 import { defaultConfig, type HubConfig } from '../../src/config.js';
 import { Hub } from '../../src/hub.js';
 import type { Provider } from '../../src/providers/contract.js';
-import type { Partner } from '../../src/stores/types.js';
+import type { Partner, Stores } from '../../src/stores/types.js';
 import { libraryTestStores } from './cindex-env.js';
 import { makeKey, signPartnerJwt, type SignOptions, type TestKey } from './partner.js';
 
@@ -34,11 +34,12 @@ export function tempDir(prefix = 'damhub-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-export async function startTestHub(opts: { config?: Partial<HubConfig>; providers?: Provider[]; dataDir?: string; clock?: ManualClock; partner?: Partial<Partner> } = {}): Promise<TestHub> {
+/** `stores`: e.g. cluster stores, for a second node on the same state (give it the first node's dataDir for the same keys and secrets). */
+export async function startTestHub(opts: { config?: Partial<HubConfig>; providers?: Provider[]; dataDir?: string; clock?: ManualClock; partner?: Partial<Partner>; stores?: Stores } = {}): Promise<TestHub> {
   const dataDir = opts.dataDir ?? tempDir();
   const clock = opts.clock ?? new ManualClock(Date.UTC(2026, 5, 1, 12));
   const config = defaultConfig({ dataDir, publicUrl: 'http://hub.test', logLevel: 'silent', ...opts.config });
-  const hub = new Hub(config, { clock, providers: opts.providers, stores: await libraryTestStores() });
+  const hub = new Hub(config, { clock, providers: opts.providers, stores: opts.stores ?? (await libraryTestStores()) });
   const app = await buildApp(hub, { logger: false });
   const key = await makeKey();
   const issuer = opts.partner?.issuer ?? 'https://partner.example/';

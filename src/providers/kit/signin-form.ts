@@ -3,15 +3,15 @@
  * password or key) rather than a redirect to the DAM. It drives the hub's DAM login state machine
  * (src/auth/dam-login.ts) exactly like the library's form: GET shows the form for a pending state,
  * POST verifies against the upstream, then completes, or after five failures fails, the state.
- * Cancel settles it as cancelled. Secrets never leave in an answer or a log line.
+ * Cancel settles it as cancelled. Secrets never leave in an answer or a log line. Every attempt is
+ * reserved with the hub's sign-in throttle (src/auth/signin-throttle.ts) before the upstream sees it.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { throttledText } from '../../auth/signin-throttle.js';
 import { isHubError } from '../../errors.js';
 import { sendHtml } from '../../http/security-headers.js';
 import type { LoginHost } from '../contract.js';
 import type { UpstreamClient } from './http.js';
-
-export const MAX_SIGNIN_ATTEMPTS = 5;
 
 export interface FormField {
   name: string;
@@ -53,7 +53,6 @@ export function signInPath(providerId: string): string {
 
 /** Mounts GET/POST /auth/{provider}/signin. */
 export function formSignInRoutes<C extends Record<string, unknown>>(app: FastifyInstance, host: LoginHost, providerId: string, form: FormSignIn<C>, http: UpstreamClient): void {
-  const attempts = new Map<string, number>();
   const action = `/api/v1${signInPath(providerId)}`;
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16384 }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
@@ -97,25 +96,45 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
     const missing = form.fields.find((f) => f.required !== false && !values[f.name]);
     const shown = Object.fromEntries(form.fields.filter((f) => f.type !== 'password').map((f) => [f.name, values[f.name]!]));
     if (missing) return sendHtml(reply, 400, render(state, `${missing.label} is required.`, shown));
+    // The account is what the form names besides the secret (server and user, endpoint and key id).
+    const account = form.fields.filter((f) => f.type !== 'password').map((f) => values[f.name]).join('\0');
+    // Reserved before the upstream check, atomically: concurrent guesses beyond the budget never
+    // reach the upstream, and a refused one is answered the same whatever the secret.
+    const attempt = await host.reserveSignIn({ state, providerId, userId: pending.userId, account });
+    if (!attempt.allowed) {
+      reply.header('retry-after', String(attempt.retryAfterSec));
+      return sendHtml(reply, 429, render(state, throttledText(attempt.retryAfterSec), shown));
+    }
+    // A concurrent attempt may have ended the state meanwhile; then the answer is the settled
+    // state's, for the right secret as for a wrong one.
+    const settled = async () => {
+      const current = await host.pending(state);
+      return 'error' in current ? message(reply, 400, 'Sign-in', current.error, true) : null;
+    };
     let result: SignInResult<C>;
     try {
       result = await form.verify(values, http);
     } catch (e) {
       if (!isHubError(e)) throw e;
-      const n = (attempts.get(state) ?? 0) + 1;
-      attempts.set(state, n);
-      if (n >= MAX_SIGNIN_ATTEMPTS) {
-        attempts.delete(state);
+      if (attempt.lastForState) {
         await host.fail(state, 'too many failed sign-in attempts');
         return message(reply, 401, 'Sign-in failed', 'Too many failed attempts. Start again from the application.', true);
       }
+      const answer = await settled();
+      if (answer) return answer;
       const text = e.code === 'integration-auth-failed' || e.code === 'integration-forbidden'
         ? 'The server did not accept these credentials.'
         : `The server could not be used: ${e.message}`;
       return sendHtml(reply, e.code === 'integration-auth-failed' ? 401 : 400, render(state, text, shown));
     }
-    attempts.delete(state);
-    await host.complete(state, { credentials: result.credentials, accountId: result.accountId });
+    try {
+      await host.complete(state, { credentials: result.credentials, accountId: result.accountId });
+    } catch (e) {
+      const answer = await settled();
+      if (answer) return answer;
+      throw e;
+    }
+    await attempt.succeeded();
     return message(reply, 200, 'Signed in', `You are signed in as ${result.displayName}. You can close this window and return to the application.`);
   });
 }

@@ -1,15 +1,15 @@
 /**
  * The library's sign-in page: a real HTML form at the login's redirect_uri. A successful sign-in
  * completes the hub's login state; five wrong passwords fail it. Names are not disclosed: an
- * unknown user costs the same scrypt work as a wrong password.
+ * unknown user costs the same scrypt work as a wrong password. Every attempt is reserved with the
+ * hub's sign-in throttle (src/auth/signin-throttle.ts) before the password is checked.
  */
 import type { FastifyInstance } from 'fastify';
+import { throttledText } from '../../auth/signin-throttle.js';
 import { sendHtml } from '../../http/security-headers.js';
 import type { LoginHost } from '../contract.js';
 import { dummyHash, verifyPassword } from './accounts.js';
 import type { LibraryIndexStore } from './index-contract.js';
-
-const MAX_ATTEMPTS = 5;
 
 const CSS = `body{font:15px/1.5 system-ui,sans-serif;background:#f3f5f8;color:#1d2330;display:flex;justify-content:center;padding:3rem 1rem;margin:0}
 main{background:#fff;border:1px solid #d5d9e0;border-radius:10px;padding:2rem;max-width:22rem;width:100%}
@@ -26,7 +26,6 @@ function page(title: string, body: string): string {
 }
 
 export function signinRoutes(app: FastifyInstance, host: LoginHost, index: LibraryIndexStore, demo: { name: string; password: string } | null): void {
-  const attempts = new Map<string, number>();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 8192 }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
@@ -64,20 +63,36 @@ export function signinRoutes(app: FastifyInstance, host: LoginHost, index: Libra
     }
     const name = typeof b.username === 'string' ? b.username.trim() : '';
     const password = typeof b.password === 'string' ? b.password : '';
+    // Reserved before the hash, atomically: concurrent guesses beyond the budget are never checked,
+    // and a refused one is answered the same whatever the password.
+    const attempt = await host.reserveSignIn({ state, providerId: pending.providerId, userId: pending.userId, account: name });
+    if (!attempt.allowed) {
+      reply.header('retry-after', String(attempt.retryAfterSec));
+      return html(reply, 429, form(state, throttledText(attempt.retryAfterSec), name));
+    }
     const acc = name ? await index.accountByName(name) : null;
     const ok = await verifyPassword(password, acc?.passwordHash ?? (await dummyHash()));
+    // A concurrent attempt may have ended the state while this one was checked; then the answer is
+    // the settled state's, for the right password as for a wrong one.
+    const settled = async () => {
+      const current = await host.pending(state);
+      return 'error' in current ? html(reply, 400, page('Sign-in', `<h1>Sign-in</h1><p class="error">${esc(current.error)}</p>`)) : null;
+    };
     if (!acc || !ok) {
-      const n = (attempts.get(state) ?? 0) + 1;
-      attempts.set(state, n);
-      if (n >= MAX_ATTEMPTS) {
-        attempts.delete(state);
+      if (attempt.lastForState) {
         await host.fail(state, 'too many failed sign-in attempts');
         return html(reply, 401, page('Sign-in failed', '<h1>Sign-in failed</h1><p class="error">Too many failed attempts. Start again from the application.</p>'));
       }
-      return html(reply, 401, form(state, 'The user name or password is not right.', name));
+      return (await settled()) ?? html(reply, 401, form(state, 'The user name or password is not right.', name));
     }
-    attempts.delete(state);
-    await host.complete(state, { credentials: { acc: acc.id }, accountId: acc.id });
+    try {
+      await host.complete(state, { credentials: { acc: acc.id }, accountId: acc.id });
+    } catch (e) {
+      const answer = await settled();
+      if (answer) return answer;
+      throw e;
+    }
+    await attempt.succeeded();
     return html(reply, 200, page('Signed in', `<h1>Signed in</h1><p>You are signed in to the library as <strong>${esc(acc.name)}</strong>. You can close this window and return to the application.</p>`));
   });
 }

@@ -14,6 +14,8 @@ import type { JwksEntry, SharedJwksCache } from '../../auth/jwks-cache.js';
 import {
   StoreConflictError,
   StoreUnavailableError,
+  type LoginCaps,
+  type LoginCreateResult,
   type LoginState,
   type LoginStateStore,
   type RateLimitDecision,
@@ -33,15 +35,42 @@ export interface RedisStoreOptions {
 /** Login states stay an hour past expiry so a late poll still hears "expired" (as the SQLite sweep). */
 const LOGIN_KEEP_MS = 3600_000;
 
+/**
+ * KEYS: the state, the user's pending set, the hub's pending set (sorted sets of state → expiresAt).
+ * Entries past their expiry are dropped first, then the caps are checked (0: none), then the state
+ * is written and, when pending, entered in both sets: one script, so concurrent starts on any
+ * number of nodes cannot overshoot a cap. Answers {1}, {0} (exists), {2|3, earliest expiry}.
+ */
 const LUA_LOGIN_CREATE = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'meta', ARGV[1], 'status', ARGV[2], 'result', ARGV[3], 'error', ARGV[4])
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0} end
+local now = tonumber(ARGV[8])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local perUser = tonumber(ARGV[9])
+local total = tonumber(ARGV[10])
+if perUser > 0 and redis.call('ZCARD', KEYS[2]) >= perUser then
+  return {2, redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2]}
+end
+if total > 0 and redis.call('ZCARD', KEYS[3]) >= total then
+  return {3, redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')[2]}
+end
+redis.call('HSET', KEYS[1], 'meta', ARGV[1], 'status', ARGV[2], 'result', ARGV[3], 'error', ARGV[4], 'user', ARGV[11])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 1`;
+if ARGV[2] == 'pending' then
+  local keep = math.max(1, math.ceil(tonumber(ARGV[7]) - now)) + 1000
+  for i = 2, 3 do
+    redis.call('ZADD', KEYS[i], ARGV[7], ARGV[6])
+    if redis.call('PTTL', KEYS[i]) < keep then redis.call('PEXPIRE', KEYS[i], keep) end
+  end
+end
+return {1}`;
 
+/** KEYS: the state, the user's and the hub's pending sets; a settled state no longer takes a slot. */
 const LUA_LOGIN_SETTLE = `
 if redis.call('HGET', KEYS[1], 'status') ~= 'pending' then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1], 'result', ARGV[2], 'error', ARGV[3])
+redis.call('ZREM', KEYS[2], ARGV[4])
+redis.call('ZREM', KEYS[3], ARGV[4])
 return 1`;
 
 const LUA_LOGIN_CONSUME = `
@@ -82,12 +111,31 @@ local remaining = math.max(0, math.floor((now + burst - newTat) / interval))
 redis.call('SET', KEYS[1], string.format('%.17g', newTat), 'PX', math.max(1, math.ceil(newTat - now)) + 1000)
 return {1, remaining, math.ceil((newTat - now) / 1000), 0}`;
 
+/** src/stores/gcra.ts gcraRefund in Lua: the TAT one interval back, or no key once that is not after now. */
+const LUA_GCRA_REFUND = `
+local GRID = 1024
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local limit = tonumber(ARGV[1])
+local period = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+local interval = math.max(1, math.floor((period / limit) * GRID)) / GRID
+local back = math.floor((tonumber(v) - interval) * GRID + 0.5) / GRID
+if back > now then
+  redis.call('SET', KEYS[1], string.format('%.17g', back), 'PX', math.max(1, math.ceil(back - now)) + 1000)
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1`;
+
 type Scripted = Redis & {
-  damhubLoginCreate(key: string, meta: string, status: string, result: string, error: string, ttl: number): Promise<number>;
-  damhubLoginSettle(key: string, status: string, result: string, error: string): Promise<number>;
+  damhubLoginCreate(key: string, userSet: string, allSet: string, meta: string, status: string, result: string, error: string, ttl: number,
+    state: string, expiresAt: string, now: string, perUser: string, total: string, userId: string): Promise<(number | string)[]>;
+  damhubLoginSettle(key: string, userSet: string, allSet: string, status: string, result: string, error: string, state: string): Promise<number>;
   damhubLoginConsume(key: string): Promise<string | null>;
   damhubReplay(key: string, expiresAt: string, now: string, ttl: number): Promise<number>;
   damhubGcra(key: string, limit: string, periodMs: string, now: string): Promise<number[]>;
+  damhubGcraRefund(key: string, limit: string, periodMs: string, now: string): Promise<number>;
 };
 
 /** Errors Redis answers about its own state (still loading, read-only replica...) mean "unavailable". */
@@ -123,11 +171,12 @@ export function createRedis(url: string, o: RedisStoreOptions = {}): Scripted {
   // Connection errors surface through the commands that fail; the event needs a listener so it
   // does not crash the process.
   redis.on('error', () => {});
-  redis.defineCommand('damhubLoginCreate', { numberOfKeys: 1, lua: LUA_LOGIN_CREATE });
-  redis.defineCommand('damhubLoginSettle', { numberOfKeys: 1, lua: LUA_LOGIN_SETTLE });
+  redis.defineCommand('damhubLoginCreate', { numberOfKeys: 3, lua: LUA_LOGIN_CREATE });
+  redis.defineCommand('damhubLoginSettle', { numberOfKeys: 3, lua: LUA_LOGIN_SETTLE });
   redis.defineCommand('damhubLoginConsume', { numberOfKeys: 1, lua: LUA_LOGIN_CONSUME });
   redis.defineCommand('damhubReplay', { numberOfKeys: 1, lua: LUA_REPLAY });
   redis.defineCommand('damhubGcra', { numberOfKeys: 1, lua: LUA_GCRA });
+  redis.defineCommand('damhubGcraRefund', { numberOfKeys: 1, lua: LUA_GCRA_REFUND });
   return redis;
 }
 
@@ -136,11 +185,20 @@ class RedisLogins implements LoginStateStore {
   private key(state: string) {
     return `${this.prefix}login:${state}`;
   }
-  async create(s: LoginState) {
+  private userSet(userId: string) {
+    return `${this.prefix}login-pending:user:${userId}`;
+  }
+  private get allSet() {
+    return `${this.prefix}login-pending`;
+  }
+  async create(s: LoginState, caps?: LoginCaps): Promise<LoginCreateResult> {
     const meta = JSON.stringify({ userId: s.userId, partnerId: s.partnerId, providerId: s.providerId, serverUrl: s.serverUrl, createdAt: s.createdAt, expiresAt: s.expiresAt });
     const ttl = Math.max(1, Math.ceil(s.expiresAt - s.createdAt + LOGIN_KEEP_MS));
-    const created = await call(this.redis.damhubLoginCreate(this.key(s.state), meta, s.status, JSON.stringify(s.result), JSON.stringify(s.error), ttl));
-    if (created !== 1) throw new StoreConflictError(`login state ${s.state} already exists`);
+    const [code, first] = await call(this.redis.damhubLoginCreate(this.key(s.state), this.userSet(s.userId), this.allSet, meta, s.status, JSON.stringify(s.result), JSON.stringify(s.error), ttl,
+      s.state, String(s.expiresAt), String(s.createdAt), String(caps?.perUser ?? 0), String(caps?.total ?? 0), s.userId));
+    if (code === 0) throw new StoreConflictError(`login state ${s.state} already exists`);
+    if (code === 2 || code === 3) return { created: false, limit: code === 2 ? 'user' : 'total', retryAt: Number(first) };
+    return { created: true };
   }
   async get(state: string): Promise<LoginState | null> {
     const h = await call(this.redis.hgetall(this.key(state)));
@@ -160,7 +218,9 @@ class RedisLogins implements LoginStateStore {
     };
   }
   async settle(state: string, status: 'completed' | 'failed' | 'cancelled', result: Record<string, unknown> | null, error: string | null) {
-    return (await call(this.redis.damhubLoginSettle(this.key(state), status, JSON.stringify(result), JSON.stringify(error)))) === 1;
+    // The owner never changes, so reading it first is safe; the script then settles and frees the slot atomically.
+    const userId = (await call(this.redis.hget(this.key(state), 'user'))) ?? '';
+    return (await call(this.redis.damhubLoginSettle(this.key(state), this.userSet(userId), this.allSet, status, JSON.stringify(result), JSON.stringify(error), state))) === 1;
   }
   async consume(state: string) {
     const r = await call(this.redis.damhubLoginConsume(this.key(state)));
@@ -182,6 +242,9 @@ class RedisRateLimits implements RateLimitStore {
   async hit(key: string, limit: number, periodMs: number, now: number): Promise<RateLimitDecision> {
     const [allowed, remaining, resetSec, retryAfterSec] = await call(this.redis.damhubGcra(`${this.prefix}rl:${key}`, String(limit), String(periodMs), String(now)));
     return { allowed: allowed === 1, limit, remaining: remaining!, resetSec: resetSec!, retryAfterSec: retryAfterSec! };
+  }
+  async refund(key: string, limit: number, periodMs: number, now: number): Promise<void> {
+    await call(this.redis.damhubGcraRefund(`${this.prefix}rl:${key}`, String(limit), String(periodMs), String(now)));
   }
 }
 

@@ -6,11 +6,13 @@
 import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { gcra } from '../gcra.js';
+import { gcra, gcraRefund } from '../gcra.js';
 import { MIGRATIONS } from './migrations.js';
 import { toSession, toUser } from '../rows.js';
 import {
   StoreConflictError,
+  type LoginCaps,
+  type LoginCreateResult,
   type LoginState,
   type LoginStateStore,
   type Partner,
@@ -216,6 +218,7 @@ class SqliteReplay implements ReplayStore {
 
 class SqliteLogins implements LoginStateStore {
   private readonly consumeTx;
+  private readonly createTx;
   constructor(private readonly db: Database.Database) {
     // Read and flip in one immediate transaction: two pollers can never both get the tokens.
     this.consumeTx = db.transaction((state: string) => {
@@ -224,14 +227,27 @@ class SqliteLogins implements LoginStateStore {
       db.prepare(`UPDATE login_states SET status = 'consumed', result = NULL WHERE state = ?`).run(state);
       return r.result ? (JSON.parse(r.result) as Record<string, unknown>) : {};
     });
+    const insert = db.prepare(
+      `INSERT INTO login_states (state, user_id, partner_id, provider_id, server_url, status, result, error, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    // Pending and unexpired: a state past its expiry no longer takes a slot, whether swept yet or not.
+    const userPending = db.prepare(`SELECT COUNT(*) AS n, MIN(expires_at) AS first FROM login_states WHERE user_id = ? AND status = 'pending' AND expires_at > ?`);
+    const allPending = db.prepare(`SELECT COUNT(*) AS n, MIN(expires_at) AS first FROM login_states WHERE status = 'pending' AND expires_at > ?`);
+    // Count and insert in one immediate transaction: two starts (or two processes) cannot both take the last slot.
+    this.createTx = db.transaction((s: LoginState, caps?: LoginCaps): LoginCreateResult => {
+      if (caps) {
+        const u = userPending.get(s.userId, s.createdAt) as { n: number; first: number | null };
+        if (u.n >= caps.perUser) return { created: false, limit: 'user', retryAt: u.first ?? s.createdAt };
+        const t = allPending.get(s.createdAt) as { n: number; first: number | null };
+        if (t.n >= caps.total) return { created: false, limit: 'total', retryAt: t.first ?? s.createdAt };
+      }
+      insert.run(s.state, s.userId, s.partnerId, s.providerId, s.serverUrl, s.status, s.result ? JSON.stringify(s.result) : null, s.error, s.createdAt, s.expiresAt);
+      return { created: true };
+    });
   }
-  async create(s: LoginState) {
-    this.db
-      .prepare(
-        `INSERT INTO login_states (state, user_id, partner_id, provider_id, server_url, status, result, error, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(s.state, s.userId, s.partnerId, s.providerId, s.serverUrl, s.status, s.result ? JSON.stringify(s.result) : null, s.error, s.createdAt, s.expiresAt);
+  async create(s: LoginState, caps?: LoginCaps): Promise<LoginCreateResult> {
+    return this.createTx.immediate(s, caps);
   }
   async get(state: string) {
     const r = this.db.prepare('SELECT * FROM login_states WHERE state = ?').get(state) as Row | undefined;
@@ -250,6 +266,7 @@ class SqliteLogins implements LoginStateStore {
 }
 
 class SqliteRateLimits implements RateLimitStore {
+  private readonly refundTx;
   private readonly read;
   private readonly write;
   private readonly tx;
@@ -262,9 +279,19 @@ class SqliteRateLimits implements RateLimitStore {
       if (decision.allowed || (row && tat !== row.tat)) this.write.run(key, tat);
       return decision;
     });
+    const drop = db.prepare('DELETE FROM rate_limits WHERE key = ?');
+    this.refundTx = db.transaction((key: string, limit: number, periodMs: number, now: number) => {
+      const row = this.read.get(key) as { tat: number } | undefined;
+      const tat = gcraRefund(row?.tat ?? null, limit, periodMs, now);
+      if (tat === null) drop.run(key);
+      else this.write.run(key, tat);
+    });
   }
   async hit(key: string, limit: number, periodMs: number, now: number) {
     return this.tx.immediate(key, limit, periodMs, now);
+  }
+  async refund(key: string, limit: number, periodMs: number, now: number) {
+    this.refundTx.immediate(key, limit, periodMs, now);
   }
 }
 
@@ -306,6 +333,9 @@ export class SqliteStores implements Stores {
       // Settled or expired login states are kept an hour past expiry so a late poll still hears "expired".
       this.db.prepare('DELETE FROM login_states WHERE expires_at <= ?').run(now - 3600_000);
       this.db.prepare('DELETE FROM sessions WHERE expires_at <= ? OR revoked_at <= ?').run(now, now - 31 * 24 * 3600_000);
+      // A TAT at or before now is a full budget, the same as no row: keys named after guessed
+      // account names (the sign-in throttle) must not pile up.
+      this.db.prepare('DELETE FROM rate_limits WHERE tat <= ?').run(now);
     })();
   }
 

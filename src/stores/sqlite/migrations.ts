@@ -57,4 +57,12 @@ export const MIGRATIONS: { version: number; sql: string }[] = [
       CREATE TABLE rate_limits (key TEXT PRIMARY KEY, tat REAL NOT NULL) WITHOUT ROWID;
     `,
   },
+  {
+    // Issue 17: counting a user's (and the hub's) pending login states at every start must not scan the table.
+    version: 2,
+    sql: `
+      CREATE INDEX login_states_user_pending ON login_states(user_id, status, expires_at);
+      CREATE INDEX login_states_pending ON login_states(status, expires_at);
+    `,
+  },
 ];
