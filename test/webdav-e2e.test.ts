@@ -26,6 +26,16 @@ after(async () => {
   await dav.close();
 });
 
+test('a server URL in a refused address range is named on the sign-in form, not called unavailable', async () => {
+  const { access_token } = await h.t.login({ sub: 'user-ssrf', email: 'ssrf@partner.example' });
+  const port = new URL(dav.url).port;
+  // 127.0.0.1 is allowlisted for the test server; its IPv4-compatible form must not slip through.
+  const r = await signInWebdav(h.t, access_token, { serverUrl: `http://[::7f00:1]:${port}/`, username: 'alice', password: 'alice-pw' });
+  assert.equal(r.token, null);
+  assert.match(r.page, /The server address is not allowed: ::7f00:1 is an ipv4Compatible address \(::\/96/);
+  assert.doesNotMatch(r.page, /unavailable/);
+});
+
 test('a wrong password shows the form again; the right one completes the login', async () => {
   const { access_token } = await h.t.login({ sub: 'user-2', email: 'two@partner.example' });
   const wrong = await signInWebdav(h.t, access_token, { serverUrl: dav.url, username: 'alice', password: 'nope' });
