@@ -61,7 +61,7 @@ export async function serve(config: HubConfig): Promise<number> {
     config.demo && hub.library ? `  library login:  demo / demo-password` : null,
     `  API reference:  ${base}/api/v1/docs`,
     `  OpenAPI:        ${base}/api/v1/openapi.json`,
-    `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics`,
+    `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics${config.metricsToken ? ' (bearer DAMHUB_METRICS_TOKEN)' : ' (open; set DAMHUB_METRICS_TOKEN to protect it)'}`,
     `  admin key:      ${config.adminKey ? '(from DAMHUB_ADMIN_KEY)' : follower ? "shared: SELECT value FROM hub_secrets WHERE name = 'admin.key'" : `${config.dataDir}/admin.key`}`,
     '',
   ].filter((l) => l !== null).join('\n'));
