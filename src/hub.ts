@@ -19,6 +19,7 @@ import { SignedMediaUrls } from './content/media-urls.js';
 import type { Provider } from './providers/contract.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
+import { ensurePrivateDir } from './stores/private-files.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import { sharedLibraryIndex } from './providers/library/shared-index.js';
 import { saasConnectors } from './providers/saas/register.js';
@@ -69,7 +70,8 @@ export class Hub {
   readonly connectors: DefinedConnector[];
 
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
-    fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    // Created 0700, or tightened (the CLI's serve reports what it did before this runs).
+    ensurePrivateDir(config.dataDir);
     this.clock = deps.clock ?? systemClock;
     if (!deps.stores && (config.databaseUrl || config.redisUrl)) {
       // The cluster stores connect and migrate asynchronously: src/stores/index.ts openStores().

@@ -83,7 +83,7 @@ export class LibraryProvider implements Provider {
   private rescanTimer: NodeJS.Timeout | null = null;
 
   constructor(readonly opts: LibraryOptions) {
-    fs.mkdirSync(opts.dataDir, { recursive: true });
+    fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
     this.index = opts.sharedIndex?.index ?? new LibraryIndex(path.join(opts.dataDir, 'library.sqlite'));
     this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'));
     this.scanner = new LibraryScanner(opts.root, this.index, this.renditions, opts.dataDir, opts.clock);
