@@ -15,6 +15,7 @@ import { loadOrCreateKeyRing, loadOrCreateSecret, type KeyRing } from './auth/ke
 import { ProviderConnections } from './auth/provider-connections.js';
 import { ProviderTokens } from './auth/provider-tokens.js';
 import { SessionService } from './auth/sessions.js';
+import { MediaAccess } from './content/media-access.js';
 import { SignedMediaUrls } from './content/media-urls.js';
 import type { Provider } from './providers/contract.js';
 import { ProviderRegistry } from './providers/registry.js';
@@ -64,6 +65,7 @@ export class Hub {
   readonly damLogin: DamLogin;
   readonly connections: ProviderConnections;
   readonly mediaUrls: SignedMediaUrls;
+  readonly mediaAccess: MediaAccess;
   /** The embedded library, when a library folder is configured. */
   readonly library: LibraryProvider | null = null;
   /** Remote connectors enabled in config.connectors (src/providers/kit/). */
@@ -81,7 +83,17 @@ export class Hub {
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = config.adminKey ?? deps.adminKey ?? loadOrCreateSecret(config.dataDir, 'admin.key', null);
     for (const p of deps.providers ?? []) this.providers.register(p);
-    this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''));
+    // Media URLs and download links end with the access they came from (docs/security.md).
+    this.mediaAccess = new MediaAccess({
+      partnerLive: async (id) => (await this.stores.partners.get(id))?.enabled === true,
+      userLive: async (id) => (await this.stores.users.get(id)) !== null,
+      accountLive: async (providerId, id) => {
+        const p = this.providers.get(providerId);
+        return p?.accountLive ? p.accountLive(id) : null;
+      },
+    }, this.clock);
+    this.stores.onInvalidate(() => this.mediaAccess.invalidate());
+    this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''), this.mediaAccess);
     if (config.libraryDir) {
       this.library = new LibraryProvider({
         root: config.libraryDir,
@@ -96,7 +108,7 @@ export class Hub {
       });
       this.providers.register(this.library);
     }
-    const connectorDeps = { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl };
+    const connectorDeps = { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl, access: this.mediaAccess };
     this.connectors = buildConnectors(config.connectors, connectorDeps);
     if (config.dropboxApp || config.googleDriveApp) {
       const pkceSecret = loadOrCreateSecret(config.dataDir, 'oauth-pkce.key', config.oauthPkceSecret);

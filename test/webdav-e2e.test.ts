@@ -103,6 +103,22 @@ test('an altered or foreign download link is refused', async () => {
   assertError(await h.t.app.inject({ method: 'GET', url: u.pathname }), 'hub-access-denied', 403);
 });
 
+test('a download link ends with the partner it came from: disabled, it is refused at once; re-enabled, it works again', async () => {
+  const a = await h.get(`/api/v1/assets/asset/${encodeURIComponent('/secret.txt')}`);
+  const u = new URL(a.body.downloadUrl);
+  const get = () => h.t.app.inject({ method: 'GET', url: u.pathname + u.search });
+  assert.equal((await get()).statusCode, 200);
+  const partner = h.t.partner.id;
+  await h.t.hub.stores.partners.update(partner, { enabled: false }, h.t.clock.now());
+  try {
+    const body = assertError(await get(), 'hub-access-denied', 403);
+    assert.match(body.error.details, /the partner it was made for is disabled or removed/);
+  } finally {
+    await h.t.hub.stores.partners.update(partner, { enabled: true }, h.t.clock.now());
+  }
+  assert.equal((await get()).statusCode, 200);
+});
+
 test('another user\'s DAM token is refused; ids cannot leave the connection root', async () => {
   const { access_token: bobAccess } = await h.t.login({ sub: 'bob', email: 'bob@partner.example' });
   const bob = await signInWebdav(h.t, bobAccess, { serverUrl: dav.url, username: 'bob', password: 'bob-pw' });
