@@ -16,6 +16,7 @@ import { ProviderConnections } from './auth/provider-connections.js';
 import { ProviderTokens } from './auth/provider-tokens.js';
 import { SessionService } from './auth/sessions.js';
 import { MediaAccess } from './content/media-access.js';
+import { LOCAL_ISSUER } from './mcp/identity.js';
 import { SignedMediaUrls } from './content/media-urls.js';
 import type { Provider } from './providers/contract.js';
 import { ProviderRegistry } from './providers/registry.js';
@@ -85,7 +86,12 @@ export class Hub {
     for (const p of deps.providers ?? []) this.providers.register(p);
     // Media URLs and download links end with the access they came from (docs/security.md).
     this.mediaAccess = new MediaAccess({
-      partnerLive: async (id) => (await this.stores.partners.get(id))?.enabled === true,
+      partnerLive: async (id) => {
+        const p = await this.stores.partners.get(id);
+        // The row owning MCP users is disabled by design (an MCP token must not reach
+        // /auth/exchangeToken); its users' URLs live while the hub still trusts that issuer.
+        return p !== null && (p.enabled || p.issuer === (this.config.mcpIssuer ?? LOCAL_ISSUER));
+      },
       userLive: async (id) => (await this.stores.users.get(id)) !== null,
       accountLive: async (providerId, id) => {
         const p = this.providers.get(providerId);
