@@ -229,6 +229,9 @@ export class UpstreamClient {
       res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
     } catch (e) {
       if (call?.aborted) throw this.abandoned(what);
+      // The address policy refused the resolved address: no connection was made, the host did not
+      // fail, and asking again gives the same answer.
+      if (refusalOf(e)) throw networkError(this.providerId, what, e, this.settings.timeoutMs);
       this.breakers.failure(key);
       throw new Retryable(networkError(this.providerId, what, e, this.settings.timeoutMs), null);
     } finally {
@@ -315,6 +318,12 @@ function addressRefused(provider: string, what: string, host: string, why: strin
   });
 }
 
+/** The address policy's refusal carried by a connection error (from the lookup), if that is what it is. */
+function refusalOf(e: unknown): { host: string; why: string } | undefined {
+  const err = e as { refusal?: { host: string; why: string }; cause?: { refusal?: { host: string; why: string } } } | null;
+  return err?.refusal ?? err?.cause?.refusal;
+}
+
 function networkError(provider: string, what: string, e: unknown, timeoutMs: number): HubError {
   if (isHubError(e)) return e;
   const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
@@ -322,7 +331,7 @@ function networkError(provider: string, what: string, e: unknown, timeoutMs: num
     || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' || err.code === 'UND_ERR_CONNECT_TIMEOUT';
   if (timedOut) return unavailable(provider, `${what}: no answer within ${timeoutMs} ms`, { timeout: true });
   const code = err.code ?? err.cause?.code;
-  const refused = (err.cause as { refusal?: { host: string; why: string } } | undefined)?.refusal ?? (err as { refusal?: { host: string; why: string } }).refusal;
+  const refused = refusalOf(e);
   if (refused) return addressRefused(provider, what, refused.host, refused.why);
   const msg = err.cause?.message ?? err.message ?? String(e);
   return unavailable(provider, `${what}: ${code ? `${code} ` : ''}${msg}`, { unreachable: true });
