@@ -25,8 +25,8 @@ export class SignedMediaUrls implements MediaUrls {
     private readonly keys: KeyRing,
     private readonly clock: Clock,
     private readonly publicUrl: string,
-    /** Whether a URL's binding is still live; null: not checked (only for tests of the signature alone). */
-    private readonly access: MediaAccess | null,
+    /** Whether the partner and account a URL is bound to are still live. */
+    private readonly access: MediaAccess,
     /** At least this long; at most an hour more. */
     private readonly ttlMs = 2 * HOUR,
   ) {}
@@ -82,7 +82,7 @@ export class SignedMediaUrls implements MediaUrls {
     const given = Buffer.from(q.sig);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw hubError('hub-access-denied', 'media URL signature check failed');
     if (Number(q.exp) * 1000 <= this.clock.now()) throw hubError('hub-access-denied', 'media URL signature check failed: the URL has expired; fetch the asset again for a fresh URL');
-    return this.access?.check({ partnerId: q.p, account: { providerId, id: q.a } });
+    return this.access.check({ partnerId: q.p, account: { providerId, id: q.a } });
   }
 
   private mac(key: import('node:crypto').KeyObject, p: string, exp: number, binding: string): string {
