@@ -2,7 +2,6 @@
  * The composition root: one Hub per node, holding configuration, the clock, the stores and the
  * services built on them. Routes receive it as `app.hub`; tests build it with their own clock.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';

@@ -7,7 +7,6 @@
  */
 import { EventEmitter } from 'node:events';
 import type { SharedJwksCache } from '../auth/jwks-cache.js';
-import fs from 'node:fs';
 import path from 'node:path';
 import { createPgPool, PgDurableStores, type PgOptions } from './postgres/index.js';
 import { createRedis, RedisShortLivedStores, type RedisStoreOptions } from './redis/index.js';
