@@ -20,6 +20,11 @@ export interface HubConfig {
   redisKeyPrefix: string;
   /** Admin bearer key; generated into the data dir when not given. */
   adminKey: string | null;
+  /**
+   * Bearer token a /metrics scrape must send (`Authorization: Bearer <token>`); null: /metrics is
+   * open, for a hub whose port only the orchestrator and the reverse proxy reach.
+   */
+  metricsToken: string | null;
   bodyLimitBytes: number;
   accessTokenTtlSec: number;
   refreshTokenTtlSec: number;
@@ -108,6 +113,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     redisUrl: null,
     redisKeyPrefix: 'damhub:',
     adminKey: null,
+    metricsToken: null,
     bodyLimitBytes: 16 * 1024 * 1024,
     accessTokenTtlSec: 3600,
     refreshTokenTtlSec: 30 * 24 * 3600,

@@ -2,7 +2,6 @@
  * The composition root: one Hub per node, holding configuration, the clock, the stores and the
  * services built on them. Routes receive it as `app.hub`; tests build it with their own clock.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
@@ -15,10 +14,13 @@ import { loadOrCreateKeyRing, loadOrCreateSecret, type KeyRing } from './auth/ke
 import { ProviderConnections } from './auth/provider-connections.js';
 import { ProviderTokens } from './auth/provider-tokens.js';
 import { SessionService } from './auth/sessions.js';
+import { MediaAccess } from './content/media-access.js';
+import { LOCAL_ISSUER } from './mcp/identity.js';
 import { SignedMediaUrls } from './content/media-urls.js';
 import type { Provider } from './providers/contract.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
+import { ensurePrivateDir } from './stores/private-files.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import { sharedLibraryIndex } from './providers/library/shared-index.js';
 import { saasConnectors } from './providers/saas/register.js';
@@ -63,13 +65,15 @@ export class Hub {
   readonly damLogin: DamLogin;
   readonly connections: ProviderConnections;
   readonly mediaUrls: SignedMediaUrls;
+  readonly mediaAccess: MediaAccess;
   /** The embedded library, when a library folder is configured. */
   readonly library: LibraryProvider | null = null;
   /** Remote connectors enabled in config.connectors (src/providers/kit/). */
   readonly connectors: DefinedConnector[];
 
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
-    fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    // Created 0700, or tightened (the CLI's serve reports what it did before this runs).
+    ensurePrivateDir(config.dataDir);
     this.clock = deps.clock ?? systemClock;
     if (!deps.stores && (config.databaseUrl || config.redisUrl)) {
       // The cluster stores connect and migrate asynchronously: src/stores/index.ts openStores().
@@ -79,7 +83,22 @@ export class Hub {
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = config.adminKey ?? deps.adminKey ?? loadOrCreateSecret(config.dataDir, 'admin.key', null);
     for (const p of deps.providers ?? []) this.providers.register(p);
-    this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''));
+    // Media URLs and download links end with the access they came from (docs/security.md).
+    this.mediaAccess = new MediaAccess({
+      partnerLive: async (id) => {
+        const p = await this.stores.partners.get(id);
+        // The row owning MCP users is disabled by design (an MCP token must not reach
+        // /auth/exchangeToken); its users' URLs live while the hub still trusts that issuer.
+        return p !== null && (p.enabled || p.issuer === (this.config.mcpIssuer ?? LOCAL_ISSUER));
+      },
+      userLive: async (id) => (await this.stores.users.get(id)) !== null,
+      accountLive: async (providerId, id) => {
+        const p = this.providers.get(providerId);
+        return p?.accountLive ? p.accountLive(id) : null;
+      },
+    }, this.clock);
+    this.stores.onInvalidate(() => this.mediaAccess.invalidate());
+    this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''), this.mediaAccess);
     if (config.libraryDir) {
       this.library = new LibraryProvider({
         root: config.libraryDir,
@@ -94,7 +113,7 @@ export class Hub {
       });
       this.providers.register(this.library);
     }
-    const connectorDeps = { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl };
+    const connectorDeps = { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl, access: this.mediaAccess };
     this.connectors = buildConnectors(config.connectors, connectorDeps);
     if (config.dropboxApp || config.googleDriveApp) {
       const pkceSecret = loadOrCreateSecret(config.dataDir, 'oauth-pkce.key', config.oauthPkceSecret);

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { makeKey, type TestKey } from './helpers/partner.js';
+import { runCli, startServer } from './helpers/process.js';
 
 /** Tests run from dist/test/, so the repository root is two levels up. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -245,5 +246,78 @@ describe('keys rotate', () => {
     assert.match(second.stdout, new RegExp(`new keys: ${ring2[0]!.kid}, ${ring2[1]!.kid}`));
     if (process.platform !== 'win32') assert.equal(fs.statSync(path.join(data, 'keys.json')).mode & 0o777, 0o600);
     assert.deepEqual(fs.readdirSync(data).filter((f) => f.endsWith('.tmp')), [], 'no temp files left behind');
+  });
+});
+
+describe('a private data directory (0700, every file 0600), whichever command creates it', () => {
+  /** Every directory and file under `dir` whose mode lets group or others in, with its mode. */
+  function loose(dir: string): string[] {
+    const out: string[] = [];
+    const walk = (p: string) => {
+      const st = fs.lstatSync(p);
+      if (st.isSymbolicLink()) return;
+      if (st.mode & 0o077) out.push(`${path.relative(dir, p) || '.'} ${(st.mode & 0o777).toString(8)}`);
+      if (st.isDirectory()) for (const e of fs.readdirSync(p)) walk(path.join(p, e));
+    };
+    walk(dir);
+    return out;
+  }
+  // The CLI is spawned with the usual umask 022, under which it used to leave 0755 and 0644 behind.
+  let umask: number;
+  before(() => { umask = process.umask(0o022); });
+  after(() => { process.umask(umask); });
+  const skip = process.platform === 'win32';
+
+  test('serve --demo on a new data directory: the directory, the demo library, SQLite with its WAL and SHM, keys and secrets', { skip }, async () => {
+    const data = path.join(tmp(), 'fresh');
+    const server = await startServer(['--demo', '--data', data]);
+    try {
+      // The server has written its store (a request makes the WAL grow) before we look.
+      assert.equal((await fetch(`${server.url}/api/v1/auth/providers`)).status, 401);
+      for (const f of ['keys.json', 'admin.key', 'user-hash.key', 'hub.sqlite', 'hub.sqlite-wal', 'hub.sqlite-shm']) assert.ok(fs.existsSync(path.join(data, f)), `${f} exists`);
+      assert.ok(fs.existsSync(path.join(data, 'demo-library')), 'the demo library was generated');
+      assert.deepEqual(loose(data), []);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('partners add, users add, index and keys rotate on a new data directory', { skip }, async () => {
+    const key = await makeKey();
+    const jwks = path.join(tmp(), 'jwks.json');
+    fs.writeFileSync(jwks, JSON.stringify({ keys: [key.publicJwk] }));
+    const lib = tmp();
+    fs.writeFileSync(path.join(lib, 'a.txt'), 'hello');
+    for (const [args, input] of [
+      [['partners', 'add', '--issuer', 'https://modes.example', '--jwks-file', jwks], undefined],
+      [['users', 'add', 'ann', '--password-stdin'], 'ann-password-1\n'],
+      [['index', '--library', lib], undefined],
+      [['keys', 'rotate'], undefined],
+    ] as const) {
+      const data = path.join(tmp(), 'fresh');
+      const r = await runCli([...args, '--data', data], {}, input);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.deepEqual(loose(data), [], args.join(' '));
+    }
+  });
+
+  test('a looser existing data directory and its files are tightened at start, and the start says so', { skip }, async () => {
+    const data = path.join(tmp(), 'old');
+    fs.mkdirSync(data, { mode: 0o755 });
+    fs.chmodSync(data, 0o755);
+    const first = await runCli(['partners', 'list', '--data', data]);
+    assert.equal(first.code, 0, first.stderr);
+    // As an older version left it: everything readable by all.
+    for (const f of fs.readdirSync(data)) fs.chmodSync(path.join(data, f), 0o644);
+    fs.writeFileSync(path.join(data, 'admin.key'), 'an-old-admin-key-1234567890', { mode: 0o644 });
+    fs.chmodSync(data, 0o755);
+    const server = await startServer(['--data', data]);
+    try {
+      assert.match(server.output(), /tightened the data directory .* from 0755 to 0700/);
+      assert.match(server.output(), /made \d+ files in it owner-only \(0600\)/);
+      assert.deepEqual(loose(data), []);
+    } finally {
+      await server.stop();
+    }
   });
 });

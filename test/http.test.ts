@@ -105,6 +105,41 @@ test('CORS only for origins a partner registered', async () => {
   assert.equal(no.headers['access-control-allow-origin'], undefined);
 });
 
+test('the admin API and /metrics grant no CORS to partner origins', async () => {
+  const origin = 'https://app.partner.example'; // registered by an enabled partner: granted on /auth
+  const preflight = (url: string, method = 'GET') => t.app.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'authorization, content-type' } });
+  assert.equal((await preflight('/api/v1/auth/checkToken')).headers['access-control-allow-origin'], origin);
+  for (const [url, method] of [['/api/v1/admin/partners', 'POST'], ['/api/v1/admin/partners/p1', 'DELETE'], ['/api/v1/admin/partners?x=1', 'GET'], ['/api/v1/ADMIN/partners', 'GET'], ['/api/v1/%61dmin/partners', 'GET'], ['/metrics', 'GET']] as const) {
+    const res = await preflight(url, method);
+    assert.equal(res.headers['access-control-allow-origin'], undefined, `no grant on ${url}`);
+    assert.equal(res.headers['access-control-allow-methods'], undefined, `no grant on ${url}`);
+    assert.notEqual(res.statusCode, 204, `the preflight of ${url} is not answered as allowed`);
+  }
+  // The actual request, were a browser to send one, gets no grant to read the answer either.
+  const res = await t.app.inject({ method: 'GET', url: '/api/v1/admin/partners', headers: { origin, authorization: `Bearer ${t.hub.adminKey}` } });
+  assert.equal(res.headers['access-control-allow-origin'], undefined);
+});
+
+test('DAMHUB_METRICS_TOKEN: /metrics asks for the bearer token, compared in constant time', async () => {
+  const t2 = await startTestHub({ config: { metricsToken: 'scrape-secret-1234' } });
+  try {
+    const none = assertError(await t2.app.inject({ url: '/metrics' }), 'hub-access-token-missing', 401);
+    assert.match(none.error.details, /DAMHUB_METRICS_TOKEN/);
+    for (const authorization of ['Bearer wrong', 'Bearer scrape-secret-123', 'Bearer scrape-secret-12345', `Bearer ${t2.hub.adminKey}`]) {
+      assertError(await t2.app.inject({ url: '/metrics', headers: { authorization } }), 'hub-access-denied', 403);
+    }
+    const ok = await t2.app.inject({ url: '/metrics', headers: { authorization: 'Bearer scrape-secret-1234' } });
+    assert.equal(ok.statusCode, 200);
+    assert.match(ok.body, /damhub_http_requests_total/);
+    assert.doesNotMatch(ok.body, /scrape-secret/);
+    // Liveness and readiness stay open for the orchestrator.
+    assert.equal((await t2.app.inject({ url: '/healthz' })).statusCode, 200);
+    assert.equal((await t2.app.inject({ url: '/readyz' })).statusCode, 200);
+  } finally {
+    await t2.close();
+  }
+});
+
 test('HTML pages carry CSP, frame-ancestors and nosniff', async () => {
   const res = await t.app.inject({ url: '/demo' });
   assert.equal(res.statusCode, 200);

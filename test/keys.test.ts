@@ -12,6 +12,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { decodeProtectedHeader } from 'jose';
 import { keyFile, loadOrCreateKeyRing, rotateKeyRing } from '../src/auth/keys.js';
 import { ManualClock } from '../src/clock.js';
+import { ensurePrivateDir } from '../src/stores/private-files.js';
 import { assertError, bearer, startTestHub, tempDir, type TestHub } from './helpers/hub.js';
 import { signPartnerJwt, type TestKey } from './helpers/partner.js';
 import { testProvider } from './helpers/test-provider.js';
@@ -237,5 +238,25 @@ describe('key rotation', () => {
     } finally {
       await t3.close();
     }
+  });
+});
+
+describe('ensurePrivateDir', () => {
+  test('a data directory that cannot be tightened (another owner): the start is told why, and nothing is claimed', { skip: !isPosix }, () => {
+    const dir = tempDir('damhub-loose-');
+    fs.chmodSync(dir, 0o755);
+    // This suite runs as the directory's owner (often root), for whom chmod never fails: play the other owner.
+    const chmod = fs.chmodSync;
+    fs.chmodSync = () => { throw Object.assign(new Error('operation not permitted'), { code: 'EPERM' }); };
+    try {
+      const note = ensurePrivateDir(dir);
+      assert.match(note ?? '', /^the data directory .* is 0755 and could not be tightened to 0700 \(EPERM[^)]*\); other local users may read its keys and stores: chmod 700 it as its owner$/);
+    } finally {
+      fs.chmodSync = chmod;
+    }
+    assert.equal(modeOf(dir), 0o755);
+    assert.match(ensurePrivateDir(dir) ?? '', /tightened the data directory .* from 0755 to 0700/);
+    assert.equal(modeOf(dir), 0o700);
+    assert.equal(ensurePrivateDir(dir), null, 'nothing to say once private');
   });
 });

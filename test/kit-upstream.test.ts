@@ -157,6 +157,22 @@ test('a loopback or private address is refused unless allowed', async () => {
   await c.close();
 });
 
+test('a host name resolving to a refused address: the message names the rule, no retry, the breaker does not count it', async () => {
+  hits = 0;
+  const slept: number[] = [];
+  const c = new UpstreamClient('testdam', { ...DEFAULT_UPSTREAM, allowHosts: [], retries: 3 }, { clock: new ManualClock(), sleep: async (ms) => { slept.push(ms); } });
+  const url = base.replace('127.0.0.1', 'localhost') + '/x';
+  for (let i = 0; i < 6; i++) {
+    const e = await rejects(c.text({ method: 'GET', url }));
+    assert.equal(e.code, 'integration-unavailable');
+    assert.match(e.message, /The server address is not allowed: (127\.0\.0\.1 is a loopback address \(127\.0\.0\.0\/8\)|::1 is a loopback address \(::1\/128\))/);
+  }
+  assert.deepEqual(slept, [], 'a refusal is not retried');
+  assert.equal(c.breakers.state(`testdam ${new URL(url).host}`), 'closed', 'nor counted against the host');
+  assert.equal(hits, 0);
+  await c.close();
+});
+
 test('an answer above maxBodyBytes is refused without reading it all', async () => {
   handler = (_q, r) => {
     r.writeHead(200, { 'content-type': 'application/json' });

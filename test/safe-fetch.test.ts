@@ -172,6 +172,98 @@ test('the address policy: public unicast only, unless allowlisted', () => {
   assert.ok(allow.hostAllowed('images.internal.example'));
 });
 
+/**
+ * Every special-purpose range of the IANA IPv4 and IPv6 registries, with the rule the refusal
+ * must name (ipaddr.js's range name, or the policy's own ipv4Compatible / notGlobalUnicast) and
+ * the range it must quote.
+ */
+const SPECIAL: [address: string, rule: string, range: string][] = [
+  ['0.1.2.3', 'unspecified', '0.0.0.0/8'],
+  ['10.1.2.3', 'private', '10.0.0.0/8'],
+  ['172.31.255.254', 'private', '172.16.0.0/12'],
+  ['192.168.1.1', 'private', '192.168.0.0/16'],
+  ['100.64.0.1', 'carrierGradeNat', '100.64.0.0/10'],
+  ['100.127.255.254', 'carrierGradeNat', '100.64.0.0/10'],
+  ['127.0.0.1', 'loopback', '127.0.0.0/8'],
+  ['127.255.255.254', 'loopback', '127.0.0.0/8'],
+  ['169.254.169.254', 'linkLocal', '169.254.0.0/16'],
+  ['192.0.0.170', 'reserved', '192.0.0.0/24'],
+  ['192.0.2.1', 'reserved', '192.0.2.0/24'],
+  ['192.88.99.1', 'reserved', '192.88.99.0/24'],
+  ['198.18.0.1', 'reserved', '198.18.0.0/15'],
+  ['198.19.255.254', 'reserved', '198.18.0.0/15'],
+  ['198.51.100.7', 'reserved', '198.51.100.0/24'],
+  ['203.0.113.9', 'reserved', '203.0.113.0/24'],
+  ['240.0.0.1', 'reserved', '240.0.0.0/4'],
+  ['224.0.0.1', 'multicast', '224.0.0.0/4'],
+  ['239.255.255.250', 'multicast', '224.0.0.0/4'],
+  ['255.255.255.255', 'broadcast', '255.255.255.255/32'],
+  ['192.31.196.1', 'as112', '192.31.196.0/24'],
+  ['192.175.48.1', 'as112', '192.175.48.0/24'],
+  ['192.52.193.1', 'amt', '192.52.193.0/24'],
+  ['::', 'unspecified', '::/128'],
+  ['::1', 'loopback', '::1/128'],
+  ['::7f00:1', 'ipv4Compatible', '::/96'],
+  ['::a00:1', 'ipv4Compatible', '::/96'],
+  ['::808:808', 'ipv4Compatible', '::/96'],
+  ['::ffff:127.0.0.1', 'loopback', '127.0.0.0/8'],
+  ['::ffff:169.254.169.254', 'linkLocal', '169.254.0.0/16'],
+  ['::ffff:0:a00:1', 'rfc6145', '::ffff:0:0:0/96'],
+  ['64:ff9b::7f00:1', 'loopback', '127.0.0.0/8'],
+  ['64:ff9b::a00:1', 'private', '10.0.0.0/8'],
+  ['64:ff9b::a9fe:a9fe', 'linkLocal', '169.254.0.0/16'],
+  ['64:ff9b:1::808:808', 'rfc6052', '64:ff9b:1::/48'],
+  ['2002:a00:1::1', '6to4', '2002::/16'],
+  ['2002:7f00:1::1', '6to4', '2002::/16'],
+  ['2002:808:808::1', '6to4', '2002::/16'],
+  ['2001:0:4136:e378:8000:63bf:f5ff:fffe', 'teredo', '2001::/32'],
+  ['2001:2::1', 'benchmarking', '2001:2::/48'],
+  ['2001:3::1', 'amt', '2001:3::/32'],
+  ['2001:4:112::1', 'as112v6', '2001:4:112::/48'],
+  ['2001:10::1', 'deprecatedOrchid', '2001:10::/28'],
+  ['2001:20::1', 'orchid2', '2001:20::/28'],
+  ['2001:db8::1', 'reserved', '2001:db8::/32'],
+  ['3fff::1', 'reserved', '3fff::/20'],
+  ['100::1', 'discard', '100::/64'],
+  ['5f00::1', 'segmentRouting', '5f00::/16'],
+  ['fc00::1', 'uniqueLocal', 'fc00::/7'],
+  ['fd00:ec2::254', 'uniqueLocal', 'fc00::/7'],
+  ['fe80::1', 'linkLocal', 'fe80::/10'],
+  ['fec0::1', 'deprecatedSiteLocal', 'fec0::/10'],
+  ['ff02::1', 'multicast', 'ff00::/8'],
+  ['ff05::1:3', 'multicast', 'ff00::/8'],
+  ['1::1', 'notGlobalUnicast', '2000::/3'],
+  ['4000::1', 'notGlobalUnicast', '2000::/3'],
+];
+
+test('the address policy refuses every special-purpose range, naming the rule and the range', () => {
+  const p = new AddressPolicy([]);
+  for (const [address, rule, range] of SPECIAL) {
+    const why = p.refusal(address);
+    assert.ok(why, `${address} must be refused (${rule})`);
+    assert.ok(why.includes(` ${rule} address (`) && why.includes(range), `${address}: "${why}" names ${rule} ${range}`);
+  }
+  // Global unicast, and NAT64 of a global IPv4 address (what DNS64 answers on an IPv6-only network).
+  for (const a of ['8.8.8.8', '93.184.216.34', '1.1.1.1', '2606:4700:4700::1111', '2a00:1450:4001::1', '::ffff:8.8.8.8', '64:ff9b::808:808']) assert.equal(p.refusal(a), null, `${a} is global`);
+});
+
+test('an IPv4-compatible IPv6 URL ([::127.0.0.1]) is refused before any connection, naming the rule', async () => {
+  let connected = 0;
+  const counter = (socket: import('node:net').Socket) => { connected++; socket.destroy(); };
+  server.on('connection', counter);
+  try {
+    const port = new URL(base).port;
+    for (const [url, rule] of [[`http://[::127.0.0.1]:${port}/picture.jpg`, /::7f00:1 is an ipv4Compatible address \(::\/96/], [`http://[64:ff9b::127.0.0.1]:${port}/picture.jpg`, /NAT64 address \(64:ff9b::\/96\) embedding 127\.0\.0\.1 is a loopback address/], [`http://[::ffff:0:127.0.0.1]:${port}/picture.jpg`, /rfc6145 address/]] as const) {
+      const body = assertError(await searchOn(strict, url), 'hub-access-denied', 403);
+      assert.match(body.error.details, rule);
+      await assert.rejects(safeFetch(url, { allow: [], connectTimeoutMs: 200, totalTimeoutMs: 400, maxBytes: 1e6, maxRedirects: 0 }), (e: unknown) => e instanceof FetchError && e.kind === 'refused');
+    }
+    assert.equal(connected, 0);
+  } finally {
+    server.off('connection', counter);
+  }
+});
+
 test('safeFetch refuses non-http schemes and credentials in URLs', async () => {
   const opts = { allow: [], connectTimeoutMs: 100, totalTimeoutMs: 200, maxBytes: 10, maxRedirects: 0 };
   for (const u of ['file:///etc/passwd', 'gopher://x/', 'http://user:pw@example.com/a.jpg']) {

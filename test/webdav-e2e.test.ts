@@ -26,6 +26,16 @@ after(async () => {
   await dav.close();
 });
 
+test('a server URL in a refused address range is named on the sign-in form, not called unavailable', async () => {
+  const { access_token } = await h.t.login({ sub: 'user-ssrf', email: 'ssrf@partner.example' });
+  const port = new URL(dav.url).port;
+  // 127.0.0.1 is allowlisted for the test server; its IPv4-compatible form must not slip through.
+  const r = await signInWebdav(h.t, access_token, { serverUrl: `http://[::7f00:1]:${port}/`, username: 'alice', password: 'alice-pw' });
+  assert.equal(r.token, null);
+  assert.match(r.page, /The server address is not allowed: ::7f00:1 is an ipv4Compatible address \(::\/96/);
+  assert.doesNotMatch(r.page, /unavailable/);
+});
+
 test('a wrong password shows the form again; the right one completes the login', async () => {
   const { access_token } = await h.t.login({ sub: 'user-2', email: 'two@partner.example' });
   const wrong = await signInWebdav(h.t, access_token, { serverUrl: dav.url, username: 'alice', password: 'nope' });
@@ -91,6 +101,22 @@ test('an altered or foreign download link is refused', async () => {
   assertError(await h.t.app.inject({ method: 'GET', url: `${u.pathname}?g=${altered}` }), 'hub-access-denied', 403);
   assertError(await h.t.app.inject({ method: 'GET', url: `${u.pathname}?g=not-a-grant` }), 'hub-access-denied', 403);
   assertError(await h.t.app.inject({ method: 'GET', url: u.pathname }), 'hub-access-denied', 403);
+});
+
+test('a download link ends with the partner it came from: disabled, it is refused at once; re-enabled, it works again', async () => {
+  const a = await h.get(`/api/v1/assets/asset/${encodeURIComponent('/secret.txt')}`);
+  const u = new URL(a.body.downloadUrl);
+  const get = () => h.t.app.inject({ method: 'GET', url: u.pathname + u.search });
+  assert.equal((await get()).statusCode, 200);
+  const partner = h.t.partner.id;
+  await h.t.hub.stores.partners.update(partner, { enabled: false }, h.t.clock.now());
+  try {
+    const body = assertError(await get(), 'hub-access-denied', 403);
+    assert.match(body.error.details, /the partner it was made for is disabled or removed/);
+  } finally {
+    await h.t.hub.stores.partners.update(partner, { enabled: true }, h.t.clock.now());
+  }
+  assert.equal((await get()).statusCode, 200);
 });
 
 test('another user\'s DAM token is refused; ids cannot leave the connection root', async () => {

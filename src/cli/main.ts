@@ -14,6 +14,7 @@ import { rotateSharedKeys } from '../stores/postgres/secrets.js';
 import { connectorsFromEnv } from '../providers/kit/catalog.js';
 import { migratePg, createPgPool } from '../stores/postgres/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';
+import { ensurePrivateDir } from '../stores/private-files.js';
 import { serve } from './serve.js';
 import { indexCommand, usersCommand } from './library.js';
 import { AddressPolicy } from '../content/safe-fetch.js';
@@ -39,6 +40,9 @@ const USAGE = `usage:
   partners commands take --database-url URL --redis-url URL (or DATABASE_URL, REDIS_URL) in cluster mode.`;
 
 export async function main(argv: string[]): Promise<number> {
+  // Everything a damhub command creates (data dir, stores and their WAL/SHM files, keys, the demo
+  // and library caches) is owner-only, whichever command creates it first (src/stores/private-files.ts).
+  process.umask(0o077);
   try {
     const [cmd, ...rest] = argv;
     switch (cmd) {
@@ -324,7 +328,7 @@ async function keysCommand(args: string[]): Promise<number> {
   }
   await store?.close();
   const dir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  ensurePrivateDir(dir);
   const ring = rotateKeyRing(dir, Date.now(), retireAfterMs);
   process.stdout.write(`new keys: ${ring.active('sig').kid}, ${ring.active('enc').kid}; restart the hub to use them\n`);
   return 0;

@@ -3,12 +3,16 @@ import { buildApp } from '../app.js';
 import { ensureDemoLibrary } from '../demo/library.js';
 import type { HubConfig } from '../config.js';
 import { Hub } from '../hub.js';
+import { ensurePrivateDir } from '../stores/private-files.js';
 import { KeyRing } from '../auth/keys.js';
 import { ClusterStores, openStores } from '../stores/index.js';
 import { loadSharedSecrets, SharedKeyFollower } from '../stores/postgres/secrets.js';
 
 /** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
 export async function serve(config: HubConfig): Promise<number> {
+  // Before anything writes into it (the demo library below used to create it 0755).
+  const note = ensurePrivateDir(config.dataDir);
+  if (note) process.stderr.write(`damhub: ${note}\n`);
   if (config.demo && !config.libraryDir) {
     // npm start: a generated demo library in the data dir, so there is something to browse.
     config = { ...config, libraryDir: path.join(config.dataDir, 'demo-library') };
@@ -61,7 +65,7 @@ export async function serve(config: HubConfig): Promise<number> {
     config.demo && hub.library ? `  library login:  demo / demo-password` : null,
     `  API reference:  ${base}/api/v1/docs`,
     `  OpenAPI:        ${base}/api/v1/openapi.json`,
-    `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics`,
+    `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics${config.metricsToken ? ' (bearer DAMHUB_METRICS_TOKEN)' : ' (open; set DAMHUB_METRICS_TOKEN to protect it)'}`,
     `  admin key:      ${config.adminKey ? '(from DAMHUB_ADMIN_KEY)' : follower ? "shared: SELECT value FROM hub_secrets WHERE name = 'admin.key'" : `${config.dataDir}/admin.key`}`,
     '',
   ].filter((l) => l !== null).join('\n'));

@@ -52,8 +52,9 @@ async function referenceBytes(s: string, hub: Hub): Promise<Buffer> {
   // The hub's own signed media URLs (downloadUrl, thumbnailUrl, conversions): read directly.
   const m = /^\/api\/v1\/assets\/(?:download\/([^/]+)\/([^/]+)\/(\d+)|thumbnail\/([^/]+)\/([^/]+)\/(\d+)\/([^/]+))$/.exec(url.pathname);
   if (url.origin === own.origin && m) {
-    hub.mediaUrls.verify(url.pathname, Object.fromEntries(url.searchParams));
     const [providerId, assetId, version, rendition] = m[1] ? [m[1], m[2]!, m[3]!, 'original'] : [m[4]!, m[5]!, m[6]!, decodeURIComponent(m[7]!)];
+    // As the download route would: the binding must still be live, not only the signature valid.
+    await hub.mediaUrls.verify(url.pathname, Object.fromEntries(url.searchParams), decodeURIComponent(providerId));
     const provider = hub.providers.get(decodeURIComponent(providerId));
     if (!provider?.media) throw validationError('the URL names no provider with media');
     const media = await provider.media({ assetId: decodeURIComponent(assetId), version: Number(version), rendition });

@@ -3,11 +3,12 @@
  * client reach what only the hub can reach (SSRF):
  *
  * - only http: and https:, no credentials in the URL;
- * - the host name is resolved once; if any address it resolves to is not public unicast
- *   (loopback, private, link-local incl. cloud metadata 169.254.169.254, unique-local incl.
- *   fd00:ec2::254, multicast, carrier-grade NAT, reserved, IPv6 transition forms that embed an
- *   IPv4 address...) the URL is refused, unless the configured allowlist names the host or a
- *   range holding the address;
+ * - the host name is resolved once; if any address it resolves to is in a special-purpose range
+ *   of the IANA registries (loopback, private, link-local incl. cloud metadata 169.254.169.254,
+ *   unique-local incl. fd00:ec2::254, multicast, carrier-grade NAT, documentation, benchmarking,
+ *   240/4, IPv4-compatible ::/96, 6to4, Teredo, NAT64 embedding a non-global IPv4 address...) the
+ *   URL is refused, naming the rule (AddressPolicy), unless the configured allowlist names the host
+ *   or a range holding the address;
  * - the connection is pinned to the address that was checked (a custom `lookup`), so a second,
  *   different DNS answer cannot redirect it (DNS rebinding); TLS still verifies the host name;
  * - redirects are followed by hand, each target checked again, at most `maxRedirects`;
@@ -40,14 +41,30 @@ export class FetchError extends Error {
   }
 }
 
-/** Ranges (as named by ipaddr.js) a fetch may reach without an allowlist entry: public unicast only. */
-const PUBLIC = new Set(['unicast']);
-
 type Addr = ipaddr.IPv4 | ipaddr.IPv6;
+type Range = [Addr, number];
+
+/**
+ * The address rules, checked in order before any connection (reference images, connector server
+ * URLs). The ranges are ipaddr.js's tables of the IANA IPv4 and IPv6 special-purpose registries
+ * (`range()`: loopback, private, linkLocal, carrierGradeNat, reserved (documentation, 192.0.0/24,
+ * 198.18/15, 240/4), uniqueLocal, deprecatedSiteLocal, discard, 6to4, teredo, rfc6052, ...); only
+ * 'unicast', i.e. in no special-purpose range, may be reached. ipaddr.js calls IPv6 outside those
+ * tables 'unicast' even where IANA allocated nothing global, and it has no entry for the
+ * deprecated IPv4-compatible form ::a.b.c.d (::/96, which some stacks still route to the embedded
+ * IPv4 address, so [::127.0.0.1] would reach the loopback), hence two rules of our own:
+ * `ipv4Compatible` (::/96) and `notGlobalUnicast` (outside 2000::/3, the only IPv6 space IANA
+ * delegates for global unicast). Each refusal names its rule and the range it matched, so an
+ * operator knows what to allowlist.
+ */
+const IPV4_COMPATIBLE: Range = [ipaddr.IPv6.parse('::'), 96];
+const GLOBAL_UNICAST_V6: Range = [ipaddr.IPv6.parse('2000::'), 3];
+/** The NAT64 well-known prefix (RFC 6052): globally reachable when the IPv4 address it embeds is. */
+const NAT64_WKP: Range = [ipaddr.IPv6.parse('64:ff9b::'), 96];
 
 export class AddressPolicy {
   private readonly hosts = new Set<string>();
-  private readonly ranges: [Addr, number][] = [];
+  private readonly ranges: Range[] = [];
 
   constructor(allow: string[]) {
     for (const raw of allow) {
@@ -65,7 +82,7 @@ export class AddressPolicy {
     return this.hosts.has(host.toLowerCase().replace(/\.$/, ''));
   }
 
-  /** Why an address may not be reached, or null when it may. */
+  /** Why an address may not be reached (naming the rule and the range it fell in), or null when it may. */
   refusal(address: string): string | null {
     let a: Addr;
     try {
@@ -74,9 +91,37 @@ export class AddressPolicy {
       return `${address} is not an IP address`;
     }
     if (this.ranges.some(([net, bits]) => net.kind() === a.kind() && a.match(net, bits))) return null;
-    const range = a.range();
-    return PUBLIC.has(range) ? null : `${address} is a ${range} address`;
+    return nonGlobal(a, address);
   }
+}
+
+/** The rule a not-allowlisted address breaks, or null for a global unicast address. */
+function nonGlobal(a: Addr, shown: string): string | null {
+  const range = a.range();
+  if (a.kind() === 'ipv6') {
+    const v6 = a as ipaddr.IPv6;
+    if (range === 'rfc6052' && v6.match(NAT64_WKP)) {
+      // A DNS64 resolver on an IPv6-only network answers this for every IPv4 host: judge the host.
+      const v4 = ipaddr.IPv4.parse(v6.parts.slice(6).map((p) => `${p >> 8}.${p & 0xff}`).join('.'));
+      const inner = nonGlobal(v4, v4.toString());
+      return inner && `${shown} is a NAT64 address (64:ff9b::/96) embedding ${inner}`;
+    }
+    if (range === 'unicast') {
+      if (v6.match(IPV4_COMPATIBLE)) return `${shown} is an ipv4Compatible address (::/96, deprecated IPv4-compatible IPv6)`;
+      if (!v6.match(GLOBAL_UNICAST_V6)) return `${shown} is a notGlobalUnicast address (outside 2000::/3)`;
+      return null;
+    }
+  } else if (range === 'unicast') return null;
+  return `${shown} is ${/^[aeiou]/i.test(range) ? 'an' : 'a'} ${range} address (${matchedRange(a, range)})`;
+}
+
+/** The CIDR of ipaddr.js's special range `name` that holds `a` (its tables list one or several). */
+function matchedRange(a: Addr, name: string): string {
+  const entry = (a as unknown as { SpecialRanges: Record<string, Range | Range[]> }).SpecialRanges[name];
+  if (!entry) return name;
+  const list = (Array.isArray(entry[0]) ? entry : [entry]) as Range[];
+  const hit = list.find(([net, bits]) => a.match(net, bits));
+  return hit ? `${hit[0].toString()}/${hit[1]}` : name;
 }
 
 /** IPv4-mapped IPv6 (::ffff:a.b.c.d) is judged as the IPv4 address it is. */
@@ -134,7 +179,7 @@ async function resolve(url: URL, policy: AddressPolicy, timeoutMs: number): Prom
   if (!hostAllowed) {
     for (const a of addrs) {
       const why = policy.refusal(a.address);
-      if (why) throw new FetchError('refused', `${host} resolves to ${why}; only public addresses are fetched unless allowlisted (imageFetch allow)`);
+      if (why) throw new FetchError('refused', `${host === a.address ? why : `${host} resolves to ${why}`}; only global addresses are fetched unless allowlisted (imageFetch allow)`);
     }
   }
   return addrs[0]!;

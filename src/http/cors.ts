@@ -41,8 +41,28 @@ function allowedOrigins(hub: Hub): Set<string> | Promise<Set<string>> {
   return c && Date.now() - c.at < ORIGINS_TTL_MS ? c.set : loadOrigins(hub);
 }
 
+/**
+ * Paths no browser origin is granted, not even a partner's: the admin API (its key must never sit
+ * in a partner's page, so a cross-origin call is always a mistake or an attack) and /metrics. A
+ * preflight for them falls through to the not-found answer. Lower-cased first: the router matches
+ * case-insensitively only if configured so, but a grant must not hinge on that.
+ */
+const NO_CORS = /^\/(?:api\/v1\/admin(?:[/?]|$)|metrics(?:[/?]|$))/;
+
+/** The path as the router matches it: percent-decoded (it decodes `%61dmin` too), lower-cased. */
+function plainPath(url: string): string {
+  const p = url.toLowerCase();
+  if (!p.includes('%')) return p;
+  try {
+    return decodeURIComponent(p.split('?')[0]!);
+  } catch {
+    return p;
+  }
+}
+
 /** Applies CORS for a request that carries an Origin header; `done` once decided (or the preflight answered). */
 export function applyCors(req: FastifyRequest, reply: FastifyReply, origin: string, done: (err?: Error) => void): void {
+  if (NO_CORS.test(plainPath(req.url))) return done();
   const decide = (set: Set<string>) => {
     if (!set.has(origin)) return done();
     reply.header('access-control-allow-origin', origin);

@@ -1,6 +1,14 @@
-/** Liveness, readiness and Prometheus metrics (outside /api/v1, unauthenticated, for orchestrators). */
-import type { FastifyInstance } from 'fastify';
+/**
+ * Liveness, readiness and Prometheus metrics (outside /api/v1, for orchestrators). /healthz and
+ * /readyz are unauthenticated; /metrics asks for the bearer token DAMHUB_METRICS_TOKEN when one is
+ * configured, because route names, request counts and process figures tell an outsider what the
+ * hub serves and how busy it is.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import client from 'prom-client';
+import { hubError } from '../errors.js';
+import { bearer } from '../auth/exchange.js';
+import { secretEquals } from './auth.js';
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
@@ -128,8 +136,18 @@ export function registerOps(app: FastifyInstance): void {
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'unavailable', checks });
   });
 
-  app.get('/metrics', { logLevel: 'warn', schema: { hide: true } }, async (_req, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()));
+  const token = app.hub.config.metricsToken;
+  app.get('/metrics', { logLevel: 'warn', schema: { hide: true } }, async (req, reply) => {
+    if (token) checkMetricsToken(req, token);
+    return reply.type(registry.contentType).send(await registry.metrics());
+  });
+}
+
+/** The scrape's bearer token against the configured one, in constant time (SHA-256 of both sides). */
+function checkMetricsToken(req: FastifyRequest, token: string): void {
+  const given = bearer(req.headers.authorization);
+  if (!given) throw hubError('hub-access-token-missing', 'send "Authorization: Bearer <DAMHUB_METRICS_TOKEN>" to read /metrics', { headers: { 'www-authenticate': 'Bearer realm="metrics"' } });
+  if (!secretEquals(given, token)) throw hubError('hub-access-denied', 'metrics token check failed');
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

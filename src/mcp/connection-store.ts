@@ -9,6 +9,7 @@
  */
 import Database from 'better-sqlite3';
 import path from 'node:path';
+import { privateSqliteFile } from '../stores/private-files.js';
 
 export interface StoredConnection {
   userId: string;
@@ -25,6 +26,7 @@ export class McpConnectionStore {
   private readonly db: Database.Database;
 
   constructor(file: string) {
+    privateSqliteFile(file);
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('busy_timeout = 5000');

@@ -114,10 +114,20 @@ export interface MediaRef {
   rendition: string;
 }
 
+/**
+ * Who a signed media URL was made for: the partner of the hub user and the provider's account
+ * (the library account). The signature covers both, and the hub refuses the URL once the partner
+ * is disabled or removed or the account removed (src/content/media-access.ts).
+ */
+export interface MediaBinding {
+  partnerId: string;
+  accountId: string;
+}
+
 /** What the hub lends providers to build asset URLs. */
 export interface MediaUrls {
-  /** A signed, expiring absolute URL the hub serves through `Provider.media`. */
-  url(providerId: string, ref: MediaRef): string;
+  /** A signed, expiring absolute URL the hub serves through `Provider.media`, bound to `bind`. */
+  url(providerId: string, ref: MediaRef, bind: MediaBinding): string;
 }
 
 export interface Provider {
@@ -141,6 +151,11 @@ export interface Provider {
   versions?(session: ProviderSession, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList>;
   /** Bytes behind a signed media URL (already verified by the hub). */
   media?(ref: MediaRef): Promise<MediaFile>;
+  /**
+   * Whether the account a media URL was bound to (MediaBinding.accountId) still exists; asked
+   * when such a URL is used, the answer cached for up to 30 s (src/content/media-access.ts).
+   */
+  accountLive?(accountId: string): Promise<boolean>;
   /**
    * A token that changes whenever what `browse` answers this session could change: the content
    * (an index generation) and the session's scope (account, allowed folders). When present the hub

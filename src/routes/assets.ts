@@ -126,10 +126,11 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
 
   // Signed media URLs: the URL is the credential (an <img> cannot send headers).
   const mediaParams = Type.Object({ provider: Type.String({ maxLength: 64 }), assetId: Type.String({ maxLength: 256 }), version: Type.Integer({ minimum: 1 }), rendition: Type.Optional(Type.String({ maxLength: 32 })) });
-  const mediaQuery = Type.Object({ exp: Type.Optional(Type.String()), k: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) });
+  const mediaQuery = Type.Object({ exp: Type.Optional(Type.String()), p: Type.Optional(Type.String({ maxLength: 256 })), a: Type.Optional(Type.String({ maxLength: 256 })), k: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) });
   const serveMedia = async (req: FastifyRequest, reply: FastifyReply) => {
     const p = req.params as { provider: string; assetId: string; version: number; rendition?: string };
-    hub.mediaUrls.verify(req.url.split('?')[0]!, req.query as Record<string, string>);
+    // Signature, expiry, and the partner and account it was made for still live (cached ≤ 30 s).
+    await hub.mediaUrls.verify(req.url.split('?')[0]!, req.query as Record<string, string>, p.provider);
     const provider = hub.providers.get(p.provider);
     if (!provider?.media) throw integrationError('integration-not-available', p.provider, 'no media for this provider');
     const media = await ops.call(provider, () => provider.media!({ assetId: p.assetId, version: p.version, rendition: p.rendition ?? 'original' }));

@@ -7,11 +7,11 @@
  */
 import { EventEmitter } from 'node:events';
 import type { SharedJwksCache } from '../auth/jwks-cache.js';
-import fs from 'node:fs';
 import path from 'node:path';
 import { createPgPool, PgDurableStores, type PgOptions } from './postgres/index.js';
 import { createRedis, RedisShortLivedStores, type RedisStoreOptions } from './redis/index.js';
 import { SqliteStores } from './sqlite/index.js';
+import { ensurePrivateDir } from './private-files.js';
 import type { LoginStateStore, PartnerStore, RateLimitStore, ReplayStore, SessionStore, Stores, UserStore } from './types.js';
 
 export class StoreConfigError extends Error {
@@ -115,6 +115,6 @@ export function clusterMode(c: StoreSelection): boolean {
 /** The stores a node runs on: SQLite in the data directory, or PostgreSQL + Redis. */
 export async function openStores(c: StoreSelection, o: Partial<ClusterOptions> & { migrate?: boolean } = {}): Promise<Stores> {
   if (clusterMode(c)) return ClusterStores.open({ ...o, databaseUrl: c.databaseUrl!, redisUrl: c.redisUrl! });
-  fs.mkdirSync(c.dataDir, { recursive: true, mode: 0o700 });
+  ensurePrivateDir(c.dataDir);
   return SqliteStores.open(path.join(c.dataDir, 'hub.sqlite'));
 }

@@ -15,6 +15,7 @@ import type {
 } from '../contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
+import type { MediaAccess } from '../../content/media-access.js';
 import { MediaGrants } from './media-grants.js';
 import { formSignInRoutes, signInPath, type FormSignIn } from './signin-form.js';
 
@@ -22,6 +23,8 @@ import { formSignInRoutes, signInPath, type FormSignIn } from './signin-form.js'
 export interface ConnectorDeps {
   clock: Clock;
   keys: KeyRing;
+  /** Whether a download link's partner and user are still live (src/content/media-access.ts); absent in unit tests of the kit. */
+  access?: MediaAccess;
   /** The hub's public base URL, without trailing slash. */
   publicUrl: string;
   /** Overrides of the upstream settings from the hub config. */
@@ -133,7 +136,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         session, cred: c, http: session.signal ? http.during(session.signal) : http,
         now: () => deps.clock.now(),
         async downloadUrl(item, fileName) {
-          const token = await grants.seal({ providerId: spec.id, userId: session.userId, credentials: session.credentials, item });
+          const token = await grants.seal({ providerId: spec.id, partnerId: session.partnerId, userId: session.userId, credentials: session.credentials, item });
           // The grant rides in the query string: request logs carry paths, never query strings.
           return `${base}/api/v1/connectors/${spec.id}/download/${encodeURIComponent(fileName)}?g=${token}`;
         },
@@ -160,6 +163,8 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
             const token = (req.query as { g?: unknown }).g;
             if (typeof token !== 'string' || !token) throw hubError('hub-access-denied', 'download link check failed: the link carries no grant');
             const grant = await grants.open(token, spec.id);
+            // The link ends with the access it came from: its partner disabled or removed, its user removed.
+            await deps.access?.check({ partnerId: grant.partnerId, userId: grant.userId }, 'download link');
             let c: C;
             try {
               c = spec.credentials(grant.credentials);

@@ -11,7 +11,7 @@ import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Agent } from 'undici';
 import type { Clock } from '../../clock.js';
-import { isHubError, type HubError } from '../../errors.js';
+import { integrationError, isHubError, type HubError } from '../../errors.js';
 import { AddressPolicy } from '../../content/safe-fetch.js';
 import { CircuitBreakers, type BreakerOptions } from './breaker.js';
 import { malformed, parseRetryAfter, statusError, unavailable } from './upstream-errors.js';
@@ -111,7 +111,7 @@ export class UpstreamClient {
         if (err) return cb(err, '', 0);
         const list = addrs as dns.LookupAddress[];
         const refused = policy.hostAllowed(host) ? null : list.map((a) => policy.refusal(a.address)).find((r) => r !== null);
-        if (refused) return cb(Object.assign(new Error(`refused to connect to ${host}: ${refused}`), { code: 'EREFUSEDADDR' }), '', 0);
+        if (refused) return cb(Object.assign(new Error(`refused to connect to ${host}: ${refused}`), { code: 'EREFUSEDADDR', refusal: { host, why: refused } }), '', 0);
         if ((options as { all?: boolean }).all) return (cb as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
         cb(null, list[0]!.address, list[0]!.family);
       });
@@ -204,7 +204,7 @@ export class UpstreamClient {
     // An IP literal never goes through DNS lookup, so the policy is applied here.
     if (/^[\d.]+$|:/.test(host)) {
       const refused = this.policy.refusal(host);
-      if (refused) throw unavailable(this.providerId, `${what}: refused to connect to ${host}: ${refused} (allow it in the connector's allowHosts)`);
+      if (refused) throw addressRefused(this.providerId, what, host, refused);
     }
   }
 
@@ -229,6 +229,9 @@ export class UpstreamClient {
       res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
     } catch (e) {
       if (call?.aborted) throw this.abandoned(what);
+      // The address policy refused the resolved address: no connection was made, the host did not
+      // fail, and asking again gives the same answer.
+      if (refusalOf(e)) throw networkError(this.providerId, what, e, this.settings.timeoutMs);
       this.breakers.failure(key);
       throw new Retryable(networkError(this.providerId, what, e, this.settings.timeoutMs), null);
     } finally {
@@ -303,6 +306,24 @@ async function readSome(body: Readable, max: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').slice(0, max);
 }
 
+/**
+ * The address policy refused the server (before any connection). Its message, not only its
+ * details, names the rule: the connector sign-in form shows the message to the person who typed
+ * the server URL, and "unavailable" would send them looking for an outage.
+ */
+function addressRefused(provider: string, what: string, host: string, why: string): HubError {
+  return integrationError('integration-unavailable', provider, `${what}: refused to connect to ${host}: ${why} (allow it in the connector's allowHosts)`, {
+    status: 502,
+    message: `The server address is not allowed: ${why}. An administrator can allow it in the connector's allowHosts.`,
+  });
+}
+
+/** The address policy's refusal carried by a connection error (from the lookup), if that is what it is. */
+function refusalOf(e: unknown): { host: string; why: string } | undefined {
+  const err = e as { refusal?: { host: string; why: string }; cause?: { refusal?: { host: string; why: string } } } | null;
+  return err?.refusal ?? err?.cause?.refusal;
+}
+
 function networkError(provider: string, what: string, e: unknown, timeoutMs: number): HubError {
   if (isHubError(e)) return e;
   const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
@@ -310,6 +331,8 @@ function networkError(provider: string, what: string, e: unknown, timeoutMs: num
     || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' || err.code === 'UND_ERR_CONNECT_TIMEOUT';
   if (timedOut) return unavailable(provider, `${what}: no answer within ${timeoutMs} ms`, { timeout: true });
   const code = err.code ?? err.cause?.code;
+  const refused = refusalOf(e);
+  if (refused) return addressRefused(provider, what, refused.host, refused.why);
   const msg = err.cause?.message ?? err.message ?? String(e);
   return unavailable(provider, `${what}: ${code ? `${code} ` : ''}${msg}`, { unreachable: true });
 }

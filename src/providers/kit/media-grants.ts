@@ -3,7 +3,9 @@
  * bucket without presigning). A browser cannot send headers for a link, so the URL carries an
  * encrypted grant: the connection's credentials and the item, under the hub's `enc` key (JWE dir +
  * A256GCM, like the DAM connection token itself), expiring after a few hours. The hub decrypts it
- * and streams the item through; the grant names exactly one provider, user and item.
+ * and streams the item through; the grant names exactly one provider, partner, user and item, and
+ * works only while that partner is enabled and that user exists (checked by the download route,
+ * src/content/media-access.ts).
  */
 import { EncryptJWT, jwtDecrypt } from 'jose';
 import type { Clock } from '../../clock.js';
@@ -17,6 +19,8 @@ export const GRANT_TTL_SEC = 4 * 3600;
 
 export interface MediaGrant {
   providerId: string;
+  /** The partner of the hub user: disabling or removing it ends the grant. */
+  partnerId: string;
   userId: string;
   credentials: ProviderCredentials;
   /** The connector's own reference to the item (path, key, version id). */
@@ -29,7 +33,7 @@ export class MediaGrants {
   async seal(g: MediaGrant): Promise<string> {
     const key = this.keys.active('enc');
     const now = seconds(this.clock.now());
-    return new EncryptJWT({ typ: TYP, prv: g.providerId, cred: g.credentials, item: g.item })
+    return new EncryptJWT({ typ: TYP, prv: g.providerId, ptn: g.partnerId, cred: g.credentials, item: g.item })
       .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: key.kid })
       .setSubject(g.userId)
       .setIssuedAt(now)
@@ -51,6 +55,8 @@ export class MediaGrants {
       throw denied((e as { code?: string }).code === 'ERR_JWT_EXPIRED' ? 'the link has expired; fetch the asset again for a fresh one' : 'the link is malformed or was altered');
     }
     if (payload.typ !== TYP || payload.prv !== providerId || typeof payload.sub !== 'string') throw denied('the link belongs to another provider');
-    return { providerId, userId: payload.sub, credentials: payload.cred as ProviderCredentials, item: payload.item as Record<string, unknown> };
+    // Grants sealed before they were bound to a partner must not outlive the access either.
+    if (typeof payload.ptn !== 'string') throw denied('the link is not bound to a partner; fetch the asset again for a fresh one');
+    return { providerId, partnerId: payload.ptn, userId: payload.sub, credentials: payload.cred as ProviderCredentials, item: payload.item as Record<string, unknown> };
   }
 }

@@ -11,6 +11,7 @@ import type { LibraryIndexStore } from './index-contract.js';
 import { SearchEngine, type SearchDoc, type SearchField } from './search-engine.js';
 import { readSnapshot, writeSnapshot } from './search-snapshot.js';
 import { DescriptorStore } from './similarity/store.js';
+import { privateSqliteFile } from '../../stores/private-files.js';
 
 export interface AssetRow {
   id: string;
@@ -162,6 +163,7 @@ export class LibraryIndex implements LibraryIndexStore {
     readonly file: string,
     private readonly opts: { snapshotMinAssets?: number } = {},
   ) {
+    privateSqliteFile(file);
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');

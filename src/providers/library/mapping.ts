@@ -1,5 +1,5 @@
 /** Index rows → the common asset shape (the seed's Asset), with signed URLs and localised values. */
-import type { MediaUrls } from '../contract.js';
+import type { MediaBinding, MediaUrls } from '../contract.js';
 import type { Asset, Value } from '../model.js';
 import { fileAttributesHash } from './hashes.js';
 import type { AssetRow, VersionRow } from './index-store.js';
@@ -8,6 +8,8 @@ import { RENDITIONS } from './renditions.js';
 
 export interface MappingContext {
   urls: MediaUrls;
+  /** The partner and library account the signed URLs are made for. */
+  bind: MediaBinding;
   uiLocale: string;
   timeZone: string | null;
 }
@@ -27,7 +29,7 @@ type VersionView = Pick<VersionRow, 'version' | 'size' | 'mtimeMs' | 'mimeType' 
 
 function build(row: AssetRow, v: VersionView, ctx: MappingContext): Asset {
   const urls: Record<string, string> = {};
-  const url = (rendition: string) => (urls[rendition] ??= ctx.urls.url('library', { assetId: row.id, version: v.version, rendition }));
+  const url = (rendition: string) => (urls[rendition] ??= ctx.urls.url('library', { assetId: row.id, version: v.version, rendition }, ctx.bind));
   const m = v.meta;
   const a: Asset = {
     id: row.id,

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../../clock.js';
 import { integrationError, validationError } from '../../errors.js';
-import type { ListOptions, LoginHost, MediaFile, MediaRef, MediaUrls, Provider, ProviderDescriptor, ProviderSession, SearchQuery } from '../contract.js';
+import type { ListOptions, LoginHost, MediaBinding, MediaFile, MediaRef, MediaUrls, Provider, ProviderDescriptor, ProviderSession, SearchQuery } from '../contract.js';
 import type { AssetPage, Filter, FolderPage, VersionList } from '../model.js';
 import { addAccount } from './accounts.js';
 import { FACETS, LibraryIndex, type AccountRow, type ActiveFilters, type FacetKey } from './index-store.js';
@@ -83,7 +83,7 @@ export class LibraryProvider implements Provider {
   private rescanTimer: NodeJS.Timeout | null = null;
 
   constructor(readonly opts: LibraryOptions) {
-    fs.mkdirSync(opts.dataDir, { recursive: true });
+    fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
     this.index = opts.sharedIndex?.index ?? new LibraryIndex(path.join(opts.dataDir, 'library.sqlite'));
     this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'));
     this.scanner = new LibraryScanner(opts.root, this.index, this.renditions, opts.dataDir, opts.clock);
@@ -206,6 +206,11 @@ export class LibraryProvider implements Provider {
     return { acc: cred.acc };
   }
 
+  /** Media URLs bound to a removed account stop working (src/content/media-access.ts). */
+  async accountLive(accountId: string): Promise<boolean> {
+    return (await this.index.account(accountId)) !== null;
+  }
+
   async validate(session: ProviderSession) {
     await this.account(session);
   }
@@ -244,7 +249,7 @@ export class LibraryProvider implements Provider {
     const folder = await this.index.folder(rel);
     if (!folder) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${folderId}`);
     if (roots && !roots.some((r) => isWithin(rel, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not open ${folderId}`);
-    const page = await this.page(rel, opts);
+    const page = await this.page(rel, opts, { partnerId: session.partnerId, accountId: acc.id });
     return {
       id: rel === '' ? 'root' : `/${rel}`,
       name: rel === '' ? 'Library' : folder.name,
@@ -275,7 +280,7 @@ export class LibraryProvider implements Provider {
     const r = (await this.index.searchEngine()).search({ words, folderPath: scope, allowedRoots, filters, limit: opts.size + 1, after, params });
     const rows = await this.index.assetsByRowids(r.rowids.slice(0, opts.size));
     const hasMore = r.rowids.length > opts.size;
-    const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
+    const ctx = { urls: this.opts.urls, bind: { partnerId: session.partnerId, accountId: acc.id }, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
     const last = opts.size - 1;
     const cursor: SearchCursor = { k: r.keys[last]!, r: r.rowids[last]!, ...(r.params ? { p: r.params } : {}) };
     return {
@@ -287,7 +292,7 @@ export class LibraryProvider implements Provider {
     };
   }
 
-  private async page(folderPath: string, opts: ListOptions): Promise<Omit<AssetPage, 'folders'>> {
+  private async page(folderPath: string, opts: ListOptions, bind: MediaBinding): Promise<Omit<AssetPage, 'folders'>> {
     const filters = parseFilters(opts.filters);
     let after: { key: number | string; id: string } | null = null;
     if (opts.more) {
@@ -302,7 +307,7 @@ export class LibraryProvider implements Provider {
     const r = await this.index.list({ folderPath, filters, limit: opts.size + 1, after });
     const rows = r.rows.slice(0, opts.size);
     const hasMore = r.rows.length > opts.size;
-    const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
+    const ctx = { urls: this.opts.urls, bind, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
     return {
       assets: rows.map((a) => toAsset(a, ctx)),
       filters: buildFilters(r.facets, filters, opts.uiLocale),
@@ -318,19 +323,19 @@ export class LibraryProvider implements Provider {
       folderAllowed: roots ? (folder) => roots.some((r) => isWithin(folder, r)) : null,
       toAsset: async (id) => {
         const row = await this.index.asset(id);
-        return row ? toAsset(row, { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone }) : null;
+        return row ? toAsset(row, { urls: this.opts.urls, bind: { partnerId: session.partnerId, accountId: acc.id }, uiLocale: opts.uiLocale, timeZone: opts.timeZone }) : null;
       },
     });
   }
 
   async asset(session: ProviderSession, assetId: string, opts: { uiLocale: string; timeZone: string | null }) {
-    const row = await this.visibleAsset(session, assetId);
-    return toAsset(row, { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: opts.timeZone });
+    const { row, bind } = await this.visibleAsset(session, assetId);
+    return toAsset(row, { urls: this.opts.urls, bind, uiLocale: opts.uiLocale, timeZone: opts.timeZone });
   }
 
   async versions(session: ProviderSession, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList> {
-    const row = await this.visibleAsset(session, assetId);
-    const ctx = { urls: this.opts.urls, uiLocale: opts.uiLocale, timeZone: null };
+    const { row, bind } = await this.visibleAsset(session, assetId);
+    const ctx = { urls: this.opts.urls, bind, uiLocale: opts.uiLocale, timeZone: null };
     const older = (await this.index.versions(assetId)).map((v) => versionToAsset(row, v, ctx));
     return { id: row.id, name: row.name, versions: opts.withMaster ? [toAsset(row, ctx), ...older] : older };
   }
@@ -342,7 +347,7 @@ export class LibraryProvider implements Provider {
     if (!row || (acc.folders.length && !acc.folders.some((r) => isWithin(row.folderPath, r)))) {
       throw integrationError('integration-not-found', LIBRARY_ID, `no asset ${assetId}`);
     }
-    return row;
+    return { row, bind: { partnerId: session.partnerId, accountId: acc.id } as MediaBinding };
   }
 
   async media(ref: MediaRef): Promise<MediaFile> {

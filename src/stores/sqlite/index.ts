@@ -28,9 +28,12 @@ import {
   type UserStore,
 } from '../types.js';
 
+import { privateSqliteFile } from '../private-files.js';
+
 type Row = Record<string, unknown>;
 
 export function openSqlite(file: string): Database.Database {
+  privateSqliteFile(file);
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
