@@ -25,6 +25,7 @@ import { saasConnectors } from './providers/saas/register.js';
 import type { Stores } from './stores/types.js';
 import { buildConnectors } from './providers/kit/catalog.js';
 import type { DefinedConnector } from './providers/kit/define.js';
+import { ImagePool } from './images/pool.js';
 
 export interface HubDeps {
   clock?: Clock;
@@ -67,6 +68,8 @@ export class Hub {
   readonly library: LibraryProvider | null = null;
   /** Remote connectors enabled in config.connectors (src/providers/kit/). */
   readonly connectors: DefinedConnector[];
+  /** Child processes that decode untrusted images, under a budget (src/images/pool.ts). */
+  readonly imagePool: ImagePool;
 
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
     fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -79,6 +82,7 @@ export class Hub {
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = config.adminKey ?? deps.adminKey ?? loadOrCreateSecret(config.dataDir, 'admin.key', null);
     for (const p of deps.providers ?? []) this.providers.register(p);
+    this.imagePool = new ImagePool({ size: config.imagePoolSize, queueMax: config.imagePoolQueue, timeoutMs: config.imageDecodeTimeoutMs });
     this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''));
     if (config.libraryDir) {
       this.library = new LibraryProvider({
@@ -90,6 +94,7 @@ export class Hub {
         watch: deps.watchLibrary ?? true,
         imageModel: config.imageModel,
         imageModelWeight: config.imageModelWeight,
+        images: { pool: this.imagePool, budget: config.imageIndexDecodeBudget, timeoutMs: config.imageIndexDecodeTimeoutMs },
         sharedIndex: sharedLibraryIndex(this.stores, this.clock, config),
       });
       this.providers.register(this.library);
@@ -130,5 +135,6 @@ export class Hub {
     await this.library?.close();
     await Promise.all(this.connectors.map((c) => c.close()));
     await this.stores.close();
+    await this.imagePool.close();
   }
 }
