@@ -204,6 +204,7 @@ export class ImagePool {
       if (!c || c.exitCode !== null || c.signalCode !== null) return [];
       return [new Promise<void>((r) => {
         c.once('exit', () => r());
+        c.ref(); // an idle child is unref'd: without this the loop could end before its exit
         c.kill('SIGKILL');
       })];
     });
