@@ -140,6 +140,7 @@ export async function indexCommand(args: string[]): Promise<number> {
     if (described) process.stdout.write(`described ${described} images for search by image\n`);
     process.stdout.write(`indexed ${report.files} files: ${report.added} added, ${report.updated} updated, ${report.unchanged} unchanged, ${report.removed} removed, ${report.failed.length} failed\n`);
     for (const f of report.failed) process.stdout.write(`  failed: ${f.path}: ${f.error}\n`);
+    for (const w of report.warnings) process.stdout.write(`  no renditions: ${w.path}: ${w.warning}\n`);
   } finally {
     await lease?.stop();
     await close();

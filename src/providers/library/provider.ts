@@ -48,6 +48,8 @@ export interface LibraryOptions {
   imageModel?: string | null;
   /** Weight of the model's cosine in the blended score, 0..1. */
   imageModelWeight?: number;
+  /** Where scan warnings go (files indexed without renditions); default process.emitWarning. */
+  warn?: (message: string) => void;
   /** The image pool and per-file decode budget of indexing (src/images/pool.ts); default a small shared one. */
   images?: ImageWork;
 }
@@ -99,6 +101,8 @@ export class LibraryProvider implements Provider {
   /** A scan, then the image descriptors of whatever it added or changed. */
   async rescan(): Promise<ScanReport> {
     const report = await this.scanner.scan();
+    const warn = this.opts.warn ?? ((m: string) => process.emitWarning(m, 'DamhubLibraryWarning'));
+    for (const w of report.warnings) warn(`library file ${w.path} is indexed without renditions: ${w.warning}`);
     await this.similarity.refresh();
     return report;
   }
