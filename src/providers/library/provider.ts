@@ -140,7 +140,7 @@ export class LibraryProvider implements Provider {
       },
       lost: () => this.unwatch(),
     });
-    const report = first ? await first : { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], files: 0 };
+    const report = first ? await first : { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], warnings: [], files: 0 };
     await this.index.searchEngine();
     return report;
   }
