@@ -76,6 +76,8 @@ export class ImagePool {
   /** For tests and the benchmark: the most jobs ever running at once, and children forked. */
   peakRunning = 0;
   forks = 0;
+  /** Jobs started (each one decode): a search by image costs exactly one. */
+  jobs = 0;
 
   constructor(readonly opts: ImagePoolOptions) {
     if (!(opts.size >= 1)) throw new Error('the image pool needs at least one process');
@@ -126,6 +128,7 @@ export class ImagePool {
   private start(slot: Slot, p: Pending): void {
     if (p.onAbort) p.opts.signal?.removeEventListener('abort', p.onAbort);
     slot.running = p;
+    this.jobs++;
     this.peakRunning = Math.max(this.peakRunning, this.running);
     const child = slot.child ?? this.spawn(slot);
     child.ref();
