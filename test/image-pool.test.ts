@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
@@ -213,6 +214,37 @@ describe('a reference decode past its deadline', () => {
     assert.equal(pool.running, 0);
   });
 });
+
+describe('a client that goes away', () => {
+  let lib: LibraryHarness;
+  before(async () => {
+    lib = await startLibraryHub({ 'a/scene.jpg': await sceneJpeg(1) }, { config: { imagePoolSize: 1 } });
+  });
+  after(() => lib.t.close());
+
+  test('stops the decode of its reference: the decoder process is killed, the slot is free', async () => {
+    const pool = lib.t.hub.imagePool;
+    await pool.analyse({ input: await flat(8, 8).png().toBuffer(), outputs: [{ width: 8, height: 8, fit: 'fill' }], budget: 1e9, maxPixels: 1e9, failOn: 'error' });
+    const [pid] = pool.pids();
+    const address = await lib.t.app.listen({ host: '127.0.0.1', port: 0 });
+    // Within the default budget (9 MP × 4 = 36 M) and well over a second of decoding.
+    const avif = await flat(3000, 3000).avif({ effort: 0 }).toBuffer();
+    const body = JSON.stringify({ dataBase64: dataUri(avif, 'image/avif') });
+    const req = http.request(`${address}${api}/assets/search`, { method: 'POST', headers: { ...lib.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    req.on('error', () => undefined);
+    req.end(body);
+    await until(() => pool.running === 1);
+    req.destroy();
+    await until(() => pool.running === 0);
+    assert.equal(alive(pid!), false, 'the decoder process was killed');
+  });
+});
+
+/** Waits for a condition the code under test brings about (a state, not a duration). */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(cond(), 'the condition was never met');
+}
 
 describe('library indexing under the per-file budget', () => {
   test('a hostile file is indexed without renditions, with a warning, and the scan goes on', async () => {
