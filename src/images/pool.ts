@@ -20,6 +20,7 @@
  * - idle children are kept (warm) but do not keep the Node process alive.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { AnalyseResult, JobReply, WorkerJob } from './jobs.js';
 
@@ -228,9 +229,10 @@ let fallback: ImageWork | null = null;
 
 /**
  * For code that runs without a Hub (the `damhub index` command, tests, benchmarks): one small
- * shared pool with the default budget. Its idle child does not keep the process alive.
+ * shared pool (one process per core, at most 4) with the default indexing budget. Its idle
+ * children do not keep the process alive.
  */
 export function defaultImageWork(): ImageWork {
-  fallback ??= { pool: new ImagePool({ size: 1, queueMax: 16, timeoutMs: 60_000 }), budget: 268_402_689, timeoutMs: 60_000 };
+  fallback ??= { pool: new ImagePool({ size: Math.max(1, Math.min(4, availableParallelism())), queueMax: 16, timeoutMs: 60_000 }), budget: 268_402_689, timeoutMs: 60_000 };
   return fallback;
 }
