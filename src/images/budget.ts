@@ -37,10 +37,12 @@ export const FORMAT_WEIGHT: Readonly<Record<string, number>> = {
   gif: 2,
   heif: 4, // AVIF and HEIC both report 'heif'
   avif: 4,
+  // Library files only (never a reference): rasterised at its declared size at most.
+  svg: 4,
 };
 
 /** Formats the hub decodes from untrusted bytes; anything else is refused before decoding. */
-export const RASTER_FORMATS = new Set(Object.keys(FORMAT_WEIGHT));
+export const RASTER_FORMATS = new Set(['jpeg', 'png', 'tiff', 'webp', 'gif', 'heif', 'avif']);
 
 export interface DecodeCost {
   format: string;

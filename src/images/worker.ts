@@ -23,14 +23,20 @@ class JobFailure extends Error {
   }
 }
 
-async function header(input: Buffer | string, target: number, budget: number, maxPixels: number): Promise<{ format: string; width: number; height: number }> {
+/**
+ * Library files may also be SVG (the renditions always rendered them; an owner's drawings), never
+ * a search-by-image reference: an SVG's cost lies in its content, which only the deadline bounds.
+ */
+const RENDERABLE = new Set([...RASTER_FORMATS, 'svg']);
+
+async function header(input: Buffer | string, target: number, budget: number, maxPixels: number, accepted: Set<string> = RASTER_FORMATS): Promise<{ format: string; width: number; height: number }> {
   let meta: Metadata;
   try {
     meta = await sharp(input, { limitInputPixels: false }).metadata();
   } catch {
     throw new JobFailure('undecodable', 'the content is not an image (it could not be decoded)');
   }
-  if (!meta.format || !RASTER_FORMATS.has(meta.format)) throw new JobFailure('unsupported', `${meta.format ?? 'this'} images are not accepted; send JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF`);
+  if (!meta.format || !accepted.has(meta.format)) throw new JobFailure('unsupported', `${meta.format ?? 'this'} images are not accepted; send JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF`);
   const c = decodeCost(meta, target);
   if (!c.width || !c.height) throw new JobFailure('undecodable', 'the image has no dimensions');
   if (c.width * c.height > maxPixels) throw new JobFailure('over-budget', `the image declares ${c.width}×${c.height} pixels, over the limit of ${maxPixels}`);
@@ -67,7 +73,7 @@ async function run(job: WorkerJob): Promise<unknown> {
     return { ...h, outputs };
   }
   if (job.op === 'render') {
-    const h = await header(job.source, job.preview.size, job.budget, Number.MAX_SAFE_INTEGER);
+    const h = await header(job.source, job.preview.size, job.budget, Number.MAX_SAFE_INTEGER, RENDERABLE);
     let preview: Buffer;
     try {
       // failOn 'none': a truncated library file still yields what could be decoded.
