@@ -24,6 +24,9 @@ import { sceneJpeg } from './helpers/scenes.js';
 const api = '/api/v1';
 const dataUri = (b: Buffer, type = 'image/png') => `data:${type};base64,${b.toString('base64')}`;
 const flat = (w: number, h: number) => sharp({ create: { width: w, height: h, channels: 3, background: '#7f8f9f' } });
+/** A flat 2000×2000 AVIF: 850 bytes, ~0.2 s of one core to decode (made once). */
+let avif2000: Promise<Buffer> | null = null;
+const costlyAvif = () => (avif2000 ??= flat(2000, 2000).avif({ effort: 0 }).toBuffer());
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -81,8 +84,7 @@ describe('the decode budget, from the header', () => {
 describe('the image pool', () => {
   let avif: Buffer;
   before(async () => {
-    // A flat 2000×2000 AVIF: 850 bytes, ~0.2 s of one core to decode.
-    avif = await flat(2000, 2000).avif({ effort: 0 }).toBuffer();
+    avif = await costlyAvif();
   });
   const job = (input: Buffer) => ({ input, outputs: [{ width: 40, height: 40, fit: 'fill' as const }], budget: 1e12, maxPixels: 1e12, failOn: 'error' as const });
 
@@ -152,7 +154,7 @@ describe('search by image under the decode budget', () => {
   let lib: LibraryHarness;
   before(async () => {
     // A budget of 4 M pixel-equivalents makes small test images "costly" (the default is 64 M).
-    lib = await startLibraryHub({ 'a/scene.jpg': await sceneJpeg(1) }, { config: { imageDecodeBudget: 4_000_000 } });
+    lib = await startLibraryHub({ 'a/scene.jpg': await sceneJpeg(1) }, { config: { imageDecodeBudget: 4_000_000, imagePoolQueue: 2 } });
   });
   after(() => lib.t.close());
   const search = (ref: string) => lib.t.app.inject({ method: 'POST', url: `${api}/assets/search`, headers: lib.headers, payload: { dataBase64: ref } });
@@ -183,9 +185,9 @@ describe('search by image under the decode budget', () => {
 
   test('image decoding at capacity is 503 hub-unavailable with Retry-After, not a pile-up', async () => {
     const pool = lib.t.hub.imagePool;
-    const avif = await flat(2000, 2000).avif({ effort: 0 }).toBuffer();
+    const avif = await costlyAvif();
     const big = { input: avif, outputs: [{ width: 40, height: 40, fit: 'fill' as const }], budget: 1e12, maxPixels: 1e12, failOn: 'error' as const };
-    // Fill both processes and the whole queue (16) directly, then ask for one more decode.
+    // Fill both processes and the whole queue (2 here) directly, then ask for one more decode.
     const held = Array.from({ length: pool.opts.size + pool.opts.queueMax }, () => pool.analyse(big).catch(() => undefined));
     const res = await search(dataUri(await flat(16, 16).png().toBuffer()));
     const body = assertError(res, 'hub-unavailable', 503);
@@ -206,7 +208,7 @@ describe('a reference decode past its deadline', () => {
     const pool = lib.t.hub.imagePool;
     await pool.analyse({ input: await flat(8, 8).png().toBuffer(), outputs: [{ width: 8, height: 8, fit: 'fill' }], budget: 1e9, maxPixels: 1e9, failOn: 'error' }, { timeoutMs: 60_000 });
     const [pid] = pool.pids();
-    const avif = await flat(2000, 2000).avif({ effort: 0 }).toBuffer(); // within the 64 M budget, ~0.2 s to decode
+    const avif = await costlyAvif(); // within the 64 M budget
     const res = await lib.t.app.inject({ method: 'POST', url: `${api}/assets/search`, headers: lib.headers, payload: { dataBase64: dataUri(avif, 'image/avif') } });
     const body = assertError(res, 'hub-payload-too-large', 413);
     assert.match(body.error.details, /not decoded within 5 ms/);
