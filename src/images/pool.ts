@@ -107,7 +107,7 @@ export class ImagePool {
     if (opts.signal?.aborted) return Promise.reject(new ImageJobError('aborted', 'the request ended before the image was decoded'));
     const free = this.slots.find((s) => !s.running);
     if (!free && !opts.background && this.queue.filter((q) => !q.opts.background).length >= this.opts.queueMax) {
-      return Promise.reject(new ImageJobError('busy', `${this.opts.size} images are being decoded and ${this.queue.length} are waiting`));
+      return Promise.reject(new ImageJobError('busy', `${this.opts.size} images are being decoded and ${this.opts.queueMax} are waiting`));
     }
     return new Promise((resolve, reject) => {
       const p: Pending = { job, opts, resolve, reject };
@@ -155,7 +155,9 @@ export class ImagePool {
     const onAbort = () => kill(new ImageJobError('aborted', 'the request ended while the image was decoded'));
     p.opts.signal?.addEventListener('abort', onAbort, { once: true });
     const onMessage = (m: JobReply) => {
-      if (m.id !== id) return;
+      // Once the child is being killed, a late answer is ignored: the slot frees at its exit, so
+      // no next job is ever sent to a dying process.
+      if (m.id !== id || stop) return;
       finish(() => {
         this.release(slot);
         if (m.ok) p.resolve(m.result);
