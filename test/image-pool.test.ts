@@ -66,6 +66,31 @@ function gifDeclaring(width: number, height: number): Buffer {
   ]);
 }
 
+/** A TIFF of `n` 1×1 pages: every header read walks all n directories (~12 µs each). */
+function tiffWithDirectories(n: number): Buffer {
+  const entries = 8, size = 2 + entries * 12 + 4;
+  const buf = Buffer.alloc(8 + n * size + 4);
+  buf.write('II', 0);
+  buf.writeUInt16LE(42, 2);
+  buf.writeUInt32LE(8, 4);
+  const pixel = 8 + n * size;
+  for (let i = 0; i < n; i++) {
+    let o = 8 + i * size;
+    buf.writeUInt16LE(entries, o);
+    o += 2;
+    for (const [tag, type, value] of [[256, 3, 1], [257, 3, 1], [258, 3, 8], [259, 3, 1], [262, 3, 1], [273, 4, pixel], [278, 3, 1], [279, 4, 1]] as const) {
+      buf.writeUInt16LE(tag, o);
+      buf.writeUInt16LE(type, o + 2);
+      buf.writeUInt32LE(1, o + 4);
+      if (type === 3) buf.writeUInt16LE(value, o + 8);
+      else buf.writeUInt32LE(value, o + 8);
+      o += 12;
+    }
+    buf.writeUInt32LE(i + 1 < n ? 8 + (i + 1) * size : 0, o);
+  }
+  return buf;
+}
+
 describe('the decode budget, from the header', () => {
   test('JPEG counts what shrink-on-load decodes; PNG, GIF and AVIF count every pixel, weighted by format', () => {
     // 8000×8000 JPEG for a 40 px output: decoded at 1/8 per axis.
@@ -271,6 +296,29 @@ describe('library indexing under the per-file budget', () => {
         assert.ok(await index.asset(assetIdFor(rel)), `${rel} is indexed`);
         assert.equal(renditions.has(assetIdFor(rel), 1, 'thumbnail'), false);
       }
+      for (const rel of ['a/before.jpg', 'a/zafter.jpg']) assert.equal(renditions.has(assetIdFor(rel), 1, 'thumbnail'), true, `${rel} has renditions`);
+    } finally {
+      await pool.close();
+      index.close();
+      fs.rmSync(root, { recursive: true, force: true });
+      fs.rmSync(data, { recursive: true, force: true });
+    }
+  });
+
+  test('a file whose header alone takes too long is stopped at the per-file deadline; the scan goes on', async () => {
+    const root = tempDir('damhub-slow-');
+    const data = tempDir('damhub-slow-data-');
+    // 150,000 directories (15 MB): reading its header takes well over a second on one core.
+    writeFiles(root, { 'a/before.jpg': await sceneJpeg(2), 'a/pages.tif': tiffWithDirectories(150_000), 'a/zafter.jpg': await sceneJpeg(3) });
+    const index = new LibraryIndex(path.join(data, 'library.sqlite'));
+    const pool = new ImagePool({ size: 1, queueMax: 4, timeoutMs: 60_000 });
+    try {
+      const renditions = new Renditions(path.join(data, 'renditions'), { pool, budget: 268_402_689, timeoutMs: 500 });
+      const report = await new LibraryScanner(root, index, renditions, data, new ManualClock()).scan({ concurrency: 1 });
+      assert.deepEqual([report.added, report.failed.length], [3, 0]);
+      assert.deepEqual(report.warnings.map((w) => w.path), ['a/pages.tif']);
+      assert.match(report.warnings[0]!.warning, /not decoded within 500 ms/);
+      assert.ok(await index.asset(assetIdFor('a/pages.tif')));
       for (const rel of ['a/before.jpg', 'a/zafter.jpg']) assert.equal(renditions.has(assetIdFor(rel), 1, 'thumbnail'), true, `${rel} has renditions`);
     } finally {
       await pool.close();

@@ -27,6 +27,12 @@ export type WorkerJob =
       preview: { file: string; size: number; quality: number };
       thumbnail: { file: string; size: number; quality: number };
     }
+  | {
+      /** sharp's metadata() of a library file: the header only, but a hostile file (a TIFF with a
+       * million IFDs) can still make even that slow, so it runs here too. */
+      op: 'probe';
+      source: string;
+    }
   | { op: 'ping' };
 
 export interface AnalyseResult {

@@ -22,6 +22,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import type { Metadata } from 'sharp';
 import type { AnalyseResult, JobReply, WorkerJob } from './jobs.js';
 
 export type ImageJobErrorKind = 'over-budget' | 'undecodable' | 'unsupported' | 'failed' | 'timeout' | 'aborted' | 'busy' | 'crashed';
@@ -63,6 +64,9 @@ interface Pending {
 
 interface Slot {
   child: ChildProcess | null;
+  /** The child has loaded sharp and said so: job deadlines count decoding, not process start-up. */
+  ready: boolean;
+  onReady: (() => void) | null;
   /** The job running in this slot, until its child answered or exited. */
   running: Pending | null;
 }
@@ -82,7 +86,7 @@ export class ImagePool {
 
   constructor(readonly opts: ImagePoolOptions) {
     if (!(opts.size >= 1)) throw new Error('the image pool needs at least one process');
-    this.slots = Array.from({ length: opts.size }, () => ({ child: null, running: null }));
+    this.slots = Array.from({ length: opts.size }, () => ({ child: null, ready: false, onReady: null, running: null }));
   }
 
   get running(): number {
@@ -100,6 +104,14 @@ export class ImagePool {
 
   analyse(job: Omit<Extract<WorkerJob, { op: 'analyse' }>, 'op'>, opts: RunOptions = {}): Promise<AnalyseResult> {
     return this.run({ op: 'analyse', ...job }, opts) as Promise<AnalyseResult>;
+  }
+
+  /** sharp's header-only metadata of a file, read in a child; its buffers (EXIF, ICC, IPTC, XMP) as Buffers. */
+  async probe(source: string, opts: RunOptions = {}): Promise<Metadata> {
+    const m = (await this.run({ op: 'probe', source }, opts)) as Record<string, unknown>;
+    // Buffers cross the IPC channel as plain Uint8Arrays.
+    for (const [k, v] of Object.entries(m)) if (v instanceof Uint8Array && !Buffer.isBuffer(v)) m[k] = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+    return m as unknown as Metadata;
   }
 
   run(job: WorkerJob, opts: RunOptions = {}): Promise<unknown> {
@@ -137,6 +149,7 @@ export class ImagePool {
     const id = this.nextId++;
     let settled = false;
     let stop: ImageJobError | null = null;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (fn: () => void) => {
       if (settled) return;
       settled = true;
@@ -151,7 +164,6 @@ export class ImagePool {
       child.kill('SIGKILL');
     };
     const timeoutMs = p.opts.timeoutMs ?? this.opts.timeoutMs;
-    const timer = setTimeout(() => kill(new ImageJobError('timeout', `the image was not decoded within ${timeoutMs} ms`)), timeoutMs);
     const onAbort = () => kill(new ImageJobError('aborted', 'the request ended while the image was decoded'));
     p.opts.signal?.addEventListener('abort', onAbort, { once: true });
     const onMessage = (m: JobReply) => {
@@ -172,9 +184,16 @@ export class ImagePool {
       finish(() => p.reject(stop ?? new ImageJobError('crashed', `the decoder process ended (${signal ?? `exit ${code}`})`)));
       if (slot.running === p) this.release(slot);
     });
-    child.send({ id, job: p.job }, (err) => {
-      if (err) kill(new ImageJobError('crashed', `the decoder process could not be reached (${err.message})`));
-    });
+    // The deadline starts when the job reaches a ready child (a fresh one first loads sharp).
+    const dispatch = () => {
+      if (settled || stop) return;
+      timer = setTimeout(() => kill(new ImageJobError('timeout', `the image was not decoded within ${timeoutMs} ms`)), timeoutMs);
+      child.send({ id, job: p.job }, (err) => {
+        if (err) kill(new ImageJobError('crashed', `the decoder process could not be reached (${err.message})`));
+      });
+    };
+    if (slot.ready) dispatch();
+    else slot.onReady = dispatch;
   }
 
   private release(slot: Slot): void {
@@ -197,6 +216,15 @@ export class ImagePool {
     const child = fork(WORKER, [], { serialization: 'advanced', execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     child.on('error', () => undefined); // reported through 'exit'
     slot.child = child;
+    slot.ready = false;
+    slot.onReady = null;
+    child.on('message', (m: { ready?: boolean }) => {
+      if (!m?.ready || slot.child !== child) return;
+      slot.ready = true;
+      const go = slot.onReady;
+      slot.onReady = null;
+      go?.();
+    });
     this.forks++;
     return child;
   }

@@ -91,6 +91,13 @@ async function run(job: WorkerJob): Promise<unknown> {
     await writeAtomic(job.thumbnail.file, thumb);
     return h;
   }
+  if (job.op === 'probe') {
+    try {
+      return await sharp(job.source, { limitInputPixels: false }).metadata();
+    } catch (e) {
+      throw new JobFailure('undecodable', (e as Error).message.split('\n')[0] ?? 'unreadable header');
+    }
+  }
   if (job.op === 'ping') return { pid: process.pid };
   throw new Error(`unknown job ${(job as { op: string }).op}`);
 }
@@ -109,3 +116,5 @@ process.on('message', (msg: { id: number; job: WorkerJob }) => {
 });
 // The parent going away (crash, kill) ends this process too.
 process.on('disconnect', () => process.exit(0));
+// sharp is loaded: from now on a job's deadline measures its decode, not this process's start.
+process.send!({ ready: true });

@@ -20,7 +20,7 @@ const DECODABLE = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif',
 
 export class Renditions {
   /** `images`: the pool, budget and deadline the decodes run under (src/images/pool.ts). */
-  constructor(private readonly dir: string, private readonly images: ImageWork = defaultImageWork()) {
+  constructor(private readonly dir: string, readonly images: ImageWork = defaultImageWork()) {
     fs.mkdirSync(dir, { recursive: true });
   }
 

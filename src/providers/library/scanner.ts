@@ -179,7 +179,7 @@ export class LibraryScanner {
       const before = await fs.promises.stat(abs);
       const hashes = await this.snapshotAndHash(abs, before.size, snapshot);
       if (hashes.size !== before.size) throw new Error('the file changed while it was read; it will be indexed on the next scan');
-      const { warnings: _w, ...meta } = await extractMetadata(snapshot);
+      const { warnings: _w, ...meta } = await extractMetadata(snapshot, this.renditions.images);
       const id = assetIdFor(rel);
       const existing = await this.index.asset(id);
       const blob = hashes.sha256;
