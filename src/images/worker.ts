@@ -48,7 +48,10 @@ async function run(job: WorkerJob): Promise<unknown> {
   if (job.op === 'analyse') {
     const input = typeof job.input === 'string' ? job.input : Buffer.from(job.input.buffer, job.input.byteOffset, job.input.byteLength);
     const target = Math.max(...job.outputs.map((o) => Math.max(o.width, o.height)));
-    const h = await header(input, target, job.budget, job.maxPixels);
+    // Several outputs come from one intermediate of 4× the largest (below): the shrink-on-load the
+    // budget counts on is the one that intermediate allows.
+    const side = job.outputs.length === 1 ? target : Math.max(256, 4 * target);
+    const h = await header(input, side, job.budget, job.maxPixels);
     // pages: 1 — only the first page or frame of a multi-page image is ever decoded.
     const open = () => sharp(input, { limitInputPixels: false, failOn: job.failOn, pages: 1, page: 0, sequentialRead: true }).rotate().flatten({ background: '#ffffff' });
     const finish = (p: Sharp, o: (typeof job.outputs)[number]) =>
@@ -61,7 +64,6 @@ async function run(job: WorkerJob): Promise<unknown> {
       } else {
         // Several outputs from ONE decode: an intermediate at 4× the largest output (enough for
         // a good cubic reduction to each), then each output from it.
-        const side = Math.max(256, 4 * target);
         const mid = await open().resize(side, side, { fit: 'inside', withoutEnlargement: true }).removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
         const raw = { width: mid.info.width, height: mid.info.height, channels: 3 as const };
         outputs = [];
