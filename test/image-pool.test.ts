@@ -126,6 +126,22 @@ describe('the image pool', () => {
     }
   });
 
+  test('an animated image: only its first frame is decoded (and counted)', async () => {
+    // 25 frames of 200×200, the first black, the others increasingly red.
+    const frames = await Promise.all(Array.from({ length: 25 }, (_, i) => flat(200, 200).linear([0, 0, 0], [i * 10, 0, 0]).png().toBuffer()));
+    const gif = await sharp(frames, { join: { animated: true } }).gif().toBuffer();
+    assert.equal((await sharp(gif).metadata()).pages, 25);
+    const pool = new ImagePool({ size: 1, queueMax: 1, timeoutMs: 60_000 });
+    try {
+      // A budget of one 200×200 GIF frame (×2 for GIF): the 25 frames together would be far over it.
+      const r = await pool.analyse({ ...job(gif), budget: 200 * 200 * 2 });
+      assert.deepEqual([r.width, r.height], [200, 200]);
+      assert.ok(r.outputs[0]!.every((v, i) => i % 3 !== 0 || v < 8), 'every pixel is the first (black) frame');
+    } finally {
+      await pool.close();
+    }
+  });
+
   test('a full queue refuses at once (busy) instead of piling up', async () => {
     const pool = new ImagePool({ size: 1, queueMax: 1, timeoutMs: 60_000 });
     try {
