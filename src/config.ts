@@ -70,6 +70,21 @@ export interface HubConfig {
   imageFetchMaxRedirects: number;
   /** Largest declared width × height of a reference image (image bombs). */
   imageMaxPixels: number;
+  /**
+   * Decode budget of a search-by-image reference, in pixel-equivalents (src/images/budget.ts):
+   * what decoding it will really cost given its format and shrink-on-load; over it, 413.
+   */
+  imageDecodeBudget: number;
+  /** The same budget for a file of the library at indexing time (over it: indexed without renditions). */
+  imageIndexDecodeBudget: number;
+  /** Child processes decoding images (src/images/pool.ts), i.e. decodes at once. */
+  imagePoolSize: number;
+  /** Decodes that may wait for a free process; one more is 503 hub-unavailable. */
+  imagePoolQueue: number;
+  /** Longest decode of a reference image; the decoder process is killed at it (413). */
+  imageDecodeTimeoutMs: number;
+  /** Longest decode of a library file at indexing time (the file gets no renditions). */
+  imageIndexDecodeTimeoutMs: number;
   /** Bytes of serialised browse pages kept for repeated requests (0 disables; src/content/page-cache.ts). */
   pageCacheBytes: number;
   /**
@@ -141,6 +156,12 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageMaxBytes: 20 * 1024 * 1024,
     imageFetchMaxRedirects: 3,
     imageMaxPixels: 50_000_000,
+    imageDecodeBudget: 64_000_000,
+    imageIndexDecodeBudget: 268_402_689,
+    imagePoolSize: 2,
+    imagePoolQueue: 16,
+    imageDecodeTimeoutMs: 10_000,
+    imageIndexDecodeTimeoutMs: 60_000,
     pageCacheBytes: 32 * 1024 * 1024,
     imageModel: null,
     imageModelWeight: 0.5,

@@ -27,6 +27,7 @@ import { saasConnectors } from './providers/saas/register.js';
 import type { Stores } from './stores/types.js';
 import { buildConnectors } from './providers/kit/catalog.js';
 import type { DefinedConnector } from './providers/kit/define.js';
+import { ImagePool } from './images/pool.js';
 
 export interface HubDeps {
   clock?: Clock;
@@ -70,6 +71,8 @@ export class Hub {
   readonly library: LibraryProvider | null = null;
   /** Remote connectors enabled in config.connectors (src/providers/kit/). */
   readonly connectors: DefinedConnector[];
+  /** Child processes that decode untrusted images, under a budget (src/images/pool.ts). */
+  readonly imagePool: ImagePool;
 
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
     // Created 0700, or tightened (the CLI's serve reports what it did before this runs).
@@ -83,6 +86,7 @@ export class Hub {
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = config.adminKey ?? deps.adminKey ?? loadOrCreateSecret(config.dataDir, 'admin.key', null);
     for (const p of deps.providers ?? []) this.providers.register(p);
+    this.imagePool = new ImagePool({ size: config.imagePoolSize, queueMax: config.imagePoolQueue, timeoutMs: config.imageDecodeTimeoutMs });
     // Media URLs and download links end with the access they came from (docs/security.md).
     this.mediaAccess = new MediaAccess({
       partnerLive: async (id) => {
@@ -109,6 +113,7 @@ export class Hub {
         watch: deps.watchLibrary ?? true,
         imageModel: config.imageModel,
         imageModelWeight: config.imageModelWeight,
+        images: { pool: this.imagePool, budget: config.imageIndexDecodeBudget, timeoutMs: config.imageIndexDecodeTimeoutMs },
         sharedIndex: sharedLibraryIndex(this.stores, this.clock, config),
       });
       this.providers.register(this.library);
@@ -157,5 +162,6 @@ export class Hub {
     await this.library?.close();
     await Promise.all(this.connectors.map((c) => c.close()));
     await this.stores.close();
+    await this.imagePool.close();
   }
 }

@@ -64,9 +64,9 @@ function pagerProvider(id: string, image: boolean): Provider {
     },
     ...(image ? {
       // Names the reference image's size on every asset, so a test can see which bytes arrived.
-      async searchByImage(_s: unknown, img: Buffer, opts: { size: number; more: string | null }) {
+      async searchByImage(_s: unknown, ref: { bytes: Buffer }, opts: { size: number; more: string | null }) {
         const { page, more } = pageOf(opts.more ? Number(opts.more) : 0, opts.size);
-        return { folders: [], filters: [], totalAssetsCount: ids.length, assets: page.map((a) => ({ id: a, name: `${a}-${img.length}.bin` })), ...more };
+        return { folders: [], filters: [], totalAssetsCount: ids.length, assets: page.map((a) => ({ id: a, name: `${a}-${ref.bytes.length}.bin` })), ...more };
       },
     } : {}),
   };

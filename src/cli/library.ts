@@ -1,6 +1,6 @@
 /** `damhub users …` (library accounts) and `damhub index` (scan with a progress bar). */
 import fs from 'node:fs';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../clock.js';
 import { addAccount } from '../providers/library/accounts.js';
@@ -13,6 +13,8 @@ import { Renditions } from '../providers/library/renditions.js';
 import { DEFAULT_SCAN_CONCURRENCY, LibraryScanner } from '../providers/library/scanner.js';
 import { ImageSimilarity, librarySources } from '../providers/library/similarity/index.js';
 import { dataOpt, parse, UsageError } from './main.js';
+import { defaultConfig } from '../config.js';
+import { ImagePool, type ImageWork } from '../images/pool.js';
 
 function libraryDataDir(data: string | undefined): string {
   const dir = path.join(path.resolve(data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub'), 'library');
@@ -114,7 +116,22 @@ export async function indexCommand(args: string[]): Promise<number> {
       throw new Error(`${cur?.holder ?? 'another node'} is the library's indexer and keeps the index current; run damhub index when no node holds the lease`);
     }
   }
-  const renditions = new Renditions(path.join(dir, 'renditions'));
+  // The same per-file budget and deadline as the server's indexer (DAMHUB_IMAGE_INDEX_DECODE_*),
+  // with one decoder process per core up to --concurrency: `damhub index` has no requests to serve.
+  const envInt = (name: string, fallback: number) => {
+    const v = process.env[name];
+    if (v === undefined || v === '') return fallback;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`${name} must be an integer of at least 1`);
+    return n;
+  };
+  const timeoutMs = envInt('DAMHUB_IMAGE_INDEX_DECODE_TIMEOUT', defaultConfig().imageIndexDecodeTimeoutMs);
+  const images: ImageWork = {
+    pool: new ImagePool({ size: Math.max(1, Math.min(concurrency, availableParallelism())), queueMax: 0, timeoutMs }),
+    budget: envInt('DAMHUB_IMAGE_INDEX_DECODE_BUDGET', defaultConfig().imageIndexDecodeBudget),
+    timeoutMs,
+  };
+  const renditions = new Renditions(path.join(dir, 'renditions'), images);
   const scanner = new LibraryScanner(root, index, renditions, dir, systemClock);
   const tty = process.stderr.isTTY;
   const started = Date.now();
@@ -135,12 +152,14 @@ export async function indexCommand(args: string[]): Promise<number> {
     });
     if (tty) process.stderr.write('\n');
     // Descriptors for search by image, from the previews the scan just made.
-    const similarity = new ImageSimilarity(index instanceof LibraryIndex ? index.db : index.descriptors(), librarySources(renditions, scanner), systemClock, { concurrency, load: false });
+    const similarity = new ImageSimilarity(index instanceof LibraryIndex ? index.db : index.descriptors(), librarySources(renditions, scanner), systemClock, { concurrency, load: false, images });
     const described = await similarity.refresh();
     if (described) process.stdout.write(`described ${described} images for search by image\n`);
     process.stdout.write(`indexed ${report.files} files: ${report.added} added, ${report.updated} updated, ${report.unchanged} unchanged, ${report.removed} removed, ${report.failed.length} failed\n`);
     for (const f of report.failed) process.stdout.write(`  failed: ${f.path}: ${f.error}\n`);
+    for (const w of report.warnings) process.stdout.write(`  no renditions: ${w.path}: ${w.warning}\n`);
   } finally {
+    await images.pool.close();
     await lease?.stop();
     await close();
   }

@@ -155,6 +155,20 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (imageBytes !== undefined) overrides.imageMaxBytes = imageBytes;
   const imagePixels = num('DAMHUB_IMAGE_MAX_PIXELS');
   if (imagePixels !== undefined) overrides.imageMaxPixels = imagePixels;
+  const numbers: [string, keyof HubConfig, number][] = [
+    ['DAMHUB_IMAGE_DECODE_BUDGET', 'imageDecodeBudget', 1],
+    ['DAMHUB_IMAGE_INDEX_DECODE_BUDGET', 'imageIndexDecodeBudget', 1],
+    ['DAMHUB_IMAGE_POOL_SIZE', 'imagePoolSize', 1],
+    ['DAMHUB_IMAGE_POOL_QUEUE', 'imagePoolQueue', 0],
+    ['DAMHUB_IMAGE_DECODE_TIMEOUT', 'imageDecodeTimeoutMs', 1],
+    ['DAMHUB_IMAGE_INDEX_DECODE_TIMEOUT', 'imageIndexDecodeTimeoutMs', 1],
+  ];
+  for (const [envName, key, min] of numbers) {
+    const v = num(envName);
+    if (v === undefined) continue;
+    if (!Number.isInteger(v) || v < min) throw new UsageError(`${envName} must be an integer of at least ${min}`);
+    (overrides as Record<string, unknown>)[key] = v;
+  }
   const leaseSec = num('DAMHUB_LIBRARY_LEASE_SEC');
   if (leaseSec !== undefined) overrides.libraryLeaseSec = leaseSec;
   const rescanSec = num('DAMHUB_LIBRARY_RESCAN_SEC');

@@ -11,7 +11,7 @@ import type { ListOptions, Provider, ProviderSession } from '../providers/contra
 import type { Asset, AssetPage, FolderPage, VersionList } from '../providers/model.js';
 import { requireCapability } from '../providers/registry.js';
 import { CursorSealer } from './cursors.js';
-import { decodeImageReference } from './image-reference.js';
+import { decodeReference, referenceBytes } from './image-reference.js';
 
 /** The list parameters of a request, as the client sent them (already schema-checked). */
 export interface ListQuery {
@@ -84,13 +84,22 @@ export class AssetOps {
     return this.sealPage(await this.onSession(provider, dam, (s) => provider.search!(s, { query, parentId }, opts)), binding);
   }
 
-  /** `reference`: a data URI, an http(s) URL or a media URL this hub issued (image-reference.ts). */
-  async searchByImage(dam: ProviderSession, reference: string, q: ListQuery): Promise<AssetPage> {
+  /**
+   * `reference`: a data URI, an http(s) URL or a media URL this hub issued (image-reference.ts).
+   * The image is decoded once, in the image pool, inside the provider call: when the provider
+   * deadline passes or `signal` fires (the client went away), the decode is killed with the call.
+   */
+  async searchByImage(dam: ProviderSession, reference: string, q: ListQuery, signal?: AbortSignal): Promise<AssetPage> {
     const provider = this.providerOf(dam);
     requireCapability(provider.descriptor, 'similarSearch', 'search by image');
-    const image = await decodeImageReference(reference, this.hub);
-    const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([image.toString('base64')])]);
-    return this.sealPage(await this.onSession(provider, dam, (s) => provider.searchByImage!(s, image, opts)), binding);
+    const bytes = await referenceBytes(reference, this.hub);
+    const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([bytes.toString('base64')])]);
+    const outputs = provider.referenceOutputs?.() ?? [];
+    return this.sealPage(await this.onSession(provider, dam, async (s) => {
+      const stop = signal && s.signal ? AbortSignal.any([s.signal, signal]) : (s.signal ?? signal);
+      const image = await decodeReference(bytes, this.hub, { outputs, signal: stop });
+      return provider.searchByImage!(s, image, opts);
+    }), binding);
   }
 
   async asset(dam: ProviderSession, assetId: string, q: { uiLocale?: string; timeZone?: string }): Promise<Asset> {

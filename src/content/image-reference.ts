@@ -4,31 +4,39 @@
  * - the downloadUrl (or thumbnailUrl, conversion URL) of an asset this hub issued: resolved
  *   internally (signature checked, no network round trip);
  * - any other http(s) URL: fetched with SSRF protection (safe-fetch.ts).
- * Whatever the source, the bytes must decode as a raster image within the pixel limit; the
- * Content-Type or media type a client claims is not trusted.
+ * Whatever the source, the bytes must decode as a raster image (not SVG: a document that may
+ * reference others) within the pixel limit and the decode budget; the Content-Type or media type
+ * a client claims is not trusted.
  *
  * Errors (docs/image-search.md): malformed input or an undecodable image → 400
- * hub-validation-error; over the byte or pixel limit → 413 hub-payload-too-large; an address
+ * hub-validation-error; over the byte or pixel limit or the decode budget → 413
+ * hub-payload-too-large; image decoding at capacity → 503 hub-unavailable; an address
  * the fetch policy refuses → 403 hub-access-denied; the remote host failing, timing out or
  * redirecting too often → 400 hub-validation-error naming the cause. Never a 5xx.
  */
 import fs from 'node:fs';
-import sharp, { type Metadata } from 'sharp';
-import { hubError, validationError } from '../errors.js';
+import { hubError, isHubError, validationError } from '../errors.js';
 import type { Hub } from '../hub.js';
+import type { OutputSpec, ReferenceImage } from '../images/jobs.js';
+import { ImageJobError } from '../images/pool.js';
 import { FetchError, safeFetch } from './safe-fetch.js';
 
 const DATA_URI = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]*={0,2})$/i;
-/** Raster formats accepted as a reference (SVG is not: it is a document that may reference others). */
-const RASTER = new Set(['jpeg', 'png', 'webp', 'gif', 'tiff', 'avif', 'heif']);
 
-export async function decodeImageReference(ref: string, hub: Hub): Promise<Buffer> {
-  const bytes = await referenceBytes(ref.trim(), hub);
-  await verifyImage(bytes, hub.config.imageMaxPixels);
+
+/** With no output asked for, the decode still proves the image whole, at this tiny size. */
+const VERIFY_OUTPUT: OutputSpec = { width: 8, height: 8, fit: 'fill' };
+
+/** The bytes of a reference, decoded and verified (the MCP tools' thumbnails). */
+export async function decodeImageReference(ref: string, hub: Hub, opts: { signal?: AbortSignal } = {}): Promise<Buffer> {
+  const bytes = await referenceBytes(ref, hub);
+  await decodeReference(bytes, hub, opts);
   return bytes;
 }
 
-async function referenceBytes(s: string, hub: Hub): Promise<Buffer> {
+/** The bytes of a reference (data URI, the hub's own media URL, or a fetched URL); not decoded. */
+export async function referenceBytes(ref: string, hub: Hub): Promise<Buffer> {
+  const s = ref.trim();
   const maxBytes = hub.config.imageMaxBytes;
   const tooLarge = (what: string) => hubError('hub-payload-too-large', `${what} is over the limit of ${maxBytes} bytes`, { message: 'The reference image is too large.' });
   if (/^data:/i.test(s)) {
@@ -82,25 +90,46 @@ async function referenceBytes(s: string, hub: Hub): Promise<Buffer> {
 }
 
 /**
- * Decodes the image (header first, then the pixels at a reduced size) so that a non-image, a
- * truncated file or an image bomb is refused before any search work.
+ * Decodes a reference image ONCE, in the image pool (src/images/pool.ts): the header first, the
+ * declared size and the decode budget checked (src/images/budget.ts), then the first page decoded
+ * straight into the raw outputs the provider asked for (the descriptor's 40×40, the model's input),
+ * so that a non-image, a truncated file, an image bomb or an image too costly to decode is refused
+ * before any search work, and the search does not decode it again.
+ *
+ * `signal`: the request's end or the provider deadline; the decode is killed when it fires.
  */
-async function verifyImage(bytes: Buffer, maxPixels: number): Promise<void> {
-  let meta: Metadata;
+export async function decodeReference(bytes: Buffer, hub: Hub, opts: { outputs?: OutputSpec[]; signal?: AbortSignal } = {}): Promise<ReferenceImage> {
+  const outputs = opts.outputs?.length ? opts.outputs : [VERIFY_OUTPUT];
   try {
-    meta = await sharp(bytes, { limitInputPixels: false }).metadata();
-  } catch {
-    throw validationError('dataBase64: the content is not an image (it could not be decoded)');
-  }
-  if (!meta.format || !RASTER.has(meta.format)) throw validationError(`dataBase64: ${meta.format ?? 'this'} images are not accepted; send JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF`);
-  const w = meta.width ?? 0, h = meta.height ?? 0;
-  if (!w || !h) throw validationError('dataBase64: the image has no dimensions');
-  if (w * h > maxPixels) {
-    throw hubError('hub-payload-too-large', `dataBase64: the image declares ${w}×${h} pixels, over the limit of ${maxPixels}`, { message: 'The reference image has too many pixels.' });
-  }
-  try {
-    await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'error' }).resize(64, 64, { fit: 'inside' }).raw().toBuffer();
+    const r = await hub.imagePool.analyse(
+      { input: bytes, outputs, budget: hub.config.imageDecodeBudget, maxPixels: hub.config.imageMaxPixels, failOn: 'error' },
+      { signal: opts.signal, timeoutMs: hub.config.imageDecodeTimeoutMs },
+    );
+    return { bytes, format: r.format, width: r.width, height: r.height, outputs: r.outputs.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)) };
   } catch (e) {
-    throw validationError(`dataBase64: the image is damaged or truncated (${(e as Error).message.split('\n')[0]})`);
+    if (!(e instanceof ImageJobError)) throw e;
+    throw referenceError(e, opts.signal);
+  }
+}
+
+/** What a failed decode means for the client: never a 5xx for its image. */
+function referenceError(e: ImageJobError, signal?: AbortSignal): Error {
+  switch (e.kind) {
+    case 'over-budget':
+      return hubError('hub-payload-too-large', `dataBase64: ${e.message}`, { message: 'The reference image is too large or too costly to decode.' });
+    case 'timeout':
+      return hubError('hub-payload-too-large', `dataBase64: ${e.message} (imageDecodeTimeoutMs); the decoder was stopped`, { message: 'The reference image is too costly to decode.' });
+    case 'undecodable':
+    case 'unsupported':
+      return validationError(`dataBase64: ${e.message}`);
+    case 'crashed':
+      return validationError(`dataBase64: the image could not be decoded (${e.message})`);
+    case 'aborted':
+      // The provider deadline's own error (504) when it was the deadline; else the client left.
+      return isHubError(signal?.reason) ? signal.reason : validationError(`dataBase64: ${e.message}`);
+    case 'busy':
+      return hubError('hub-unavailable', `image decoding is at capacity: ${e.message}`, { headers: { 'retry-after': '1' } });
+    default:
+      return Object.assign(hubError('hub-internal-error', 'the reference image could not be processed'), { cause: e });
   }
 }

@@ -3,6 +3,7 @@
  * declares its capabilities once; the providers listing, the 501 answers for missing operations
  * and the picker's affordances are all derived from that declaration (see registry.ts).
  */
+import type { OutputSpec, ReferenceImage } from '../images/jobs.js';
 import type { FastifyInstance } from 'fastify';
 import type { ProviderCredentials } from '../auth/provider-tokens.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from './model.js';
@@ -146,7 +147,14 @@ export interface Provider {
   // Content operations: present exactly when the matching capability is declared.
   browse?(session: ProviderSession, folderId: string, opts: ListOptions): Promise<FolderPage>;
   search?(session: ProviderSession, q: SearchQuery, opts: ListOptions): Promise<AssetPage>;
-  searchByImage?(session: ProviderSession, image: Buffer, opts: ListOptions): Promise<AssetPage>;
+  /**
+   * `image` was decoded once by the hub, in its image pool, under the decode budget; its
+   * `outputs` are the raw decodes `referenceOutputs()` asked for (none: decode `image.bytes`
+   * yourself only through the hub's pool, or forward the bytes).
+   */
+  searchByImage?(session: ProviderSession, image: ReferenceImage, opts: ListOptions): Promise<AssetPage>;
+  /** The raw decodes of a reference image searchByImage needs (the descriptor's, a model's input). */
+  referenceOutputs?(): OutputSpec[];
   asset?(session: ProviderSession, assetId: string, opts: { uiLocale: string; timeZone: string | null }): Promise<Asset>;
   versions?(session: ProviderSession, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList>;
   /** Bytes behind a signed media URL (already verified by the hub). */

@@ -96,8 +96,18 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       response: responses(Type.Ref('SearchResult')),
     },
   }, async (req, reply) => {
-    const page = await ops.searchByImage(damOf(req), (req.body as { dataBase64: string }).dataBase64, req.query as ListQueryT);
-    return sendResults(reply, page);
+    // The decode of the reference is killed if the client goes away before the answer.
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    };
+    reply.raw.once('close', onClose);
+    try {
+      const page = await ops.searchByImage(damOf(req), (req.body as { dataBase64: string }).dataBase64, req.query as ListQueryT, gone.signal);
+      return sendResults(reply, page);
+    } finally {
+      reply.raw.off('close', onClose);
+    }
   });
 
   app.get('/assets/asset/*', {

@@ -24,7 +24,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import exifr from 'exifr';
 import { fileTypeFromFile } from 'file-type';
-import sharp, { type Metadata as ImageHeader } from 'sharp';
+import type { Metadata as ImageHeader } from 'sharp';
+import { defaultImageWork, type ImageWork } from '../../images/pool.js';
 import type { Exif, Iptc, Xmp } from '../model.js';
 
 export type AssetKind = 'image' | 'video' | 'audio' | 'document' | 'other';
@@ -47,7 +48,12 @@ export interface ExtractedMetadata {
   warnings: string[];
 }
 
-export async function extractMetadata(file: string): Promise<ExtractedMetadata> {
+/**
+ * `images`: the pool whose child reads the image header (sharp's metadata() is header-only, yet a
+ * hostile file can make it slow: a TIFF of a million IFDs takes seconds), under the indexing
+ * deadline; default the shared fallback pool.
+ */
+export async function extractMetadata(file: string, images: ImageWork = defaultImageWork()): Promise<ExtractedMetadata> {
   const size = await assertReadableFile(file);
   const warnings: string[] = [];
   const mimeType = await sniffMimeType(file, warnings);
@@ -58,7 +64,7 @@ export async function extractMetadata(file: string): Promise<ExtractedMetadata> 
     warnings.push('empty file');
     return result;
   }
-  if (result.kind === 'image') await readImage(file, result);
+  if (result.kind === 'image') await readImage(file, result, images);
   return result;
 }
 
@@ -122,8 +128,8 @@ interface ImageSources {
   iccDescription?: string;
 }
 
-async function readImage(file: string, out: ExtractedMetadata): Promise<void> {
-  const src = await readImageSources(file, out.warnings);
+async function readImage(file: string, out: ExtractedMetadata, images: ImageWork): Promise<void> {
+  const src = await readImageSources(file, out.warnings, images);
   const h = src.header;
   out.width = positiveInt(h?.width) ?? positiveInt(src.tags.ExifImageWidth) ?? positiveInt(src.tags.ImageWidth);
   out.height = positiveInt(h?.height) ?? positiveInt(src.tags.ExifImageHeight) ?? positiveInt(src.tags.ImageHeight);
@@ -134,8 +140,8 @@ async function readImage(file: string, out: ExtractedMetadata): Promise<void> {
   out.exif = mapExif(src.tags, out, out.warnings);
 }
 
-async function readImageSources(file: string, warnings: string[]): Promise<ImageSources> {
-  const [header, parsed] = await Promise.all([readHeader(file, warnings), readWithExifr(file, warnings)]);
+async function readImageSources(file: string, warnings: string[], images: ImageWork): Promise<ImageSources> {
+  const [header, parsed] = await Promise.all([readHeader(file, warnings, images), readWithExifr(file, warnings)]);
   const tags = parsed?.ifd0 || parsed?.exif
     ? { ...parsed.ifd0, ...parsed.exif }
     : await exifFromBlock(header?.exif, warnings);
@@ -148,9 +154,9 @@ async function readImageSources(file: string, warnings: string[]): Promise<Image
   };
 }
 
-async function readHeader(file: string, warnings: string[]): Promise<ImageHeader | undefined> {
+async function readHeader(file: string, warnings: string[], images: ImageWork): Promise<ImageHeader | undefined> {
   try {
-    return await sharp(file).metadata();
+    return await images.pool.probe(file, { timeoutMs: images.timeoutMs, background: true });
   } catch (e) {
     warnings.push(`image header unreadable: ${firstLine(e)}`);
     return undefined;

@@ -21,7 +21,9 @@ import { isInside, LibraryScanner, type ScanReport } from './scanner.js';
 import { tokenize, type EngineQuery, type RankParams } from './search-engine.js';
 import { isWithin } from './paths.js';
 import { signinRoutes } from './signin.js';
-import { searchByImage } from './similarity/search.js';
+import { referenceOutputs, searchByImage } from './similarity/search.js';
+import type { OutputSpec, ReferenceImage } from '../../images/jobs.js';
+import { defaultImageWork, type ImageWork } from '../../images/pool.js';
 import { ImageSimilarity, librarySources } from './similarity/index.js';
 import { ImageEmbedder } from './similarity/embedder.js';
 
@@ -46,6 +48,10 @@ export interface LibraryOptions {
   imageModel?: string | null;
   /** Weight of the model's cosine in the blended score, 0..1. */
   imageModelWeight?: number;
+  /** Where scan warnings go (files indexed without renditions); default process.emitWarning. */
+  warn?: (message: string) => void;
+  /** The image pool and per-file decode budget of indexing (src/images/pool.ts); default a small shared one. */
+  images?: ImageWork;
 }
 
 const descriptor: ProviderDescriptor = {
@@ -85,15 +91,18 @@ export class LibraryProvider implements Provider {
   constructor(readonly opts: LibraryOptions) {
     fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
     this.index = opts.sharedIndex?.index ?? new LibraryIndex(path.join(opts.dataDir, 'library.sqlite'));
-    this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'));
+    const images = opts.images ?? defaultImageWork();
+    this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'), images);
     this.scanner = new LibraryScanner(opts.root, this.index, this.renditions, opts.dataDir, opts.clock);
     const store = this.index instanceof LibraryIndex ? this.index.db : this.index.descriptors();
-    this.similarity = new ImageSimilarity(store, librarySources(this.renditions, this.scanner), opts.clock);
+    this.similarity = new ImageSimilarity(store, librarySources(this.renditions, this.scanner), opts.clock, { images });
   }
 
   /** A scan, then the image descriptors of whatever it added or changed. */
   async rescan(): Promise<ScanReport> {
     const report = await this.scanner.scan();
+    const warn = this.opts.warn ?? ((m: string) => process.emitWarning(m, 'DamhubLibraryWarning'));
+    for (const w of report.warnings) warn(`library file ${w.path} is indexed without renditions: ${w.warning}`);
     await this.similarity.refresh();
     return report;
   }
@@ -131,7 +140,7 @@ export class LibraryProvider implements Provider {
       },
       lost: () => this.unwatch(),
     });
-    const report = first ? await first : { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], files: 0 };
+    const report = first ? await first : { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], warnings: [], files: 0 };
     await this.index.searchEngine();
     return report;
   }
@@ -316,7 +325,11 @@ export class LibraryProvider implements Provider {
     };
   }
 
-  async searchByImage(session: ProviderSession, image: Buffer, opts: ListOptions): Promise<AssetPage> {
+  referenceOutputs(): OutputSpec[] {
+    return referenceOutputs(this.similarity);
+  }
+
+  async searchByImage(session: ProviderSession, image: ReferenceImage, opts: ListOptions): Promise<AssetPage> {
     const acc = await this.account(session);
     const roots = acc.folders.length ? acc.folders : null;
     return searchByImage(this.similarity, image, opts, {

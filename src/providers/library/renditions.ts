@@ -1,12 +1,13 @@
 /**
  * Thumbnails and previews of library images, generated with sharp at indexing time and cached
  * under `<data>/library/renditions/<asset id>/<version>-<name>.jpg`. The original is decoded once
- * (into the preview); the thumbnail is made from the preview. Anything sharp cannot decode gets
+ * (into the preview), in the image pool under the per-file decode budget (src/images/); the
+ * thumbnail is made from the preview. Anything sharp cannot decode gets
  * no rendition file and is served a generic icon instead, never an error.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import sharp from 'sharp';
+import { defaultImageWork, type ImageWork } from '../../images/pool.js';
 
 export const RENDITIONS = {
   thumbnail: { size: 256, quality: 80 },
@@ -18,7 +19,8 @@ export type RenditionName = keyof typeof RENDITIONS;
 const DECODABLE = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/tiff', 'image/avif', 'image/heic', 'image/heif', 'image/svg+xml']);
 
 export class Renditions {
-  constructor(private readonly dir: string) {
+  /** `images`: the pool, budget and deadline the decodes run under (src/images/pool.ts). */
+  constructor(private readonly dir: string, readonly images: ImageWork = defaultImageWork()) {
     fs.mkdirSync(dir, { recursive: true });
   }
 
@@ -36,17 +38,18 @@ export class Renditions {
     const preview = this.file(assetId, version, 'preview');
     const thumb = this.file(assetId, version, 'thumbnail');
     fs.mkdirSync(path.dirname(preview), { recursive: true });
+    const { pool, budget, timeoutMs } = this.images;
     try {
-      // failOn 'none': a truncated JPEG still yields what could be decoded.
-      const buf = await sharp(source, { failOn: 'none', limitInputPixels: 268_402_689, sequentialRead: true })
-        .rotate()
-        .resize(RENDITIONS.preview.size, RENDITIONS.preview.size, { fit: 'inside', withoutEnlargement: true })
-        .flatten({ background: '#ffffff' })
-        .jpeg({ quality: RENDITIONS.preview.quality, mozjpeg: false })
-        .toBuffer();
-      await writeAtomic(preview, buf);
-      const small = await sharp(buf).resize(RENDITIONS.thumbnail.size, RENDITIONS.thumbnail.size, { fit: 'inside', withoutEnlargement: true }).jpeg({ quality: RENDITIONS.thumbnail.quality }).toBuffer();
-      await writeAtomic(thumb, small);
+      // In the image pool, under the per-file budget and deadline: a hostile file (a few KB
+      // declaring 20000×20000) is refused from its header, or killed at the deadline, and the
+      // asset is simply served without renditions.
+      await pool.run({
+        op: 'render',
+        source,
+        budget,
+        preview: { file: preview, size: RENDITIONS.preview.size, quality: RENDITIONS.preview.quality },
+        thumbnail: { file: thumb, size: RENDITIONS.thumbnail.size, quality: RENDITIONS.thumbnail.quality },
+      }, { timeoutMs, background: true });
       return { ok: true };
     } catch (e) {
       return { ok: false, warning: `no rendition: ${(e as Error).message}` };
@@ -57,12 +60,6 @@ export class Renditions {
   remove(assetId: string): void {
     fs.rmSync(path.join(this.dir, assetId), { recursive: true, force: true });
   }
-}
-
-async function writeAtomic(file: string, data: Buffer): Promise<void> {
-  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  await fs.promises.writeFile(tmp, data);
-  await fs.promises.rename(tmp, file);
 }
 
 /** A neutral SVG icon per kind of file, for assets without a raster rendition. */

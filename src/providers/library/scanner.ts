@@ -21,6 +21,11 @@ export interface ScanReport {
   unchanged: number;
   removed: number;
   failed: { path: string; error: string }[];
+  /**
+   * Files indexed without renditions (and so without a descriptor) because their decode was
+   * refused or stopped: over the per-file decode budget, past the deadline, or undecodable.
+   */
+  warnings: { path: string; warning: string }[];
   files: number;
 }
 
@@ -85,7 +90,7 @@ export class LibraryScanner {
   }
 
   private async doScan(opts: { concurrency?: number; onProgress?: (p: ScanProgress) => void }): Promise<ScanReport> {
-    const report: ScanReport = { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], files: 0 };
+    const report: ScanReport = { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], warnings: [], files: 0 };
     const known = await this.index.fileStates();
     const found = await this.walk();
     report.files = found.length;
@@ -111,7 +116,7 @@ export class LibraryScanner {
       while (next < todo.length) {
         const item = todo[next++]!;
         try {
-          const r = await this.indexFile(item.rel);
+          const r = await this.indexFile(item.rel, (warning) => report.warnings.push({ path: item.rel, warning }));
           if (r === 'added') report.added++;
           else if (r === 'updated') report.updated++;
           else if (r === 'removed') report.removed++;
@@ -167,21 +172,26 @@ export class LibraryScanner {
   }
 
   /** Indexes one file (relative path); a vanished file is removed from the index. */
-  async indexFile(rel: string): Promise<'added' | 'updated' | 'unchanged' | 'removed'> {
+  async indexFile(rel: string, onWarning?: (warning: string) => void): Promise<'added' | 'updated' | 'unchanged' | 'removed'> {
     const abs = path.join(this.root, rel);
     const snapshot = path.join(this.blobDir, `.tmp-${randomBytes(8).toString('hex')}`);
     try {
       const before = await fs.promises.stat(abs);
       const hashes = await this.snapshotAndHash(abs, before.size, snapshot);
       if (hashes.size !== before.size) throw new Error('the file changed while it was read; it will be indexed on the next scan');
-      const { warnings: _w, ...meta } = await extractMetadata(snapshot);
+      const { warnings: _w, ...meta } = await extractMetadata(snapshot, this.renditions.images);
       const id = assetIdFor(rel);
       const existing = await this.index.asset(id);
       const blob = hashes.sha256;
       const sameContent = existing?.hashes?.sha256 === hashes.sha256;
       const version = existing ? (sameContent ? existing.version : existing.version + 1) : 1;
       await this.keepBlob(snapshot, blob);
-      if (!sameContent || !this.renditions.has(id, version, 'thumbnail')) await this.renditions.generate(id, version, this.blobPath(blob), meta.mimeType);
+      if (!sameContent || !this.renditions.has(id, version, 'thumbnail')) {
+        // A file whose decode is refused or stopped (a hostile one: a few KB declaring 20000×20000)
+        // is still indexed, without renditions; the scan goes on with the next file.
+        const r = await this.renditions.generate(id, version, this.blobPath(blob), meta.mimeType);
+        if (r.warning) onWarning?.(r.warning);
+      }
       const now = this.clock.now();
       const row: AssetRow = {
         id,

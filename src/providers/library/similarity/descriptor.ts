@@ -16,6 +16,7 @@
  * The cosine of two vectors is their int8 dot product / 127²; see docs/image-search.md.
  */
 import sharp from 'sharp';
+import type { OutputSpec } from '../../../images/jobs.js';
 
 export const DIM = 64;
 /** int8 scale: a unit vector's components are stored as round(x·127). */
@@ -48,9 +49,19 @@ export interface DecodeLimits {
   failOn: 'none' | 'truncated' | 'error' | 'warning';
 }
 
-/** Decodes an image (buffer or file) once into 32×32 RGB and describes it. */
+/**
+ * The decode a descriptor needs (EXIF orientation applied, alpha flattened on white, stretched to
+ * 40×40 with a cubic kernel, sRGB): what the image pool (src/images/worker.ts) produces from
+ * untrusted bytes, so the server never decodes them itself.
+ */
+export const DESCRIPTOR_OUTPUT: OutputSpec = { width: DECODE, height: DECODE, fit: 'fill' };
+
+/**
+ * Decodes an image in THIS process and describes it: for benchmarks and trusted inputs only. The
+ * hub decodes untrusted images in its image pool (DESCRIPTOR_OUTPUT) and calls describeDecoded.
+ */
 export async function describeImage(input: Buffer | string, limits: DecodeLimits): Promise<Descriptor> {
-  const { data, info } = await sharp(input, { limitInputPixels: limits.limitInputPixels, failOn: limits.failOn })
+  const { data } = await sharp(input, { limitInputPixels: limits.limitInputPixels, failOn: limits.failOn })
     .rotate() // honour EXIF orientation, as renditions do
     .flatten({ background: '#ffffff' })
     .resize(DECODE, DECODE, { fit: 'fill', kernel: 'cubic' })
@@ -58,7 +69,12 @@ export async function describeImage(input: Buffer | string, limits: DecodeLimits
     .toColourspace('srgb')
     .raw()
     .toBuffer({ resolveWithObject: true });
-  if (info.width !== DECODE || info.height !== DECODE || info.channels !== 3) throw new Error(`unexpected decode ${info.width}x${info.height}x${info.channels}`);
+  return describeDecoded(data);
+}
+
+/** The descriptor of a DESCRIPTOR_OUTPUT decode (40×40 RGB). */
+export function describeDecoded(data: Uint8Array): Descriptor {
+  if (data.length !== DECODE * DECODE * 3) throw new Error(`unexpected decode of ${data.length} bytes, ${DECODE}×${DECODE}×3 expected`);
   const centre = new Uint8Array(N * N * 3);
   for (let r = 0; r < N; r++) centre.set(data.subarray(((r + MARGIN) * DECODE + MARGIN) * 3, ((r + MARGIN) * DECODE + MARGIN + N) * 3), r * N * 3);
   return describePixels(centre);

@@ -19,6 +19,7 @@ import fs from 'node:fs';
 import sharp from 'sharp';
 import type { DecodeLimits } from './descriptor.js';
 import { SCALE } from './descriptor.js';
+import type { OutputSpec } from '../../../images/jobs.js';
 
 /** CLIP's preprocessing constants (openai/clip, and the Hugging Face CLIPImageProcessor). */
 export const CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073] as const;
@@ -115,18 +116,31 @@ export class ImageEmbedder {
     }
   }
 
-  /** The int8 embedding of an image (file or buffer), L2-normalised × 127. */
+  /** The decode the model needs (resized to cover W × H, centre-cropped): made by the image pool. */
+  get decodeSpec(): OutputSpec {
+    return { width: this.width, height: this.height, fit: 'cover' };
+  }
+
+  /**
+   * The int8 embedding of an image decoded in THIS process: for trusted inputs and benchmarks.
+   * The hub decodes untrusted images in its image pool (`decodeSpec`) and calls embedDecoded.
+   */
   async embed(image: Buffer | string, limits: DecodeLimits): Promise<Int8Array> {
-    const { width, height } = this;
-    const { data, info } = await sharp(image, { limitInputPixels: limits.limitInputPixels, failOn: limits.failOn })
+    const { data } = await sharp(image, { limitInputPixels: limits.limitInputPixels, failOn: limits.failOn })
       .rotate()
       .flatten({ background: '#ffffff' })
-      .resize(width, height, { fit: 'cover', position: 'centre', kernel: 'cubic' })
+      .resize(this.width, this.height, { fit: 'cover', position: 'centre', kernel: 'cubic' })
       .removeAlpha()
       .toColourspace('srgb')
       .raw()
       .toBuffer({ resolveWithObject: true });
-    if (info.width !== width || info.height !== height || info.channels !== 3) throw new Error(`unexpected decode ${info.width}x${info.height}x${info.channels}`);
+    return this.embedDecoded(data);
+  }
+
+  /** The int8 embedding of a `decodeSpec` decode (W × H RGB), L2-normalised × 127. */
+  async embedDecoded(data: Uint8Array): Promise<Int8Array> {
+    const { width, height } = this;
+    if (data.length !== width * height * 3) throw new Error(`unexpected decode of ${data.length} bytes, ${width}×${height}×3 expected`);
     const plane = width * height;
     const chw = new Float32Array(3 * plane);
     for (let i = 0, p = 0; i < plane; i++, p += 3) {

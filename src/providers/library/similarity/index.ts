@@ -9,9 +9,11 @@ import type Database from 'better-sqlite3';
 import type { Clock } from '../../../clock.js';
 import type { Renditions } from '../renditions.js';
 import type { LibraryScanner } from '../scanner.js';
-import { describeImage, type Descriptor } from './descriptor.js';
+import { DESCRIPTOR_OUTPUT, describeDecoded, type Descriptor } from './descriptor.js';
+import { defaultImageWork, type ImageWork } from '../../../images/pool.js';
 import { DescriptorStore, type DescriptorBackend, type PendingImage } from './store.js';
 import type { ImageEmbedder } from './embedder.js';
+import type { OutputSpec } from '../../../images/jobs.js';
 import { EmbeddingIndex, EmbeddingStore } from './embeddings.js';
 import { DEFAULT_CUTOFF, VectorIndex, type Hit } from './vector-index.js';
 
@@ -25,8 +27,6 @@ interface Semantic {
   weight: number;
 }
 
-/** Pixel limit for library files (the renditions' own limit); query images have a stricter one. */
-const INDEX_PIXEL_LIMIT = 268_402_689;
 
 export interface SimilaritySources {
   /** Preview rendition of the current version, when one exists (a 1024 px JPEG: cheap to decode). */
@@ -56,10 +56,13 @@ export class ImageSimilarity {
   private readonly concurrency: number;
   private readonly load: boolean;
   private semantic: Semantic | null = null;
+  private readonly images: ImageWork;
 
   /** `opts.load: false` (the `damhub index` command) computes and stores descriptors without holding them in memory. */
   /** `store`: the library's SQLite database, or another descriptor backend (PostgreSQL in cluster mode). */
-  constructor(store: Database.Database | DescriptorBackend, private readonly sources: SimilaritySources, private readonly clock: Clock, opts: { concurrency?: number; load?: boolean } = {}) {
+  /** `images`: the pool and per-file budget the decodes run under (src/images/pool.ts). */
+  constructor(store: Database.Database | DescriptorBackend, private readonly sources: SimilaritySources, private readonly clock: Clock, opts: { concurrency?: number; load?: boolean; images?: ImageWork } = {}) {
+    this.images = opts.images ?? defaultImageWork();
     const isDb = 'prepare' in store && typeof store.prepare === 'function';
     this.db = isDb ? (store as Database.Database) : null;
     this.store = isDb ? new DescriptorStore(store as Database.Database) : (store as DescriptorBackend);
@@ -148,7 +151,7 @@ export class ImageSimilarity {
     const source = this.source(img);
     if (!source) return null;
     try {
-      return await embedder.embed(source, { limitInputPixels: INDEX_PIXEL_LIMIT, failOn: 'none' });
+      return await embedder.embedDecoded((await this.decode(source, embedder.decodeSpec))!);
     } catch {
       return null; // remembered as such until the content changes
     }
@@ -163,10 +166,17 @@ export class ImageSimilarity {
     const source = this.source(img);
     if (!source) return null;
     try {
-      return await describeImage(source, { limitInputPixels: INDEX_PIXEL_LIMIT, failOn: 'none' });
+      return describeDecoded(await this.decode(source, DESCRIPTOR_OUTPUT));
     } catch {
-      return null; // undecodable: remembered as such until the content changes
+      return null; // undecodable or over the budget: remembered as such until the content changes
     }
+  }
+
+  /** One decode of a library file in the image pool, under the per-file budget (indexing work). */
+  private async decode(source: string, output: OutputSpec): Promise<Buffer> {
+    const { pool, budget, timeoutMs } = this.images;
+    const r = await pool.analyse({ input: source, outputs: [output], budget, maxPixels: Number.MAX_SAFE_INTEGER, failOn: 'none' }, { timeoutMs, background: true });
+    return r.outputs[0]!;
   }
 
   /** Applies descriptor changes made since the last look (by this or another process). */

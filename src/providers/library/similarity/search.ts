@@ -6,15 +6,11 @@ import { createHash } from 'node:crypto';
 import { validationError } from '../../../errors.js';
 import type { ListOptions } from '../../contract.js';
 import type { Asset, AssetPage } from '../../model.js';
-import { describeImage, type Descriptor } from './descriptor.js';
+import { DESCRIPTOR_OUTPUT, describeDecoded, type Descriptor } from './descriptor.js';
+import type { OutputSpec, ReferenceImage } from '../../../images/jobs.js';
 import type { ImageSimilarity } from './index.js';
 import type { Hit } from './vector-index.js';
 
-/**
- * Query images were verified by the hub (image-reference.ts) against its own, stricter limit;
- * this is a backstop only.
- */
-const QUERY_PIXEL_LIMIT = 268_402_689;
 
 interface Cursor {
   /** Fingerprint of the query descriptor: a cursor only continues the search it came from. */
@@ -30,23 +26,22 @@ export interface SearchContext {
   toAsset(id: string): Asset | null | Promise<Asset | null>;
 }
 
-export async function searchByImage(sim: ImageSimilarity, image: Buffer, opts: ListOptions, ctx: SearchContext): Promise<AssetPage> {
+/**
+ * The decodes of the reference image a search needs, made once by the hub in its image pool
+ * (content/image-reference.ts): the descriptor's, then the model's when one is configured.
+ */
+export function referenceOutputs(sim: ImageSimilarity): OutputSpec[] {
+  return sim.embedder ? [DESCRIPTOR_OUTPUT, sim.embedder.decodeSpec] : [DESCRIPTOR_OUTPUT];
+}
+
+export async function searchByImage(sim: ImageSimilarity, image: ReferenceImage, opts: ListOptions, ctx: SearchContext): Promise<AssetPage> {
   if (opts.filters.length) throw validationError('filters are not supported by search by image');
-  let q: Descriptor;
-  try {
-    q = await describeImage(image, { limitInputPixels: QUERY_PIXEL_LIMIT, failOn: 'error' });
-  } catch (e) {
-    throw validationError(`dataBase64: the reference image could not be decoded (${(e as Error).message.split('\n')[0]})`);
-  }
-  let embedding: Int8Array | null = null;
   const embedder = sim.embedder;
-  if (embedder) {
-    try {
-      embedding = await embedder.embed(image, { limitInputPixels: QUERY_PIXEL_LIMIT, failOn: 'error' });
-    } catch (e) {
-      throw validationError(`dataBase64: the reference image could not be decoded (${(e as Error).message.split('\n')[0]})`);
-    }
-  }
+  const [pixels, modelPixels] = image.outputs;
+  // The hub decoded what referenceOutputs() asked for; anything else is a bug, not the client's.
+  if (!pixels || (embedder && !modelPixels)) throw new Error('the reference image was not decoded for this provider (referenceOutputs)');
+  const q: Descriptor = describeDecoded(pixels);
+  const embedding: Int8Array | null = embedder ? await embedder.embedDecoded(modelPixels!) : null;
   const fingerprint = fingerprintOf(q, embedder?.modelId);
   const after = opts.more ? parseCursor(opts.more, fingerprint) : null;
   const { hits, total } = await sim.search(q, { k: opts.size + 1, after, folderAllowed: ctx.folderAllowed, embedding });

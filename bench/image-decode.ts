@@ -1,0 +1,186 @@
+/**
+ * Costly reference images (issue 17, item 1): what decoding them costs, and what four of them
+ * decoding at once cost everybody else.
+ *
+ * 1. Decode cost: for each costly image (a few KB to a few hundred KB, tens of megapixels, in
+ *    formats that cannot be shrunk on load), one decode in a fresh image-pool process with the
+ *    budget off: wall time and the process's peak RSS, and whether the default budget refuses it.
+ *    Plus the pool's round trip for a small image against the same decode in this process.
+ * 2. Isolation: a real `damhub serve` (budget off via DAMHUB_IMAGE_DECODE_BUDGET, so the images
+ *    really decode, in its pool) — the p99 of checkToken, a folder browse, a token exchange and a
+ *    signed download, first with nothing else running, then while 4 clients keep sending costly
+ *    search-by-image requests.
+ *
+ * Run: npm run bench:image-decode [-- --duration 10 --scale 1]; --scale 0.25 --duration 2 for a
+ * quick check (smaller images). Prints one `RESULT name value unit target <op> value met|missed`
+ * line per figure at the end; removes its temporary data.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { decodeCost } from '../src/images/budget.js';
+import { ImagePool } from '../src/images/pool.js';
+import { defaultConfig } from '../src/config.js';
+import { median, REPO_ROOT, rssOf, startChild, table } from './lib.js';
+
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, scale: { type: 'string', default: '1' } } });
+const durationMs = Number(values.duration) * 1000;
+const scale = Number(values.scale);
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-decode-'));
+const results: string[] = [];
+const result = (name: string, value: number, unit: string, op: '<=' | '>=', target: number) =>
+  results.push(`RESULT ${name} ${Math.round(value * 100) / 100} ${unit} target ${op} ${target} ${(op === '<=' ? value <= target : value >= target) ? 'met' : 'missed'}`);
+const px = (n: number) => Math.max(64, Math.round(n * scale));
+const flat = (w: number, h: number) => sharp({ create: { width: px(w), height: px(h), channels: 3, background: '#6a7b8c' } });
+
+const budget = defaultConfig().imageDecodeBudget;
+let hub: Awaited<ReturnType<typeof startChild>> | null = null;
+try {
+  // Flat content: the bytes stay tiny (cheap to send) while the decode touches every pixel.
+  console.log(`generating costly images (scale ${scale}) ...`);
+  const costly: { name: string; bytes: Buffer; type: string }[] = [
+    { name: 'png-7000', bytes: await flat(7000, 7000).png({ compressionLevel: 9 }).toBuffer(), type: 'image/png' },
+    { name: 'png16-5000', bytes: await flat(5000, 5000).toColourspace('rgb16').png({ compressionLevel: 9 }).toBuffer(), type: 'image/png' },
+    { name: 'gif-5000', bytes: await flat(5000, 5000).gif().toBuffer(), type: 'image/gif' },
+    { name: 'tiff-7000', bytes: await flat(7000, 7000).tiff({ compression: 'deflate' }).toBuffer(), type: 'image/tiff' },
+    { name: 'webp-7000', bytes: await flat(7000, 7000).webp({ lossless: true }).toBuffer(), type: 'image/webp' },
+    { name: 'avif-4000', bytes: await flat(4000, 4000).avif({ effort: 0 }).toBuffer(), type: 'image/avif' },
+  ];
+
+  // 1. One decode each, in a fresh pool process (its peak RSS is this decode's).
+  const rows: [string, ...(string | number)[]][] = [['image', 'bytes', 'declared', 'decode ms', 'peak RSS MiB', 'default budget']];
+  const spec = { outputs: [{ width: 40, height: 40, fit: 'fill' as const }], budget: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER, failOn: 'error' as const };
+  for (const img of costly) {
+    const pool = new ImagePool({ size: 1, queueMax: 1, timeoutMs: 600_000 });
+    await pool.run({ op: 'ping' });
+    const pid = pool.pids()[0]!;
+    const t0 = performance.now();
+    const r = await pool.analyse({ input: img.bytes, ...spec });
+    const ms = performance.now() - t0;
+    const rss = rssOf(pid).peakMiB;
+    await pool.close();
+    const meta = await sharp(img.bytes).metadata();
+    const refused = decodeCost(meta, 40).cost > budget;
+    rows.push([img.name, img.bytes.length, `${r.width}×${r.height}`, ms, rss, refused ? 'refused (413)' : 'accepted']);
+    result(`decode_ms_${img.name}`, ms, 'ms', '<=', defaultConfig().imageDecodeTimeoutMs);
+    result(`decode_peak_rss_${img.name}`, rss, 'MiB', '<=', 1024);
+  }
+  console.log(table(rows));
+
+  // The pool's round trip for a small reference against the same decode in this process.
+  const small = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#336699' } }).jpeg().toBuffer();
+  const pool = new ImagePool({ size: 1, queueMax: 1, timeoutMs: 60_000 });
+  const inPool: number[] = [], inProcess: number[] = [];
+  for (let i = 0; i < 60; i++) {
+    let t = performance.now();
+    await pool.analyse({ input: small, ...spec });
+    if (i >= 10) inPool.push(performance.now() - t);
+    t = performance.now();
+    await sharp(small, { failOn: 'error' }).rotate().flatten({ background: '#ffffff' }).resize(40, 40, { fit: 'fill', kernel: 'cubic' }).removeAlpha().raw().toBuffer();
+    if (i >= 10) inProcess.push(performance.now() - t);
+  }
+  await pool.close();
+  console.log(`640×480 JPEG to 40×40: pool ${median(inPool).toFixed(2)} ms, in process ${median(inProcess).toFixed(2)} ms (medians of 50)`);
+  result('pool_overhead_small_jpeg', median(inPool) - median(inProcess), 'ms', '<=', 5);
+
+  // 2. Isolation, against a real server.
+  const lib = path.join(dir, 'library');
+  fs.mkdirSync(path.join(lib, 'Shoot'), { recursive: true });
+  for (let i = 0; i < 40; i++) fs.writeFileSync(path.join(lib, 'Shoot', `p${i}.jpg`), await sharp({ create: { width: 320, height: 240, channels: 3, background: { r: i * 6, g: 100, b: 200 - i * 4 } } }).jpeg().toBuffer());
+  const port = 18191;
+  const base = `http://127.0.0.1:${port}`;
+  const api = `${base}/api/v1`;
+  hub = await startChild([`${REPO_ROOT}bin/damhub.js`, 'serve', '--demo', '--library', lib, '--port', String(port), '--data', path.join(dir, 'data')], 'damhub listening', {
+    DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0', DAMHUB_BODY_LIMIT: String(64 * 1024 * 1024),
+    // Budget off: the costly references really decode (in the pool), which is what isolation is about.
+    DAMHUB_IMAGE_DECODE_BUDGET: String(Number.MAX_SAFE_INTEGER), DAMHUB_IMAGE_MAX_PIXELS: String(1e9), DAMHUB_IMAGE_DECODE_TIMEOUT: '600000',
+  });
+  const json = async (r: Response) => {
+    if (!r.ok) throw new Error(`${r.url}: ${r.status} ${await r.text()}`);
+    return r.json() as Promise<any>;
+  };
+  const mint = async () => (await json(await fetch(`${base}/demo/partner-token`, { method: 'POST' }))).jwt as string;
+  const { access_token } = await json(await fetch(`${api}/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${await mint()}` } }));
+  const auth = { authorization: `Bearer ${access_token}` };
+  const start = await json(await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: auth }));
+  const form = await (await fetch(start.redirect_uri)).text();
+  const action = /<form method="post" action="([^"]+)"/.exec(form)![1]!;
+  await fetch(new URL(action, base), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state: start.state, username: 'demo', password: 'demo-password' }) });
+  const dam = await json(await fetch(`${api}/auth/login?state=${encodeURIComponent(start.state)}&polling=true`));
+  const headers = { ...auth, 'provider-authorization': `Bearer ${dam.access_token}` };
+  const root = await json(await fetch(`${api}/assets/folder/root`, { headers }));
+  const folderId = root.folders.find((f: { name: string }) => f.name === 'Shoot').id as string;
+  const browseUrl = `${api}/assets/folder/${encodeURIComponent(folderId)}?size=50`;
+  const page = await json(await fetch(browseUrl, { headers }));
+  const downloads = (page.assets as { downloadUrl: string }[]).map((a) => a.downloadUrl);
+
+  type Call = 'checkToken' | 'browse' | 'exchange' | 'download';
+  const measure = async (withLoad: boolean): Promise<Record<Call, number[]>> => {
+    const lat: Record<Call, number[]> = { checkToken: [], browse: [], exchange: [], download: [] };
+    // Single-use partner JWTs, minted before the window (the demo partner allows 600 exchanges/min).
+    const jwts = await Promise.all(Array.from({ length: Math.ceil(durationMs / 200) + 2 }, mint));
+    const end = performance.now() + durationMs;
+    const timed = async (call: Call, fn: () => Promise<Response>) => {
+      const t = performance.now();
+      const r = await fn();
+      await r.arrayBuffer();
+      if (!r.ok) throw new Error(`${call}: ${r.status}`);
+      lat[call].push(performance.now() - t);
+    };
+    const loop = async (fn: () => Promise<void>) => {
+      while (performance.now() < end) await fn();
+    };
+    let d = 0;
+    const load: Promise<void>[] = [];
+    let stopLoad = false;
+    if (withLoad) {
+      for (let c = 0; c < 4; c++) {
+        load.push((async () => {
+          for (let i = c; !stopLoad; i++) {
+            const img = costly[i % costly.length]!;
+            const r = await fetch(`${api}/assets/search`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ dataBase64: `data:${img.type};base64,${img.bytes.toString('base64')}` }) });
+            await r.arrayBuffer();
+          }
+        })());
+      }
+    }
+    await Promise.all([
+      loop(() => timed('checkToken', () => fetch(`${api}/auth/checkToken`, { headers: auth }))),
+      loop(() => timed('checkToken', () => fetch(`${api}/auth/checkToken`, { headers: auth }))),
+      loop(() => timed('browse', () => fetch(browseUrl, { headers }))),
+      loop(() => timed('download', () => fetch(downloads[d++ % downloads.length]!))),
+      loop(async () => {
+        const jwt = jwts.pop();
+        if (!jwt) return new Promise((r) => setTimeout(r, 50));
+        await timed('exchange', () => fetch(`${api}/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${jwt}` } }));
+        await new Promise((r) => setTimeout(r, 150)); // ≤ 5/s, inside the partner's rate limit
+      }),
+    ]);
+    stopLoad = true;
+    await Promise.all(load);
+    return lat;
+  };
+  const p99 = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s[Math.min(s.length - 1, Math.floor(s.length * 0.99))] ?? NaN;
+  };
+  await measure(false); // warm-up
+  const idle = await measure(false);
+  const busy = await measure(true);
+  const out: [string, ...(string | number)[]][] = [['call', 'n idle', 'p99 idle ms', 'n busy', 'p99 busy ms']];
+  for (const call of ['checkToken', 'browse', 'exchange', 'download'] as Call[]) {
+    out.push([call, idle[call].length, p99(idle[call]), busy[call].length, p99(busy[call])]);
+    // Isolated means: four decodes at once leave the others' p99 within 2× of idle (+25 ms of
+    // scheduling slack on a machine whose cores the decoders also use).
+    result(`p99_${call}_with_4_costly_decodes`, p99(busy[call]), 'ms', '<=', Math.round((Math.max(2 * p99(idle[call]), p99(idle[call]) + 25)) * 100) / 100);
+  }
+  console.log(`isolation: ${Number(values.duration)} s per phase, ${os.cpus().length} cores, node ${process.version}, pool size ${defaultConfig().imagePoolSize}`);
+  console.log(table(out));
+} finally {
+  hub?.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 300));
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+for (const line of results) console.log(line);
