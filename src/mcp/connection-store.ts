@@ -7,7 +7,8 @@
  * keep opening while their key is retained (src/auth/keys.ts). A sign-in in progress is kept as
  * its login state (src/auth/dam-login.ts).
  */
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from '../stores/sqlite/driver.js';
 import path from 'node:path';
 import { privateSqliteFile } from '../stores/private-files.js';
 
@@ -23,7 +24,7 @@ export interface StoredConnection {
 }
 
 export class McpConnectionStore {
-  private readonly db: Database.Database;
+  private readonly db: BetterSqlite3.Database;
 
   constructor(file: string) {
     privateSqliteFile(file);

@@ -4,7 +4,8 @@
  * leading slash ('' is the root); nothing here touches the file system.
  */
 import { randomInt } from 'node:crypto';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from '../../stores/sqlite/driver.js';
 import type { FileHashes } from './hashes.js';
 import type { ExtractedMetadata } from './metadata.js';
 import type { LibraryIndexStore } from './index-contract.js';
@@ -73,7 +74,7 @@ export interface ListQuery {
   after: { key: number | string; id: string } | null;
 }
 
-const MIGRATIONS: (string | ((db: Database.Database) => void))[] = [
+const MIGRATIONS: (string | ((db: BetterSqlite3.Database) => void))[] = [
   `
   CREATE TABLE folders (path TEXT PRIMARY KEY, parent TEXT, name TEXT NOT NULL) WITHOUT ROWID;
   CREATE INDEX folders_parent ON folders(parent, name);
@@ -156,7 +157,7 @@ const REMOVED_LOG_KEEP = 100_000;
 
 export class LibraryIndex implements LibraryIndexStore {
   readonly kind = 'sqlite' as const;
-  readonly db: Database.Database;
+  readonly db: BetterSqlite3.Database;
   private readonly stmts;
 
   constructor(
@@ -339,7 +340,7 @@ export class LibraryIndex implements LibraryIndexStore {
   private engine: SearchEngine | null = null;
   private snapshotSeq = -1;
   /** Prepared `rowid IN (?, …)` lookups by arity (pages are at most a few hundred). */
-  private readonly byRowidStmts = new Map<number, Database.Statement>();
+  private readonly byRowidStmts = new Map<number, BetterSqlite3.Statement>();
   private engineSeq = 0;
 
   /**

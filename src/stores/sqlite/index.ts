@@ -3,7 +3,8 @@
  * must not lose across a restart. better-sqlite3 is synchronous and in-process, so each method is a
  * handful of microseconds; the async signatures exist for the networked stores of the cluster mode.
  */
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { Database } from './driver.js';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { gcra, gcraRefund } from '../gcra.js';
@@ -32,7 +33,7 @@ import { privateSqliteFile } from '../private-files.js';
 
 type Row = Record<string, unknown>;
 
-export function openSqlite(file: string): Database.Database {
+export function openSqlite(file: string): BetterSqlite3.Database {
   privateSqliteFile(file);
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
@@ -43,7 +44,7 @@ export function openSqlite(file: string): Database.Database {
   return db;
 }
 
-function migrate(db: Database.Database): void {
+function migrate(db: BetterSqlite3.Database): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
   const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
   for (const m of MIGRATIONS) {
@@ -92,7 +93,7 @@ type Notify = () => void;
 class SqlitePartners implements PartnerStore {
   private readonly byId;
   private readonly byIssuer;
-  constructor(private readonly db: Database.Database, private readonly changed: Notify) {
+  constructor(private readonly db: BetterSqlite3.Database, private readonly changed: Notify) {
     this.byId = db.prepare('SELECT * FROM partners WHERE id = ?');
     this.byIssuer = db.prepare('SELECT * FROM partners WHERE issuer = ?');
   }
@@ -150,7 +151,7 @@ class SqlitePartners implements PartnerStore {
 class SqliteUsers implements UserStore {
   private readonly byId;
   private readonly upsertStmt;
-  constructor(private readonly db: Database.Database, private readonly changed: Notify) {
+  constructor(private readonly db: BetterSqlite3.Database, private readonly changed: Notify) {
     this.byId = db.prepare('SELECT * FROM users WHERE id = ?');
     this.upsertStmt = db.prepare(
       `INSERT INTO users (id, partner_id, sub, email, name, given_name, family_name, created_at, last_seen_at)
@@ -177,7 +178,7 @@ class SqliteUsers implements UserStore {
 class SqliteSessions implements SessionStore {
   private readonly byId;
   private readonly rotateStmt;
-  constructor(private readonly db: Database.Database, private readonly changed: Notify) {
+  constructor(private readonly db: BetterSqlite3.Database, private readonly changed: Notify) {
     this.byId = db.prepare('SELECT * FROM sessions WHERE id = ?');
     this.rotateStmt = db.prepare(
       `UPDATE sessions SET previous_jti = current_jti, current_jti = ?, rotated_at = ?, expires_at = ?
@@ -207,7 +208,7 @@ class SqliteSessions implements SessionStore {
 
 class SqliteReplay implements ReplayStore {
   private readonly insert;
-  constructor(db: Database.Database) {
+  constructor(db: BetterSqlite3.Database) {
     // A stale row (expired key) is overwritten; a live one makes the insert a no-op.
     this.insert = db.prepare(
       `INSERT INTO replay_keys (key, expires_at) VALUES (?, ?)
@@ -222,7 +223,7 @@ class SqliteReplay implements ReplayStore {
 class SqliteLogins implements LoginStateStore {
   private readonly consumeTx;
   private readonly createTx;
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: BetterSqlite3.Database) {
     // Read and flip in one immediate transaction: two pollers can never both get the tokens.
     this.consumeTx = db.transaction((state: string) => {
       const r = db.prepare(`SELECT result FROM login_states WHERE state = ? AND status = 'completed'`).get(state) as { result: string | null } | undefined;
@@ -273,7 +274,7 @@ class SqliteRateLimits implements RateLimitStore {
   private readonly read;
   private readonly write;
   private readonly tx;
-  constructor(db: Database.Database) {
+  constructor(db: BetterSqlite3.Database) {
     this.read = db.prepare('SELECT tat FROM rate_limits WHERE key = ?');
     this.write = db.prepare('INSERT INTO rate_limits (key, tat) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET tat = excluded.tat');
     this.tx = db.transaction((key: string, limit: number, periodMs: number, now: number) => {
@@ -308,7 +309,7 @@ export class SqliteStores implements Stores {
 
   private readonly events = new EventEmitter();
 
-  constructor(readonly db: Database.Database) {
+  constructor(readonly db: BetterSqlite3.Database) {
     const changed = () => this.events.emit('invalidate');
     this.partners = new SqlitePartners(db, changed);
     this.users = new SqliteUsers(db, changed);
