@@ -1,10 +1,11 @@
-/** The S3 connector passes the provider conformance suite against a real S3-protocol server. */
+/** The S3 connector passes the provider conformance suite against OpenStack Swift's S3 API (s3api), started on loopback. */
 import { after } from 'node:test';
 import { runProviderConformance } from './conformance/provider-conformance.js';
 import { solidJpeg } from './helpers/library.js';
-import { startS3Hub, startS3Server, type S3Hub, type S3Server } from './helpers/s3.js';
+import { startSwiftS3, type RealS3 } from './helpers/real-servers.js';
+import { startS3Hub, type S3Hub } from './helpers/s3.js';
 
-let s3: S3Server | undefined;
+let s3: RealS3 | undefined;
 let h: S3Hub | undefined;
 after(async () => {
   await h?.t.close();
@@ -17,7 +18,7 @@ runProviderConformance('s3', async () => {
   objects['Photos/Trips/Été 2024/photo plage.jpg'] = await solidJpeg(40, 30, [250, 200, 10]);
   objects['Photos/Sub/photo sub.jpg'] = await solidJpeg(40, 30, [5, 5, 5]);
   objects['Docs/readme.txt'] = 'hello photo world';
-  s3 = await startS3Server(objects);
+  s3 = await startSwiftS3(objects);
   h = await startS3Hub(s3);
   const w = h;
   return {

@@ -69,11 +69,12 @@ export async function signInS3(t: TestHub, access: string, fields: { endpoint: s
   return { token: poll.json().access_token ?? null, status: submit.statusCode, page: submit.body };
 }
 
-export async function startS3Hub(s3: { endpoint: string; bucket: string }, opts: { config?: Partial<HubConfig> } = {}): Promise<S3Hub> {
+/** `s3` may name its own key pair and region (a real server's); s3rver's fixed pair is the default. */
+export async function startS3Hub(s3: { endpoint: string; bucket: string; region?: string; accessKeyId?: string; secretAccessKey?: string }, opts: { config?: Partial<HubConfig> } = {}): Promise<S3Hub> {
   // Presigned URLs are checked by the server against real time, so the hub's clock starts at now.
   const t = await startTestHub({ clock: new ManualClock(Date.now()), config: { userRateLimitPerMin: 0, connectors: { s3: { allowHosts: ['127.0.0.1'], timeoutMs: 5000 } }, ...opts.config } });
   const { access_token } = await t.login();
-  const r = await signInS3(t, access_token, { endpoint: s3.endpoint, region: 'us-east-1', bucket: s3.bucket, ...S3_KEY });
+  const r = await signInS3(t, access_token, { endpoint: s3.endpoint, region: s3.region ?? 'us-east-1', bucket: s3.bucket, accessKeyId: s3.accessKeyId ?? S3_KEY.accessKeyId, secretAccessKey: s3.secretAccessKey ?? S3_KEY.secretAccessKey });
   assert.ok(r.token, r.page);
   const headers = { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${r.token}` };
   return {

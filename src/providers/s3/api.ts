@@ -11,6 +11,8 @@ import { discard, type UpstreamClient } from '../kit/http.js';
 import { malformed } from '../kit/upstream-errors.js';
 
 export const PROVIDER_ID = 's3';
+/** The payload hash of every request this connector signs: it sends no bodies, and presigned URLs cannot know one. */
+export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
 export interface S3Cred extends Record<string, unknown> {
   /** Endpoint origin, e.g. https://s3.eu-central-1.amazonaws.com or a MinIO URL. */
@@ -85,7 +87,7 @@ async function signed(c: S3Cred, method: string, key: string | null, query: Reco
   const path = objectPath(c, key);
   const req = await signer(c).sign({
     method, protocol: ep.protocol, hostname: ep.hostname, port: ep.port ? Number(ep.port) : undefined, path, query,
-    headers: { host: ep.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...headers },
+    headers: { host: ep.host, 'x-amz-content-sha256': UNSIGNED_PAYLOAD, ...headers },
   });
   const qs = Object.entries(query).map(([k, v]) => `${enc(k)}=${enc(v)}`).join('&');
   return { url: new URL(`${ep.origin}${path}${qs ? `?${qs}` : ''}`), headers: req.headers as Record<string, string> };
@@ -193,8 +195,13 @@ export async function presignGet(c: S3Cred, key: string, fileName: string, expir
   const path = objectPath(c, key);
   const query: Record<string, string> = { 'response-content-disposition': `attachment; filename*=UTF-8''${enc(fileName)}` };
   if (versionId) query.versionId = versionId;
+  // A presigned URL is signed before any body exists, so its canonical request must carry the
+  // payload hash UNSIGNED-PAYLOAD (as the AWS SDK's presigner does). Without this header the
+  // signer hashes an empty body, which S3 and Swift's s3api refuse (403 SignatureDoesNotMatch);
+  // s3rver never noticed because it does not check V4 signatures. The signer hoists the header
+  // into the query as X-Amz-Content-Sha256.
   const req = await signer(c).presign(
-    { method: 'GET', protocol: ep.protocol, hostname: ep.hostname, port: ep.port ? Number(ep.port) : undefined, path, query, headers: { host: ep.host } },
+    { method: 'GET', protocol: ep.protocol, hostname: ep.hostname, port: ep.port ? Number(ep.port) : undefined, path, query, headers: { host: ep.host, 'x-amz-content-sha256': UNSIGNED_PAYLOAD } },
     { expiresIn, signingDate: new Date(now) },
   );
   const qs = Object.entries(req.query ?? {}).map(([k, v]) => `${enc(k)}=${enc(String(v))}`).join('&');

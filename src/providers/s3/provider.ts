@@ -10,7 +10,7 @@
 import { integrationError } from '../../errors.js';
 import type { AssetPage, FolderPage } from '../model.js';
 import { defineProvider, type CallContext } from '../kit/define.js';
-import { firstBytes, headObject, listObjects, listVersions, presignGet, PROVIDER_ID, s3ErrorMessage, type S3Cred, type S3Object } from './api.js';
+import { firstBytes, headObject, listObjects, listVersions, presignGet, PROVIDER_ID, s3ErrorMessage, type S3Cred, type S3Object, type S3Version } from './api.js';
 import { mimeOf, toAsset, toFolder, withHeaders, withImageHeader } from './mapping.js';
 
 /** Keys a first page or a search reads at most at one level; beyond it the answer says so. */
@@ -71,6 +71,17 @@ async function walk(ctx: CallContext<S3Cred>, prefix: string, delimiter: boolean
     visit(p);
     token = p.next;
   } while (token);
+}
+
+/**
+ * A key's versions, oldest first. ListObjectVersions lists one key's versions newest first (the
+ * API reference says so); that order is kept rather than re-sorting by LastModified, which ties
+ * when two versions land in the same second (servers that report whole seconds). No listing, or
+ * an empty one (no versioning at the server or on the bucket), gives `only` as the one version.
+ */
+function numbered<T extends S3Version | null>(found: S3Version[] | null, only: T): (S3Version | T)[] {
+  if (found?.length) return [...found].reverse();
+  return only === null ? [] : [only];
 }
 
 export const s3Connector = defineProvider<S3Cred>({
@@ -157,18 +168,15 @@ export const s3Connector = defineProvider<S3Cred>({
       const key = keyOf(assetId);
       const h = await headObject(ctx.http, ctx.cred, key);
       const name = key.split('/').at(-1)!;
-      const found = await listVersions(ctx.http, ctx.cred, key);
-      // No versioning at the server, or none on the bucket: the object is its only version.
-      const list = found?.length ? found : [{ key, versionId: '', latest: true, size: h.size, etag: h.etag, modified: h.modified }];
-      const oldestFirst = [...list].sort((a, b) => (a.modified ?? 0) - (b.modified ?? 0));
-      const numbered = await Promise.all(oldestFirst.map(async (v, i) => {
+      const oldestFirst = numbered(await listVersions(ctx.http, ctx.cred, key), { key, versionId: '', latest: true, size: h.size, etag: h.etag, modified: h.modified });
+      const list = await Promise.all(oldestFirst.map(async (v, i) => {
         const a = toAsset(v, await presignGet(ctx.cred, key, name, PRESIGN_SEC, ctx.now(), v.versionId && v.versionId !== 'null' ? v.versionId : undefined));
         a.version = i + 1;
         a.displayVersion = i + 1;
         if (v.versionId) a.versionComment = `S3 version ${v.versionId}`;
         return { a, latest: v.latest };
       }));
-      const versions = numbered.filter((v) => opts.withMaster || !v.latest).map((v) => v.a).reverse();
+      const versions = list.filter((v) => opts.withMaster || !v.latest).map((v) => v.a).reverse();
       return { id: key, name, versions };
     },
 
@@ -177,6 +185,13 @@ export const s3Connector = defineProvider<S3Cred>({
       const h = await headObject(ctx.http, ctx.cred, key);
       let a = toAsset({ key, size: h.size, etag: h.etag, modified: h.modified, contentType: h.contentType },
         await presignGet(ctx.cred, key, key.split('/').at(-1)!, PRESIGN_SEC, ctx.now()));
+      // The asset's number must be the one `assetversions` gives its current content, or a client
+      // comparing the two sees a version it cannot find: number it from the same listing.
+      const n = numbered(await listVersions(ctx.http, ctx.cred, key), null).findIndex((v) => v?.latest) + 1;
+      if (n > 0) {
+        a.version = n;
+        a.displayVersion = n;
+      }
       a = withHeaders(a, h);
       if (mimeOf(key, h.contentType).startsWith('image/') && h.size > 0) a = await withImageHeader(a, await firstBytes(ctx.http, ctx.cred, key, Math.min(HEADER_BYTES, h.size)));
       return a;
