@@ -75,6 +75,24 @@ test('a POST is not retried and the upstream message is kept verbatim in details
   await c.close();
 });
 
+test('an HTML error page reaches details as its text: no markup, head or script, bounded', async () => {
+  // The shape of Apache httpd's own 404 page (what mod_dav answers for a missing path).
+  const apache404 = '<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">\n<html><head>\n<title>404 Not Found</title>\n<style>body{color:red}</style></head><body>\n'
+    + '<h1>Not Found</h1>\n<p>The requested URL was not found on this server.</p>\n<script>track()</script><hr>\n<address>Apache/2.4.62 (Debian) Server at 127.0.0.1 Port 8080</address>\n</body></html>\n';
+  handler = (_q, r) => r.writeHead(404, { 'content-type': 'text/html; charset=iso-8859-1' }).end(apache404);
+  const { c } = client();
+  const e = await rejects(c.send({ method: 'GET', url: `${base}/x` }));
+  assert.equal(e.code, 'integration-not-found');
+  assert.equal(e.details, 'GET /x answered 404: Not Found The requested URL was not found on this server. Apache/2.4.62 (Debian) Server at 127.0.0.1 Port 8080');
+  // A long page is cut, and entities are read as text.
+  handler = (_q, r) => r.writeHead(502, { 'content-type': 'text/html' }).end(`<html><body><p>Gateway &amp; proxy &lt;down&gt; &#233;</p>${'<p>filler text</p>'.repeat(400)}</body></html>`);
+  const big = await rejects(c.send({ method: 'POST', url: `${base}/x`, body: '{}' }));
+  assert.match(big.details!, /^POST \/x answered 502: Gateway & proxy <down> é filler text/);
+  assert.doesNotMatch(big.details!, /<p>|<\/p>/);
+  assert.ok(big.details!.length <= 'POST /x answered 502: '.length + 2001, `bounded: ${big.details!.length}`);
+  await c.close();
+});
+
 test('429 with a short Retry-After is waited out; a long one is handed to the client', async () => {
   let n = 0;
   handler = (_q, r) => {

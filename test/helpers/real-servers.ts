@@ -109,6 +109,11 @@ function unprivileged(): { user: string; group: string; uid: number; gid: number
   return { user: 'nobody', group: 'nogroup', uid: id('-u'), gid: id('-g') };
 }
 
+/** {SHA} entries: a format both mod_authn_file and rclone read (`htpasswd -s` writes them). */
+function htpasswd(users: Record<string, string>): string {
+  return Object.entries(users).map(([u, p]) => `${u}:{SHA}${createHash('sha1').update(p).digest('base64')}\n`).join('');
+}
+
 export interface RealDav {
   /** The collection URL the connector signs in to (ends in '/'). */
   url: string;
@@ -124,11 +129,10 @@ export async function startApacheDav(files: Record<string, Buffer | string>, use
   const root = path.join(dir, 'files');
   mkdirSync(root);
   writeFiles(root, files);
-  // {SHA} entries are one of the formats mod_authn_file reads (htpasswd -s writes them).
-  writeFileSync(path.join(dir, 'htpasswd'), Object.entries(users).map(([u, p]) => `${u}:{SHA}${createHash('sha1').update(p).digest('base64')}\n`).join(''));
+  writeFileSync(path.join(dir, 'htpasswd'), htpasswd(users));
   const port = await freePort();
   const as = unprivileged();
-  const mods = ['mpm_event', 'authz_core', 'authn_core', 'authn_file', 'auth_basic', 'authz_user', 'dav', 'dav_fs', 'alias', 'dir', 'mime', ...(as ? ['unixd'] : [])];
+  const mods = ['mpm_event', 'authz_core', 'authn_core', 'authn_file', 'auth_basic', 'authz_user', 'dav', 'dav_fs', 'alias', 'dir', 'mime'];
   writeFileSync(path.join(dir, 'httpd.conf'), [
     'ServerRoot /usr/lib/apache2',
     `PidFile ${dir}/httpd.pid`,
@@ -159,15 +163,16 @@ export async function startApacheDav(files: Record<string, Buffer | string>, use
   return { url: `http://127.0.0.1:${port}/dav/`, root, close: () => stopAll([p]) };
 }
 
-/** `rclone serve webdav` over `files`, Basic authentication for one user. */
-export async function startRcloneDav(files: Record<string, Buffer | string>, user = 'alice', password = 'alice-pw'): Promise<RealDav> {
+/** `rclone serve webdav` over `files`, Basic authentication for `users` (an htpasswd file). */
+export async function startRcloneDav(files: Record<string, Buffer | string>, users: Record<string, string> = { alice: 'alice-pw' }): Promise<RealDav> {
   const rclone = requireProgram('rclone', 'rclone');
   const dir = tempDir('damhub-rclone-');
   const root = path.join(dir, 'files');
   mkdirSync(root);
   writeFiles(root, files);
+  writeFileSync(path.join(dir, 'htpasswd'), htpasswd(users));
   const port = await freePort();
-  const p = start('rclone', rclone, ['serve', 'webdav', root, '--addr', `127.0.0.1:${port}`, '--user', user, '--pass', password, '--config', path.join(dir, 'rclone.conf')]);
+  const p = start('rclone', rclone, ['serve', 'webdav', root, '--addr', `127.0.0.1:${port}`, '--htpasswd', path.join(dir, 'htpasswd'), '--config', path.join(dir, 'rclone.conf')]);
   await ready([p], 'rclone serve webdav', () => listening(port));
   return { url: `http://127.0.0.1:${port}/`, root, close: () => stopAll([p]) };
 }

@@ -14,7 +14,7 @@ import type { Clock } from '../../clock.js';
 import { integrationError, isHubError, type HubError } from '../../errors.js';
 import { AddressPolicy } from '../../content/safe-fetch.js';
 import { CircuitBreakers, type BreakerOptions } from './breaker.js';
-import { malformed, parseRetryAfter, statusError, unavailable } from './upstream-errors.js';
+import { malformed, parseRetryAfter, statusError, unavailable, upstreamText } from './upstream-errors.js';
 
 export interface UpstreamSettings {
   /** Deadline of one attempt: connect, headers and (for buffered answers) the whole body. */
@@ -249,7 +249,7 @@ export class UpstreamClient {
     else this.breakers.success(key);
     const text = await readSome(res.body, 8192).catch(() => '');
     const ct = String(res.headers['content-type'] ?? '');
-    const message = this.deps.errorMessage?.(text, ct) || text;
+    const message = upstreamText(this.deps.errorMessage?.(text, ct) || text, ct);
     const retryAfterSec = parseRetryAfter(res.headers['retry-after'], this.deps.clock.now());
     const error = statusError(this.providerId, what, status, message, status === 429 || status === 503 ? retryAfterSec : undefined);
     if (!RETRY_STATUSES.has(status)) throw error;

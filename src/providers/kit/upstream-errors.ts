@@ -1,7 +1,8 @@
 /**
  * Upstream failures → the hub's integration-* codes (SPEC.md section 5). One table for every
  * connector, so a 401 from any DAM reads the same to a partner. `details` carries what the
- * upstream said, verbatim (bounded), so support can read the DAM's own words; `provider` names it.
+ * upstream said as text (an HTML error page reduced to its words; bounded), so support can read
+ * the DAM's own words; `provider` names it.
  */
 import { integrationError, type HubError, type IntegrationCode } from '../../errors.js';
 
@@ -23,6 +24,29 @@ export function codeForStatus(status: number): { code: IntegrationCode; status?:
 export function clip(text: string): string {
   const t = text.trim();
   return t.length > MAX_DETAIL_CHARS ? `${t.slice(0, MAX_DETAIL_CHARS)}…` : t;
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
+
+/**
+ * An upstream's error message as text. Web servers in front of a DAM (Apache, nginx, proxies)
+ * answer errors with a whole HTML page; a partner's `details` and the hub's logs get its words,
+ * not its markup: the head (title, styles) and scripts dropped, tags removed, the common
+ * entities decoded, white space collapsed. Anything else passes unchanged.
+ */
+export function upstreamText(message: string, contentType = ''): string {
+  if (!/html/i.test(contentType) && !/^\s*(<!doctype\s+html|<html[\s>])/i.test(message)) return message;
+  return message
+    .replace(/<(head|script|style)\b[\s\S]*?(<\/\1\s*>|$)/gi, ' ')
+    .replace(/<!--[\s\S]*?(-->|$)/g, ' ')
+    .replace(/<[^>]*>?/g, ' ')
+    .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) => {
+      if (e[0] !== '#') return ENTITIES[e.toLowerCase()] ?? m;
+      const n = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : Number(e.slice(1));
+      return n > 0 && n < 0x110000 ? String.fromCodePoint(n) : m;
+    })
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /** The error for an upstream answer with a failing status. */

@@ -6,7 +6,7 @@
  * tree breadth-first with depth-1 PROPFINDs, bounded, matching names.
  * Downloads stream through the hub with Range and ETag relayed.
  */
-import { integrationError } from '../../errors.js';
+import { integrationError, isHubError } from '../../errors.js';
 import type { ListOptions } from '../contract.js';
 import type { AssetPage, FolderPage } from '../model.js';
 import { defineProvider, type CallContext } from '../kit/define.js';
@@ -127,7 +127,15 @@ export const webdavConnector = defineProvider<WebdavCred>({
 
     async browse(ctx, folderId, opts): Promise<FolderPage> {
       const p = cleanPath(folderId);
-      const entries = await propfind(ctx.http, ctx.cred, p, 1);
+      const entries = await propfind(ctx.http, ctx.cred, p, 1).catch(async (e: unknown) => {
+        // A folder is asked for with a trailing slash; Apache's mod_dav answers that for a file
+        // with 400 Bad Request rather than 404. Asked once more without the slash, a file
+        // there is "not a folder" (404), as other servers say; anything else stays the error.
+        if (!isHubError(e) || e.code !== 'integration-operation-failed' || p === '/') throw e;
+        const self = await propfind(ctx.http, ctx.cred, p, 0).catch(() => []);
+        if (self.some((x) => x.path === p && !x.collection)) throw integrationError('integration-not-found', PROVIDER_ID, `${p} is not a folder`);
+        throw e;
+      });
       const self = entries.find((e) => e.path === p);
       if (!self?.collection) throw integrationError('integration-not-found', PROVIDER_ID, `${p} is not a folder`);
       const members = entries.filter((e) => e.path !== p).sort(byName);
