@@ -9,7 +9,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
-import { HubError } from '../src/errors.js';
+import Fastify from 'fastify';
+import { HubError, integrationError } from '../src/errors.js';
+import { registerErrorHandling } from '../src/http/errors.js';
 import { UpstreamClient, DEFAULT_UPSTREAM, type UpstreamSettings } from '../src/providers/kit/http.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -260,4 +262,35 @@ test('a call the hub stopped waiting for: the request in flight ends, no retry s
   assert.equal((await c.during(new AbortController().signal).text({ method: 'GET', url: `${base}/ok` })).text, 'fine');
   await c.close();
   await c2.close();
+});
+
+test('expected answers (a DAM\'s 404, 501) are not logged as errors; a recognised outage is a warning without stack; only a crash logs its stack', async () => {
+  const lines: any[] = [];
+  const app = Fastify({ logger: { level: 'info', stream: { write: (l: string) => void lines.push(JSON.parse(l)) } } });
+  registerErrorHandling(app);
+  const throws: Record<string, () => never> = {
+    '/not-supported': () => { throw integrationError('integration-not-supported', 'testdam', 'PROPPATCH /x answered 501: Not Implemented'); },
+    '/not-found': () => { throw integrationError('integration-not-found', 'testdam', 'PROPFIND /x answered 404: Not Found'); },
+    '/down': () => { throw integrationError('integration-unavailable', 'testdam', 'GET /x answered 502: Bad Gateway', { status: 502 }); },
+    '/crash': () => { throw new TypeError('cannot read x of undefined'); },
+  };
+  for (const [url, f] of Object.entries(throws)) app.get(url, async () => f());
+  const levelOf = async (url: string) => {
+    lines.length = 0;
+    await app.inject({ method: 'GET', url });
+    return lines.filter((l) => /request (failed|rejected)/.test(l.msg));
+  };
+  for (const url of ['/not-supported', '/not-found']) {
+    const [l] = await levelOf(url);
+    assert.equal(l.level, 30, `${url} is logged at info`);
+    assert.equal(l.err, undefined);
+  }
+  const [down] = await levelOf('/down');
+  assert.equal(down.level, 40, 'a DAM outage is a warning');
+  assert.equal(down.details, 'GET /x answered 502: Bad Gateway');
+  assert.doesNotMatch(JSON.stringify(down), /"stack"|\n\s+at /, 'no stack trace');
+  const [crash] = await levelOf('/crash');
+  assert.equal(crash.level, 50);
+  assert.match(crash.err.stack, /TypeError: cannot read x of undefined/);
+  await app.close();
 });

@@ -94,8 +94,17 @@ export function sendError(err: HubError, req: FastifyRequest, reply: FastifyRepl
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((e, req, reply) => {
     const err = toHubError(e);
-    if (err.status >= 500) req.log.error({ err: e, code: err.code, requestId: req.id }, 'request failed');
-    else req.log.info({ code: err.code, details: err.details }, 'request rejected');
+    if (!isHubError(e) && err.status >= 500) {
+      // Something nobody anticipated: the stack is what finds it.
+      req.log.error({ err: e, code: err.code, requestId: req.id }, 'request failed');
+    } else if (err.status >= 500 && err.status !== 501) {
+      // An outage the hub or a connector recognised (a DAM down, a storage fault named as such):
+      // its code and details say what happened; a stack would only show where it was mapped.
+      req.log.warn({ code: err.code, provider: err.provider, details: err.details, requestId: req.id }, 'request failed');
+    } else {
+      // Expected answers: the client's mistake, or the DAM's own 404 or 501 (not supported).
+      req.log.info({ code: err.code, provider: err.provider, details: err.details }, 'request rejected');
+    }
     return sendError(err, req, reply);
   });
   app.setNotFoundHandler((req, reply) => {
