@@ -74,6 +74,10 @@ test('versions: every revision page, newest first, numbered from the oldest', as
   const v = res.json();
   assert.deepEqual(v.versions.map((x: any) => x.version), [4, 3, 2, 1], 'four revisions over two pages of two');
   assert.equal(new Set(v.versions.map((x: any) => x.downloadHashMd5)).size, 4);
+  // Drive's File.version counts every change (it is 8 here); reported as the asset's version it
+  // names a version the list above does not have.
+  const a = (await get(`/assets/asset/${r.ids['Brand/logo.png']}`)).json();
+  assert.ok(a.version === undefined || a.version === 4, `the asset's version ${a.version} is one assetversions lists`);
 });
 
 test('403 userRateLimitExceeded and 429 are integration-unavailable 503; Retry-After passes on', async () => {

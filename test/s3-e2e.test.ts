@@ -102,6 +102,8 @@ test('a versioned key: every version downloads what was written, and the asset c
   const a = await h.get(`/api/v1/assets/asset/${id}`);
   assert.equal(a.status, 200, JSON.stringify(a.body));
   assert.equal(a.body.version, 2, 'the asset is the version assetversions lists as current');
+  const listed = (await h.get(`/api/v1/assets/folder/${encodeURIComponent('posters/')}`)).body.assets[0];
+  assert.ok(listed.version === undefined || listed.version === 2, `a listing claims no other version than the current (${listed.version})`);
   // Both versions were written within the same second: the numbers follow the listing's order, not a tie of LastModified.
   for (const v of all.body.versions) assert.equal((await bytesOf(v.downloadUrl)).toString(), generations[v.version - 1]);
   const older = await h.get(`/api/v1/assets/assetversions/${id}`);

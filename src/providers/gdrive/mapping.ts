@@ -27,7 +27,8 @@ export function toAsset(f: DriveFile): Asset {
     created: ms(f.createdTime),
     modified: ms(f.modifiedTime),
     mimeType: f.mimeType,
-    version: int(f.version),
+    // Not Drive's `version`: that counts every change to the file, metadata included, and
+    // contradicts the revision numbers `assetversions` gives (1 = the oldest revision).
     xSizePx: f.imageMediaMetadata?.width,
     ySizePx: f.imageMediaMetadata?.height,
     downloadHashMd5: hex(f.md5Checksum, 32),

@@ -26,8 +26,10 @@ export function toAsset(o: S3Object & { contentType?: string }, downloadUrl: str
   const mimeType = mimeOf(o.key, o.contentType);
   const a: Asset = {
     id: o.key, name: baseName(o.key), parentPath: `/${o.key.split('/').slice(0, -1).join('/')}`,
-    mimeType, type: mimeType.split('/')[0], version: 1, fileSize: o.size, downloadUrl,
+    mimeType, type: mimeType.split('/')[0], fileSize: o.size, downloadUrl,
   };
+  // No version number here: a listing does not say which version of a versioned key this is,
+  // and a guessed 1 contradicts `assetversions`. The asset and versions hooks number it.
   if (o.modified !== undefined) {
     a.modified = o.modified;
     a.downloadHashFileAttributes = `${o.size}-${o.modified}`;

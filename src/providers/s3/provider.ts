@@ -187,11 +187,10 @@ export const s3Connector = defineProvider<S3Cred>({
         await presignGet(ctx.cred, key, key.split('/').at(-1)!, PRESIGN_SEC, ctx.now()));
       // The asset's number must be the one `assetversions` gives its current content, or a client
       // comparing the two sees a version it cannot find: number it from the same listing.
-      const n = numbered(await listVersions(ctx.http, ctx.cred, key), null).findIndex((v) => v?.latest) + 1;
-      if (n > 0) {
-        a.version = n;
-        a.displayVersion = n;
-      }
+      // Without versioning the object is its only version: 1, as `assetversions` says too.
+      const n = Math.max(1, numbered(await listVersions(ctx.http, ctx.cred, key), null).findIndex((v) => v?.latest) + 1);
+      a.version = n;
+      a.displayVersion = n;
       a = withHeaders(a, h);
       if (mimeOf(key, h.contentType).startsWith('image/') && h.size > 0) a = await withImageHeader(a, await firstBytes(ctx.http, ctx.cred, key, Math.min(HEADER_BYTES, h.size)));
       return a;
