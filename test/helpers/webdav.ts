@@ -1,45 +1,11 @@
 /**
- * A real WebDAV server (the `webdav-server` package, RFC 4918) on loopback over a generated
- * folder, with Basic authentication for one user, and a hub that serves the WebDAV connector
- * with a user signed in through the connector's sign-in form.
+ * A hub that serves the WebDAV connector with a user signed in through the connector's sign-in
+ * form. The WebDAV servers themselves are real ones (test/helpers/real-servers.ts: Apache
+ * mod_dav, rclone) or, for faults, a misbehaving loopback server in the test.
  */
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import { v2 as webdav } from 'webdav-server';
 import type { HubConfig } from '../../src/config.js';
-import { startTestHub, tempDir, type TestHub } from './hub.js';
-import { writeFiles } from './library.js';
-
-export interface DavServer {
-  url: string;
-  root: string;
-  close(): Promise<void>;
-}
-
-export async function startDavServer(files: Record<string, Buffer | string>, users: Record<string, string> = { alice: 'alice-pw' }): Promise<DavServer> {
-  const root = tempDir('damhub-dav-');
-  writeFiles(root, files);
-  const userManager = new webdav.SimpleUserManager();
-  const privileges = new webdav.SimplePathPrivilegeManager();
-  for (const [name, pw] of Object.entries(users)) privileges.setRights(userManager.addUser(name, pw, false), '/', ['all']);
-  const server = new webdav.WebDAVServer({
-    httpAuthentication: new webdav.HTTPBasicAuthentication(userManager, 'damhub-test'),
-    privilegeManager: privileges,
-    hostname: '127.0.0.1',
-    port: 0,
-  });
-  await new Promise<void>((resolve, reject) => server.setFileSystem('/', new webdav.PhysicalFileSystem(root), (ok) => (ok ? resolve() : reject(new Error('setFileSystem failed')))));
-  const http = await new Promise<Server>((resolve) => server.start((s) => resolve(s as Server)));
-  const port = (http.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/`, root,
-    close: () => new Promise<void>((r) => {
-      http.closeAllConnections?.();
-      server.stop(() => r());
-    }),
-  };
-}
+import { startTestHub, type TestHub } from './hub.js';
 
 export interface WebdavHub {
   t: TestHub;
