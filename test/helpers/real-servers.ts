@@ -1,21 +1,22 @@
 /**
  * Real, widely deployed servers from Debian's packages, started by the tests on loopback on free
- * ports, each with its own configuration and data in a temp dir, and stopped (their whole
- * process group) by `close()`:
+ * ports, each with its own configuration and data in a temp dir; `close()` stops their whole
+ * process group and removes the dir:
  *
  * - Apache httpd with mod_dav / mod_dav_fs (package apache2), Basic authentication;
  * - `rclone serve webdav` (package rclone), a second, unrelated WebDAV implementation;
  * - OpenStack Swift (swift-proxy, -account, -container, -object) with its S3 API (s3api +
- *   tempauth, object_versioning for S3 versioning) on a one-device ring built in the temp dir.
+ *   tempauth, object_versioning for S3 versioning) on a one-device ring built in the temp dir,
+ *   with the memcached tempauth requires.
  *
- * These are the servers the connectors meet in the field; the fakes (webdav-server, s3rver) are
- * kept only for cases a real server cannot be made to show. A missing package FAILS the test
+ * These are the servers the connectors meet in the field; the fake (s3rver) is kept only for
+ * the case a real server cannot be made to show (no ListObjectVersions). A missing package FAILS the test
  * with the package to install (`.ci/run` installs them): a skipped real-server test would pass
  * without having proved anything.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import path from 'node:path';
@@ -160,7 +161,7 @@ export async function startApacheDav(files: Record<string, Buffer | string>, use
   }
   const p = start('apache2', httpd, ['-f', path.join(dir, 'httpd.conf'), '-DFOREGROUND'], { env: { APACHE_RUN_DIR: dir, APACHE_LOCK_DIR: dir, APACHE_LOG_DIR: dir } });
   await ready([p], 'Apache httpd', () => listening(port));
-  return { url: `http://127.0.0.1:${port}/dav/`, root, close: () => stopAll([p]) };
+  return { url: `http://127.0.0.1:${port}/dav/`, root, close: () => stopAll([p]).then(() => rmSync(dir, { recursive: true, force: true })) };
 }
 
 /** `rclone serve webdav` over `files`, Basic authentication for `users` (an htpasswd file). */
@@ -174,7 +175,7 @@ export async function startRcloneDav(files: Record<string, Buffer | string>, use
   const port = await freePort();
   const p = start('rclone', rclone, ['serve', 'webdav', root, '--addr', `127.0.0.1:${port}`, '--htpasswd', path.join(dir, 'htpasswd'), '--config', path.join(dir, 'rclone.conf')]);
   await ready([p], 'rclone serve webdav', () => listening(port));
-  return { url: `http://127.0.0.1:${port}/`, root, close: () => stopAll([p]) };
+  return { url: `http://127.0.0.1:${port}/`, root, close: () => stopAll([p]).then(() => rmSync(dir, { recursive: true, force: true })) };
 }
 
 export interface RealS3 {
@@ -271,6 +272,7 @@ use = egg:swift#symlink
   const close = async () => {
     await stopAll(procs);
     logSock.close();
+    rmSync(dir, { recursive: true, force: true });
   };
   try {
     await ready(procs, 'Swift', async () => (await Promise.all([account, container, object, cache].map(listening))).every(Boolean) && (await fetch(`${endpoint}/info`)).ok);
