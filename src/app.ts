@@ -3,6 +3,7 @@
  * tested is what runs.
  */
 import swagger from '@fastify/swagger';
+import { favicon } from './http/favicon.js';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Hub } from './hub.js';
@@ -63,6 +64,8 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     routerOptions: { maxParamLength: 2048, ignoreTrailingSlash: true },
+    // Fastify's two lines per request ("incoming request", "request completed") become one, below.
+    disableRequestLogging: true,
     frameworkErrors,
     clientErrorHandler,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true } },
@@ -71,6 +74,12 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   guardSlowConnections(app.server, SLOW_CONNECTION_MS);
   app.decorate('pageCache', new PageCache(hub.clock, hub.config.pageCacheBytes));
 
+  // One line per request at info, when it is answered: method, path, status, time, request id
+  // (a route's logLevel, e.g. /healthz at warn, keeps probes out of the log).
+  app.addHook('onResponse', (req, reply, done) => {
+    req.log.info({ req, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
+    done();
+  });
   registerErrorHandling(app);
   registerSecurityHeaders(app);
   registerAuth(app);
@@ -109,6 +118,8 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     for (const p of hub.providers.list()) if (p.routes) await api.register(async (scope) => p.routes!(scope, hub.damLogin));
   }, { prefix: API_PREFIX });
 
+  app.get('/favicon.ico', { logLevel: 'warn', schema: { hide: true } }, async (_req, reply) =>
+    reply.type('image/x-icon').header('cache-control', 'public, max-age=86400').send(await favicon()));
   if (hub.config.demo) await app.register(demoRoutes);
   await app.register(mcpRoutes);
   return app;
