@@ -5,13 +5,13 @@
 import swagger from '@fastify/swagger';
 import { favicon } from './http/favicon.js';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Hub } from './hub.js';
 import { registerAuth } from './http/auth.js';
 import { guardSlowConnections } from './http/connection-guard.js';
 import { registerCorsRoute } from './http/cors.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
-import { registerErrorHandling } from './http/errors.js';
+import { registerErrorHandling, rejections } from './http/errors.js';
 import { clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { registerOps } from './http/ops.js';
 import { genReqId } from './http/request-id.js';
@@ -48,6 +48,20 @@ const logSerializers = {
   },
 };
 
+/**
+ * One log line per request at info, when it is answered, carrying method, path, status, time and
+ * request id: Fastify's default is two ("incoming request", then "request completed"), twice the
+ * log volume for nothing. A route's logLevel (e.g. /healthz at warn) still keeps probes out.
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime, ...rejections.get(request) }, 'request completed');
+  }
+}
+
 export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger === undefined ? { level: hub.config.logLevel, serializers: logSerializers } : opts.logger,
@@ -64,8 +78,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     routerOptions: { maxParamLength: 2048, ignoreTrailingSlash: true },
-    // Fastify's two lines per request ("incoming request", "request completed") become one, below.
-    disableRequestLogging: true,
+    logController: new OneLinePerRequest(),
     frameworkErrors,
     clientErrorHandler,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true } },
@@ -74,12 +87,6 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   guardSlowConnections(app.server, SLOW_CONNECTION_MS);
   app.decorate('pageCache', new PageCache(hub.clock, hub.config.pageCacheBytes));
 
-  // One line per request at info, when it is answered: method, path, status, time, request id
-  // (a route's logLevel, e.g. /healthz at warn, keeps probes out of the log).
-  app.addHook('onResponse', (req, reply, done) => {
-    req.log.info({ req, res: { statusCode: reply.statusCode }, responseTime: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
-    done();
-  });
   registerErrorHandling(app);
   registerSecurityHeaders(app);
   registerAuth(app);

@@ -91,11 +91,15 @@ export function sendError(err: HubError, req: FastifyRequest, reply: FastifyRepl
   return reply.code(err.status).type('application/json; charset=utf-8').send(envelope(err, req));
 }
 
+/** Why a request was answered with a 4xx, for its log line. */
+export const rejections = new WeakMap<FastifyRequest, { code: string; details?: string }>();
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((e, req, reply) => {
     const err = toHubError(e);
     if (err.status >= 500) req.log.error({ err: e, code: err.code, requestId: req.id }, 'request failed');
-    else req.log.info({ code: err.code, details: err.details }, 'request rejected');
+    // Said on the request's one log line when it completes (src/app.ts), not on a line of its own.
+    else rejections.set(req, { code: err.code, details: err.details });
     return sendError(err, req, reply);
   });
   app.setNotFoundHandler((req, reply) => {
