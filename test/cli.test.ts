@@ -28,6 +28,9 @@ function damhub(...args: string[]): Promise<Run> {
     delete env.DAMHUB_DATA_DIR;
     delete env.DAMHUB_ADMIN_KEY;
     const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A `serve` that should have been refused would run forever: end it, and the test sees exit null.
+    const limit = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('exit', () => clearTimeout(limit));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
