@@ -1,0 +1,95 @@
+/**
+ * The API reference as the hub serves it (/api/v1/openapi.json) passes both OpenAPI linters with
+ * zero errors: Spectral's built-in `spectral:oas` ruleset and Redocly's `recommended` rules. The
+ * warnings left are listed in docs/api.md ("The reference"), each with its reason; a new kind of
+ * warning fails here until it is fixed or justified there. Both linters run offline: Spectral's
+ * ruleset is built in, Redocly's telemetry and update check are turned off by environment.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { REPO_ROOT, startServer, type ServerProcess } from './helpers/process.js';
+
+const run = promisify(execFile);
+const BIN = path.join(REPO_ROOT, 'node_modules', '.bin');
+
+/** Warnings accepted, by rule, with the reason in docs/api.md. */
+const ACCEPTED_WARNINGS: Record<string, Set<string>> = {
+  spectral: new Set([]),
+  redocly: new Set([]),
+};
+
+let server: ServerProcess;
+let dir: string;
+let docFile: string;
+let doc: any;
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-openapi-'));
+  server = await startServer(['--demo', '--data', path.join(dir, 'data')]);
+  const res = await fetch(`${server.url}/api/v1/openapi.json`);
+  assert.equal(res.status, 200);
+  doc = await res.json();
+  docFile = path.join(dir, 'openapi.json');
+  fs.writeFileSync(docFile, JSON.stringify(doc, null, 2));
+});
+after(async () => {
+  await server?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A linter exits non-zero when it finds problems; its JSON report is what counts. */
+async function lint(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+  try {
+    return (await run(path.join(BIN, cmd), args, { cwd: dir, env: { ...process.env, ...env }, maxBuffer: 32 * 1024 * 1024 })).stdout;
+  } catch (e) {
+    const out = (e as { stdout?: string }).stdout;
+    if (out && out.trim().startsWith('{') || out?.trim().startsWith('[')) return out!;
+    throw e;
+  }
+}
+
+describe('the served OpenAPI document', () => {
+  test('Spectral spectral:oas: zero errors, only the justified warnings', async () => {
+    fs.writeFileSync(path.join(dir, '.spectral.yaml'), 'extends: ["spectral:oas"]\n');
+    const out = await lint('spectral', ['lint', '--ruleset', path.join(dir, '.spectral.yaml'), '--format', 'json', '--quiet', docFile]);
+    const problems = JSON.parse(out) as { code: string; severity: number; message: string; path: (string | number)[] }[];
+    const show = (ps: typeof problems) => ps.map((p) => `${p.code} at ${p.path.join('.')}: ${p.message}`).join('\n');
+    const errors = problems.filter((p) => p.severity === 0);
+    assert.deepEqual(errors, [], show(errors));
+    const unjustified = problems.filter((p) => p.severity === 1 && !ACCEPTED_WARNINGS.spectral!.has(p.code));
+    assert.deepEqual(unjustified, [], show(unjustified));
+  });
+
+  test('Redocly recommended: zero errors, only the justified warnings', async () => {
+    fs.writeFileSync(path.join(dir, 'redocly.yaml'), 'extends:\n  - recommended\n');
+    const out = await lint('redocly', ['lint', '--config', path.join(dir, 'redocly.yaml'), '--format', 'json', docFile], {
+      REDOCLY_TELEMETRY: 'off',
+      REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',
+    });
+    const problems = (JSON.parse(out) as { problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[] }).problems;
+    const show = (ps: typeof problems) => ps.map((p) => `${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`).join('\n');
+    const errors = problems.filter((p) => p.severity === 'error');
+    assert.deepEqual(errors, [], show(errors));
+    const unjustified = problems.filter((p) => p.severity === 'warn' && !ACCEPTED_WARNINGS.redocly!.has(p.ruleId));
+    assert.deepEqual(unjustified, [], show(unjustified));
+  });
+
+  test('real parameter names in paths, and an operationId, tag, summary and description for every operation', () => {
+    for (const [p, ops] of Object.entries<any>(doc.paths)) {
+      assert.doesNotMatch(p, /\{\*\}/, p);
+      for (const [method, op] of Object.entries<any>(ops)) {
+        const where = `${method.toUpperCase()} ${p}`;
+        for (const k of ['operationId', 'summary', 'description']) assert.equal(typeof op[k], 'string', `${where}: ${k}`);
+        assert.ok(op.tags?.length, `${where}: tags`);
+      }
+    }
+    assert.ok(doc.paths['/api/v1/assets/folder/{folderId}']);
+    assert.ok(doc.paths['/api/v1/assets/asset/{assetId}']);
+    assert.ok(doc.paths['/api/v1/assets/assetversions/{assetId}']);
+  });
+});
