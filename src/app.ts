@@ -4,6 +4,7 @@
  */
 import swagger from '@fastify/swagger';
 import { favicon } from './http/favicon.js';
+import { polishDocument, transformRoute } from './http/openapi.js';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Hub } from './hub.js';
@@ -99,6 +100,8 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   await app.register(swagger, {
     // Shared schemas appear in components under their $id (ErrorEnvelope), not def-N.
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: transformRoute as never,
+    transformObject: ((d: { openapiObject?: unknown }) => polishDocument(d.openapiObject as Record<string, unknown>)) as never,
     openapi: {
       openapi: '3.1.0',
       info: { title: 'damhub API', version: '1.0.0', description: 'One read-only contract over many DAM systems. See docs/ in the repository.' },

@@ -62,7 +62,8 @@ function routesOf(tree: string, doc: { paths: Record<string, Record<string, { pa
     stack[depth] = full;
     stack.length = depth + 1;
     for (const method of m[2]!.split(', ')) {
-      const openapiPath = full.replace(/:(\w+)/g, '{$1}').replace(/\*$/, '{*}');
+      // The document names the wildcards (src/http/openapi.ts): folder ids and asset ids.
+      const openapiPath = full.replace(/:(\w+)/g, '{$1}').replace(/\/folder\/\*$/, '/folder/{folderId}').replace(/\*$/, '{assetId}');
       const op = doc.paths[openapiPath]?.[method.toLowerCase()];
       out.push({ method, path: full, query: (op?.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name) });
     }

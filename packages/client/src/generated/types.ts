@@ -241,7 +241,7 @@ export interface LoginPoll {
 /** Response of GET /system/providerInfo. */
 export type ProviderInfoResult = Record<string, unknown>;
 
-/** Query parameters of GET /assets/folder/{*}. */
+/** Query parameters of GET /assets/folder/{folderId}. */
 export interface FolderQuery {
   /** assets per page; clamped to the provider maximum; 0 = provider default */
   size?: number;
@@ -282,14 +282,14 @@ export interface ImageSearchQuery {
   uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
 }
 
-/** Query parameters of GET /assets/asset/{*}. */
+/** Query parameters of GET /assets/asset/{assetId}. */
 export interface AssetQuery {
   /** locale of interface labels */
   uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
   timeZone?: string;
 }
 
-/** Query parameters of GET /assets/assetversions/{*}. */
+/** Query parameters of GET /assets/assetversions/{assetId}. */
 export interface VersionsQuery {
   withMaster?: boolean;
   /** locale of interface labels */
