@@ -3,7 +3,7 @@
  * tested is what runs.
  */
 import swagger from '@fastify/swagger';
-import { favicon } from './http/favicon.js';
+import { DOCS_LOGO, favicon } from './http/favicon.js';
 import { polishDocument, transformRoute } from './http/openapi.js';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
@@ -117,7 +117,13 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     },
   });
   // The reference page gets a CSP too (the plugin's, with no framing) like every HTML page of the hub.
-  await app.register(swaggerUi, { routePrefix: `${API_PREFIX}/docs`, staticCSP: true, transformStaticCSP: (h) => h.replace("frame-ancestors 'self'", "frame-ancestors 'none'") });
+  await app.register(swaggerUi, { routePrefix: `${API_PREFIX}/docs`, staticCSP: true,
+    transformStaticCSP: (h) => h.replace("frame-ancestors 'self'", "frame-ancestors 'none'"),
+    // damhub's name, logo and icon on the page instead of Swagger UI's.
+    theme: { title: 'damhub API reference', favicon: [{ filename: 'favicon.ico', rel: 'icon', sizes: '32x32', type: 'image/x-icon', content: await favicon() }] },
+    logo: { type: 'image/svg+xml', content: Buffer.from(DOCS_LOGO), href: `${API_PREFIX}/docs` },
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+  });
 
   await app.register(async (api) => {
     await api.register(authRoutes);

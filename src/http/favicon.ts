@@ -30,3 +30,9 @@ export function favicon(): Promise<Buffer> {
   });
   return icon;
 }
+
+/** The reference page's header logo: the icon and the name. */
+export const DOCS_LOGO = `<svg xmlns="http://www.w3.org/2000/svg" width="150" height="32" viewBox="0 0 150 32">
+<rect width="32" height="32" rx="7" fill="#1f4e99"/>
+<path d="M9 8h7a8 8 0 0 1 0 16H9z" fill="none" stroke="#ffffff" stroke-width="3.5"/>
+<text x="42" y="23" font-family="sans-serif" font-size="20" font-weight="600" fill="#ffffff">damhub</text></svg>`;

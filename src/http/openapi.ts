@@ -137,6 +137,26 @@ function examplesOf(codes: string[]): Json {
   }));
 }
 
+/**
+ * Descriptions are Markdown, and the reference page drops what looks like an HTML tag: "Bearer
+ * <access token>" showed as "Bearer ". Angle-bracket text outside code spans becomes a code span.
+ */
+export function codeAngleBrackets(text: string): string {
+  return text.replace(/(`[^`]*`)|<([^<>\n]+)>/g, (m, code: string | undefined) => code ?? `\`${m}\``);
+}
+
+function escapeDescriptions(node: unknown, key = ''): void {
+  if (Array.isArray(node)) for (const n of node) escapeDescriptions(n);
+  else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node as Json)) {
+      // Examples are data, not prose.
+      if (k === 'example' || k === 'examples' && key !== 'properties') continue;
+      if (k === 'description' && typeof v === 'string') (node as Json)[k] = codeAngleBrackets(v);
+      else escapeDescriptions(v, k);
+    }
+  }
+}
+
 /** @fastify/swagger's transformObject: completes the generated document (see the file comment). */
 export function polishDocument(doc: Json): Json {
   doc.info = { ...doc.info, contact: { name: 'damhub', url: `${doc.servers?.[0]?.url ?? ''}/api/v1/docs` }, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } };
@@ -190,5 +210,6 @@ export function polishDocument(doc: Json): Json {
       }
     }
   }
+  escapeDescriptions(doc);
   return doc;
 }
