@@ -118,7 +118,10 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   });
   // The reference page gets a CSP too (the plugin's, with no framing) like every HTML page of the hub.
   await app.register(swaggerUi, { routePrefix: `${API_PREFIX}/docs`, staticCSP: true,
-    transformStaticCSP: (h) => h.replace("frame-ancestors 'self'", "frame-ancestors 'none'"),
+    // Swagger UI adds <style> elements as it renders (its syntax highlighter), which the plugin's
+    // policy refused (a CSP error on every page view): inline styles are allowed on this page,
+    // scripts stay 'self' only. No stylesheet from elsewhere is needed, so `https:` goes.
+    transformStaticCSP: (h) => h.replace("frame-ancestors 'self'", "frame-ancestors 'none'").replace(/style-src 'self' https:/, "style-src 'self' 'unsafe-inline'"),
     // damhub's name, logo and icon on the page instead of Swagger UI's.
     theme: { title: 'damhub API reference', favicon: [{ filename: 'favicon.ico', rel: 'icon', sizes: '32x32', type: 'image/x-icon', content: await favicon() }] },
     logo: { type: 'image/svg+xml', content: Buffer.from(DOCS_LOGO), href: `${API_PREFIX}/docs` },

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 import { REPO_ROOT, startServer, type ServerProcess } from './helpers/process.js';
 
 const run = promisify(execFile);
@@ -91,5 +92,61 @@ describe('the served OpenAPI document', () => {
     assert.ok(doc.paths['/api/v1/assets/folder/{folderId}']);
     assert.ok(doc.paths['/api/v1/assets/asset/{assetId}']);
     assert.ok(doc.paths['/api/v1/assets/assetversions/{assetId}']);
+  });
+});
+
+describe('the reference page (/api/v1/docs)', () => {
+  test('angle-bracket text in descriptions is set as code, so the page shows it', () => {
+    const bare: string[] = [];
+    const walk = (node: unknown, at: string) => {
+      if (Array.isArray(node)) node.forEach((n, i) => walk(n, `${at}.${i}`));
+      else if (node && typeof node === 'object') {
+        for (const [k, v] of Object.entries(node)) {
+          if (k === 'example' || k === 'examples') continue;
+          if (k === 'description' && typeof v === 'string' && /<[^<>\n]+>/.test(v.replace(/`[^`]*`/g, ''))) bare.push(`${at}: ${v}`);
+          else walk(v, `${at}.${k}`);
+        }
+      }
+    };
+    walk(doc, '$');
+    assert.deepEqual(bare, []);
+    assert.match(doc.components.securitySchemes.ProviderAuth.description, /`<DAM connection token>`/);
+  });
+
+  test('in Chromium: damhub\'s name, the text with angle brackets shown, no CSP violation', { skip: !fs.existsSync('/usr/bin/chromium') && 'no /usr/bin/chromium' }, async () => {
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-chromium-'));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    try {
+      const violations: string[] = [];
+      const consoleErrors: string[] = [];
+      await context.addInitScript(() => {
+        const g = globalThis as any;
+        g.__csp = [];
+        g.document.addEventListener('securitypolicyviolation', (e: any) => g.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+      });
+      const page = await context.newPage();
+      page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+      await page.goto(`${server.url}/api/v1/docs/`, { waitUntil: 'networkidle' });
+      await page.waitForSelector('.opblock-tag', { timeout: 30_000 });
+      assert.equal(await page.title(), 'damhub API reference');
+      await page.click('#operations-auth-checkToken .opblock-summary');
+      await page.waitForSelector('#operations-auth-checkToken .opblock-body', { timeout: 10_000 });
+      const text = await page.textContent('#operations-auth-checkToken');
+      assert.match(text ?? '', /Authorization: Bearer <access token>|Bearer <access token>/, 'the example details keep their angle brackets');
+      // Swagger UI shows the security scheme descriptions in the Authorize dialog.
+      await page.click('.btn.authorize');
+      await page.waitForSelector('.modal-ux', { timeout: 10_000 });
+      assert.match((await page.textContent('.modal-ux')) ?? '', /Bearer <DAM connection token>/);
+      violations.push(...await page.evaluate(() => (globalThis as any).__csp as string[]));
+      assert.deepEqual(violations, []);
+      assert.deepEqual(consoleErrors.filter((e) => /Content Security Policy|Refused to/i.test(e)), []);
+    } finally {
+      await context.close();
+      fs.rmSync(profile, { recursive: true, force: true });
+    }
   });
 });
