@@ -87,11 +87,30 @@ describe('the served OpenAPI document', () => {
         const where = `${method.toUpperCase()} ${p}`;
         for (const k of ['operationId', 'summary', 'description']) assert.equal(typeof op[k], 'string', `${where}: ${k}`);
         assert.ok(op.tags?.length, `${where}: tags`);
+        // An example of the success and of the main errors.
+        for (const [status, res] of Object.entries<any>(op.responses)) {
+          for (const [type, media] of Object.entries<any>(res.content ?? {})) {
+            if (type === '*/*') continue; // bytes
+            if (/^[45]/.test(status)) assert.ok(Object.keys(media.examples ?? {}).length, `${where} ${status}: error examples`);
+            else assert.ok(media.example !== undefined || media.examples, `${where} ${status}: a success example`);
+          }
+        }
+        assert.ok(Object.keys(op.responses).some((st) => /^4/.test(st)), `${where}: its 4xx answers`);
+        for (const [status, res] of Object.entries<any>(op.responses)) assert.ok(res.headers?.['x-request-id'], `${where} ${status}: x-request-id`);
       }
     }
     assert.ok(doc.paths['/api/v1/assets/folder/{folderId}']);
     assert.ok(doc.paths['/api/v1/assets/asset/{assetId}']);
     assert.ok(doc.paths['/api/v1/assets/assetversions/{assetId}']);
+    // The media routes' statuses, and the headers clients rely on.
+    for (const p of ['/api/v1/assets/download/{provider}/{assetId}/{version}', '/api/v1/assets/thumbnail/{provider}/{assetId}/{version}/{rendition}', '/api/v1/connectors/{connectorId}/download/{name}']) {
+      assert.deepEqual(Object.keys(doc.paths[p].get.responses).sort(), ['200', '206', '304', '403', '404', '416'], p);
+    }
+    const search = doc.paths['/api/v1/assets/search'].get.responses;
+    for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) assert.ok(search['200'].headers[h], h);
+    assert.ok(search['4XX'].headers['Retry-After']);
+    assert.deepEqual(Object.keys(doc.paths['/api/v1/auth/logout'].get.responses['200'].content), ['text/plain']);
+    assert.equal(doc.paths['/api/v1/auth/exchangeToken'].post.requestBody.required, false);
   });
 });
 

@@ -55,6 +55,14 @@ interface OpDoc { id: string; description: string; errors: string[]; limit?: Lim
 
 const TOKENS = { access_token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6ImRhbWh1Yi1hY2Nlc3Mrand0In0.…', refresh_token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6ImRhbWh1Yi1yZWZyZXNoK2p3dCJ9.…', expires_in: 3600, token_type: 'Bearer' };
 const PARTNER = { id: 'p1', name: 'Partner One', issuer: 'https://partner.example/', audience: 'urn:damhub', jwksUrl: 'https://partner.example/.well-known/jwks.json', jwks: null, maxTokenAge: 3600, rateLimit: 60, allowedOrigins: ['https://app.partner.example'], enabled: true, createdAt: 1780315200000, updatedAt: 1780315200000 };
+const ASSET = {
+  id: '/Brand/logo-blue.png', name: 'logo-blue.png', parentPath: '/Brand', fileSize: 48213, xSizePx: 1200, ySizePx: 800, created: 1780315200000, modified: 1780315200000,
+  mimeType: 'image/png', version: 2, displayVersion: 2, type: 'image', downloadHashSha256: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
+  thumbnailUrl: 'https://hub.example/api/v1/assets/thumbnail/library/a1b2/2/thumbnail?exp=1780322400&p=p1&a=acc1&k=s1&sig=Qm…',
+  downloadUrl: 'https://hub.example/api/v1/assets/download/library/a1b2/2?exp=1780322400&p=p1&a=acc1&k=s1&sig=Qm…',
+};
+const CAPABILITIES = { browse: true, search: true, similarSearch: true, versions: true, refresh: false, filters: true, dataLocalization: false, timeZone: true, serverUrl: false, foldersOnEveryPage: false, assetHashAlgorithm: 'Sha256' };
+const PAGE = { assets: [ASSET], folders: [{ id: '/Brand/Archive', name: 'Archive' }], filters: [], more: 'eyJ2IjoxLCJjIjoi…', totalAssetsCount: 42 };
 const CONTENT_ERRORS = ['hub-validation-error', 'hub-access-token-invalid', 'provider-access-token-missing', 'integration-not-found', 'hub-rate-limited'];
 const ADMIN_ERRORS = ['hub-validation-error', 'hub-access-denied', 'hub-not-found'];
 
@@ -62,29 +70,29 @@ const ADMIN_ERRORS = ['hub-validation-error', 'hub-access-denied', 'hub-not-foun
 const OPERATIONS: Record<string, OpDoc> = {
   'post /api/v1/auth/exchangeToken': { id: 'exchangeToken', limit: 'exchange', errors: ['hub-sdk-token-missing', 'hub-sdk-token-invalid', 'hub-sdk-partner-unknown', 'hub-rate-limited'], example: TOKENS,
     description: 'The partner\'s backend signs a short-lived RS256 JWT (`iss`, `aud`, `sub`, `iat`, `exp`, `jti`, `email`) and the browser sends it as `Authorization: Bearer <jwt>`. The body is optional: `{"email": "…"}` when the JWT carries no email. Each JWT works once. Answers a hub access token (1 hour) and refresh token (30 days).' },
-  'get /api/v1/auth/checkToken': { id: 'checkToken', limit: 'user', errors: ['hub-access-token-missing', 'hub-access-token-invalid'],
+  'get /api/v1/auth/checkToken': { id: 'checkToken', limit: 'user', example: { adapter: 'p1', source: 'damhub', user: { id: 'u_3kq9', name: 'Ada Lovelace', email: 'ada@example.com', givenName: 'Ada', familyName: 'Lovelace' }, account: { id: 'p1', name: 'Partner One', issuer: 'https://partner.example/' }, userHash: 'c2b1f0…', expiresAt: 1780318800000 }, errors: ['hub-access-token-missing', 'hub-access-token-invalid'],
     description: 'Verifies the access token and answers the user, the partner account and a stable opaque `userHash`.' },
   'get /api/v1/auth/refreshToken': { id: 'refreshToken', errors: ['hub-access-token-missing', 'provider-access-token-invalid'], example: TOKENS,
     description: '`provider-authorization: Bearer <refresh token>` with the current (possibly expired) access token in `Authorization`. A hub refresh token answers new hub tokens (rotation; the previous one stays usable for 60 s); a DAM refresh token answers a new DAM connection token.' },
   'get /api/v1/auth/logout': { id: 'logout', errors: ['hub-access-token-missing', 'hub-access-token-invalid'], example: 'OK',
     description: 'Ends the session: its refresh tokens are revoked on the server. Answers `OK` as `text/plain`.' },
-  'get /api/v1/auth/providers': { id: 'listProviders', limit: 'user', errors: ['hub-access-token-missing', 'hub-access-token-invalid'],
+  'get /api/v1/auth/providers': { id: 'listProviders', limit: 'user', example: [{ id: 'library', name: 'Library', version: '1.0.0', logo: 'https://hub.example/api/v1/auth/library/logo.svg', glyph: 'L', capabilities: CAPABILITIES, loginUrl: 'https://hub.example/api/v1/auth/login?provider=library', isDefault: true, paging: { defaultSize: 50, maxSize: 200 } }], errors: ['hub-access-token-missing', 'hub-access-token-invalid'],
     description: 'The DAM providers the user can connect to, with their declared capabilities (what the picker may offer) and paging limits.' },
   'post /api/v1/auth/login': { id: 'startDamLogin', limit: 'user', errors: ['hub-validation-error', 'hub-access-token-invalid', 'hub-rate-limited'], example: { redirect_uri: 'https://hub.example/api/v1/auth/library/signin?state=9kq…', state: '9kq…' },
     description: 'Starts a DAM login for `provider`: open `redirect_uri` in a popup, then poll `GET /auth/login?state=…&polling=true` until it answers tokens or an error. A login state lives 5 minutes.' },
   'get /api/v1/auth/login': { id: 'pollDamLogin', errors: ['hub-validation-error'], example: {},
     description: 'Polls a DAM login by its state (the state is the credential): `{}` while pending, `{access_token, refresh_token, userHash}` once, then `{error}`; also `{error}` when unknown, expired, failed or cancelled. Always 200.' },
-  'get /api/v1/system/providerInfo': { id: 'providerInfo', limit: 'user', errors: CONTENT_ERRORS,
+  'get /api/v1/system/providerInfo': { id: 'providerInfo', limit: 'user', example: { dataLocales: [{ id: 'en', name: 'English', displayName: 'English', default: true }] }, errors: CONTENT_ERRORS,
     description: 'Runtime details of the connected DAM: its remote system prefix, data locales and filters, where it has them; `{}` when it has none.' },
-  'get /api/v1/assets/folder/{folderId}': { id: 'browseFolder', limit: 'user', errors: CONTENT_ERRORS,
+  'get /api/v1/assets/folder/{folderId}': { id: 'browseFolder', limit: 'user', example: { id: '/Brand', name: 'Brand', ...PAGE, capabilities: { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false } }, errors: CONTENT_ERRORS,
     description: 'A folder\'s subfolders and a page of its assets. Page on with the opaque `more` of the previous answer; `size` is clamped to the provider\'s maximum.' },
-  'get /api/v1/assets/search': { id: 'searchAssets', limit: 'user', errors: CONTENT_ERRORS,
+  'get /api/v1/assets/search': { id: 'searchAssets', limit: 'user', example: { ...PAGE, capabilities: { canAddAsset: false } }, errors: CONTENT_ERRORS,
     description: 'Keyword search, optionally under `parentId`, with `filters` from a previous answer\'s facets. Paged with `more`.' },
-  'post /api/v1/assets/search': { id: 'searchByImage', limit: 'user', errors: [...CONTENT_ERRORS, 'integration-not-supported'],
+  'post /api/v1/assets/search': { id: 'searchByImage', limit: 'user', example: { ...PAGE, folders: [], capabilities: { canAddAsset: false } }, errors: [...CONTENT_ERRORS, 'integration-not-supported'],
     description: 'Search by image. `dataBase64` holds a data URI, an http(s) URL (fetched with SSRF protection) or a `downloadUrl` from a result. 413 when the image is too large to fetch or decode.' },
-  'get /api/v1/assets/asset/{assetId}': { id: 'getAsset', limit: 'user', errors: CONTENT_ERRORS,
+  'get /api/v1/assets/asset/{assetId}': { id: 'getAsset', limit: 'user', example: ASSET, errors: CONTENT_ERRORS,
     description: 'One asset with its metadata, renditions, hashes and signed media URLs.' },
-  'get /api/v1/assets/assetversions/{assetId}': { id: 'getAssetVersions', limit: 'user', errors: CONTENT_ERRORS,
+  'get /api/v1/assets/assetversions/{assetId}': { id: 'getAssetVersions', limit: 'user', example: { id: ASSET.id, name: ASSET.name, versions: [{ ...ASSET, version: 1, displayVersion: 1 }] }, errors: CONTENT_ERRORS,
     description: 'The version history of an asset, newest first; `withMaster=true` includes the current version.' },
   'get /api/v1/assets/download/{provider}/{assetId}/{version}': { id: 'downloadOriginal', errors: ['hub-access-denied', 'integration-not-found'],
     description: 'The original file of an asset version, through the signed `downloadUrl` an asset carries (the URL is the credential: an `<img>` cannot send headers). Single byte ranges (206, 416), `ETag` and `If-None-Match` (304).' },
