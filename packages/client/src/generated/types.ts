@@ -212,7 +212,30 @@ export interface ProviderListItem {
   version: string;
   logo: string;
   glyph: string;
-  capabilities: Record<string, unknown>;
+  capabilities: {
+    /** folders can be browsed */
+    browse: boolean;
+    /** keyword search */
+    search: boolean;
+    /** search by image (POST /assets/search) */
+    similarSearch: boolean;
+    /** version history (/assets/assetversions) */
+    versions: boolean;
+    /** the DAM connection can be renewed without a new login */
+    refresh: boolean;
+    /** facet filters on browse and search */
+    filters: boolean;
+    /** metadata in several data locales */
+    dataLocalization: boolean;
+    /** dates follow the timeZone parameter */
+    timeZone: boolean;
+    /** the sign-in asks for a server URL */
+    serverUrl: boolean;
+    /** subfolders are repeated on every page of a browse */
+    foldersOnEveryPage: boolean;
+    /** the hash field the provider always reports, or null */
+    assetHashAlgorithm: string | null;
+  };
   loginUrl: string;
   isDefault: boolean;
   paging: {
