@@ -3,14 +3,16 @@
  * tested is what runs.
  */
 import swagger from '@fastify/swagger';
+import { DOCS_LOGO, favicon } from './http/favicon.js';
+import { polishDocument, transformRoute } from './http/openapi.js';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Hub } from './hub.js';
 import { registerAuth } from './http/auth.js';
 import { guardSlowConnections } from './http/connection-guard.js';
 import { registerCorsRoute } from './http/cors.js';
 import { lazyChildLogger } from './http/lazy-logger.js';
-import { registerErrorHandling } from './http/errors.js';
+import { registerErrorHandling, rejections } from './http/errors.js';
 import { clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { registerOps } from './http/ops.js';
 import { genReqId } from './http/request-id.js';
@@ -47,6 +49,20 @@ const logSerializers = {
   },
 };
 
+/**
+ * One log line per request at info, when it is answered, carrying method, path, status, time and
+ * request id: Fastify's default is two ("incoming request", then "request completed"), twice the
+ * log volume for nothing. A route's logLevel (e.g. /healthz at warn) still keeps probes out.
+ */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime, ...rejections.get(request) }, 'request completed');
+  }
+}
+
 export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger === undefined ? { level: hub.config.logLevel, serializers: logSerializers } : opts.logger,
@@ -63,6 +79,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     routerOptions: { maxParamLength: 2048, ignoreTrailingSlash: true },
+    logController: new OneLinePerRequest(),
     frameworkErrors,
     clientErrorHandler,
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true } },
@@ -83,6 +100,8 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   await app.register(swagger, {
     // Shared schemas appear in components under their $id (ErrorEnvelope), not def-N.
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: transformRoute as never,
+    transformObject: ((d: { openapiObject?: unknown }) => polishDocument(d.openapiObject as Record<string, unknown>)) as never,
     openapi: {
       openapi: '3.1.0',
       info: { title: 'damhub API', version: '1.0.0', description: 'One read-only contract over many DAM systems. See docs/ in the repository.' },
@@ -98,7 +117,16 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     },
   });
   // The reference page gets a CSP too (the plugin's, with no framing) like every HTML page of the hub.
-  await app.register(swaggerUi, { routePrefix: `${API_PREFIX}/docs`, staticCSP: true, transformStaticCSP: (h) => h.replace("frame-ancestors 'self'", "frame-ancestors 'none'") });
+  await app.register(swaggerUi, { routePrefix: `${API_PREFIX}/docs`, staticCSP: true,
+    // Swagger UI adds <style> elements as it renders (its syntax highlighter), which the plugin's
+    // policy refused (a CSP error on every page view): inline styles are allowed on this page,
+    // scripts stay 'self' only. No stylesheet from elsewhere is needed, so `https:` goes.
+    transformStaticCSP: (h) => h.replace("frame-ancestors 'self'", "frame-ancestors 'none'").replace(/style-src 'self' https:/, "style-src 'self' 'unsafe-inline'"),
+    // damhub's name, logo and icon on the page instead of Swagger UI's.
+    theme: { title: 'damhub API reference', favicon: [{ filename: 'favicon.ico', rel: 'icon', sizes: '32x32', type: 'image/x-icon', content: await favicon() }] },
+    logo: { type: 'image/svg+xml', content: Buffer.from(DOCS_LOGO), href: `${API_PREFIX}/docs` },
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+  });
 
   await app.register(async (api) => {
     await api.register(authRoutes);
@@ -109,6 +137,8 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     for (const p of hub.providers.list()) if (p.routes) await api.register(async (scope) => p.routes!(scope, hub.damLogin));
   }, { prefix: API_PREFIX });
 
+  app.get('/favicon.ico', { logLevel: 'warn', schema: { hide: true } }, async (_req, reply) =>
+    reply.type('image/x-icon').header('cache-control', 'public, max-age=86400').send(await favicon()));
   if (hub.config.demo) await app.register(demoRoutes);
   await app.register(mcpRoutes);
   return app;

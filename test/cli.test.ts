@@ -28,6 +28,9 @@ function damhub(...args: string[]): Promise<Run> {
     delete env.DAMHUB_DATA_DIR;
     delete env.DAMHUB_ADMIN_KEY;
     const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A `serve` that should have been refused would run forever: end it, and the test sees exit null.
+    const limit = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('exit', () => clearTimeout(limit));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -103,6 +106,10 @@ describe('usage errors exit 2', () => {
     assert.match(errorLine(num), /--rate-limit/);
     const sub = await damhub('partners', 'frob');
     assert.equal(sub.code, 2);
+    // The usage of the command that was run, not all of it.
+    assert.match(sub.stderr, /damhub partners add/);
+    assert.match(sub.stderr, /damhub partners remove ID/);
+    assert.doesNotMatch(sub.stderr, /damhub serve|damhub users|damhub keys/);
     const keys = await damhub('keys', 'frob');
     assert.equal(keys.code, 2);
     const remove = await damhub('partners', 'remove', '--data', data);
@@ -145,8 +152,9 @@ describe('partners add | list | remove', () => {
     const r = await damhub('partners', 'list', '--data', data);
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trim().split('\n');
-    assert.equal(lines.length, 1);
-    assert.deepEqual(lines[0]!.split('\t'), [added.id, 'enabled', issuer, 'urn:damhub', 'inline JWKS']);
+    assert.equal(lines.length, 2);
+    assert.deepEqual(lines[0]!.split('\t'), ['ID', 'STATE', 'ISSUER', 'AUDIENCE', 'JWKS'], 'a header names the columns');
+    assert.deepEqual(lines[1]!.split('\t'), [added.id, 'enabled', issuer, 'urn:damhub', 'inline JWKS']);
   });
 
   test('add with every option and a JWKS URL', async () => {
@@ -160,18 +168,22 @@ describe('partners add | list | remove', () => {
       maxTokenAge: 120, rateLimit: 5, allowedOrigins: ['https://app.second.example', 'http://localhost:5173'], enabled: true, createdAt: 0, updatedAt: 0,
     });
     const list = await damhub('partners', 'list', '--data', data);
-    assert.deepEqual(list.stdout.trim().split('\n').map((l) => l.split('\t')[0]).sort(), [added.id, 'second'].sort());
+    assert.deepEqual(list.stdout.trim().split('\n').slice(1).map((l) => l.split('\t')[0]).sort(), [added.id, 'second'].sort());
     assert.match(list.stdout, /^second\tenabled\thttps:\/\/second\.example\turn:second\thttps:\/\/second\.example\/jwks\.json$/m);
   });
 
   test('adding the same issuer again → exit 1 with one error line, nothing added', async () => {
     const r = await damhub('partners', 'add', '--issuer', issuer, '--jwks-url', 'https://other.example/jwks', '--data', data);
     assert.equal(r.code, 1);
-    assert.match(errorLine(r), /already exists/);
+    // Names the partner that has the issuer, and what to do.
+    assert.equal(errorLine(r), `damhub: a partner with issuer ${issuer} already exists (id ${added.id}): remove it first with damhub partners remove ${added.id}, or give another --issuer`);
     assert.equal(r.stderr.trim().split('\n').length, 1);
     assert.equal(r.stdout, '');
     const list = await damhub('partners', 'list', '--data', data);
-    assert.equal(list.stdout.trim().split('\n').length, 2);
+    assert.equal(list.stdout.trim().split('\n').length, 3, 'header and the two partners');
+    const sameId = await damhub('partners', 'add', '--issuer', 'https://third.example/', '--jwks-url', 'https://third.example/jwks', '--id', 'second', '--data', data);
+    assert.equal(sameId.code, 1);
+    assert.match(errorLine(sameId), /a partner with id second already exists: give another --id/);
   });
 
   test('invalid values the registration rules reject → exit 1', async () => {
@@ -207,13 +219,14 @@ describe('partners add | list | remove', () => {
   test('remove ID → exit 0; removing again → exit 1', async () => {
     const r = await damhub('partners', 'remove', added.id, '--data', data);
     assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `removed partner ${added.id} (issuer ${issuer}); its tokens stop working at once\n`);
     const list = await damhub('partners', 'list', '--data', data);
     assert.ok(!list.stdout.includes(issuer));
     assert.match(list.stdout, /^second\t/m);
 
     const again = await damhub('partners', 'remove', added.id, '--data', data);
     assert.equal(again.code, 1);
-    assert.match(errorLine(again), new RegExp(`no partner with id ${added.id}`));
+    assert.match(errorLine(again), new RegExp(`no partner with id ${added.id}: damhub partners list shows the ids`));
   });
 
   test('list of an empty data dir prints nothing', async () => {
@@ -319,5 +332,112 @@ describe('a private data directory (0700, every file 0600), whichever command cr
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe('one data directory holds one library', () => {
+  function library(): string {
+    const lib = tmp();
+    fs.writeFileSync(path.join(lib, 'a.txt'), 'hello');
+    return lib;
+  }
+
+  test('index or serve with another --library on a data directory that holds one → exit 1, one line naming both folders and --data', async () => {
+    const data = tmp();
+    const [a, b] = [library(), library()];
+    const first = await damhub('index', '--library', a, '--data', data);
+    assert.equal(first.code, 0, first.stderr);
+    const expected = `damhub: the data directory ${data} holds the library ${fs.realpathSync(a)}, not ${fs.realpathSync(b)}: serve ${fs.realpathSync(a)} with it, or give ${fs.realpathSync(b)} its own data directory with --data DIR`;
+    const index = await damhub('index', '--library', b, '--data', data);
+    assert.equal(index.code, 1);
+    assert.equal(errorLine(index), expected);
+    assert.equal(index.stderr.trim().split('\n').length, 1);
+    assert.doesNotMatch(index.stdout, /indexed/, 'nothing was re-indexed');
+    const serve = await damhub('serve', '--port', '0', '--library', b, '--data', data);
+    assert.equal(serve.code, 1);
+    assert.equal(errorLine(serve), expected);
+    // The same folder again, spelt differently, is fine.
+    const again = await damhub('index', '--library', `${a}/./`, '--data', data);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /1 unchanged/);
+  });
+
+  test('the demo library counts: serve --library on an npm start data directory is refused', async () => {
+    const data = tmp();
+    const demo = await startServer(['--demo', '--data', data]);
+    await demo.stop();
+    const lib = library();
+    const r = await damhub('serve', '--port', '0', '--library', lib, '--data', data);
+    assert.equal(r.code, 1);
+    assert.match(errorLine(r), new RegExp(`holds the library ${fs.realpathSync(path.join(data, 'demo-library'))}, not`));
+  });
+
+  test('a --library that is not a folder, or does not exist → exit 1 with what to give', async () => {
+    const file = path.join(tmp(), 'file.jpg');
+    fs.writeFileSync(file, 'x');
+    for (const cmd of [['index'], ['serve', '--port', '0']]) {
+      const notDir = await damhub(...cmd, '--library', file, '--data', tmp());
+      assert.equal(notDir.code, 1, notDir.stderr);
+      assert.equal(errorLine(notDir), `damhub: ${file} is not a folder: give --library the folder of media to serve, not a file`);
+      const missing = path.join(tmp(), 'absent');
+      const gone = await damhub(...cmd, '--library', missing, '--data', tmp());
+      assert.equal(gone.code, 1, gone.stderr);
+      assert.equal(errorLine(gone), `damhub: the library folder ${missing} does not exist: give --library an existing folder of media`);
+      assert.equal(gone.stderr.trim().split('\n').length, 1);
+    }
+  });
+});
+
+describe('serve: a port in use', () => {
+  test('→ exit 1 with one line naming the port and --port', async () => {
+    const { default: net } = await import('node:net');
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as import('node:net').AddressInfo).port;
+    try {
+      const r = await damhub('serve', '--port', String(port), '--data', tmp());
+      assert.equal(r.code, 1);
+      assert.equal(errorLine(r), `damhub: port ${port} on 127.0.0.1 is in use (another damhub?): stop what listens on 127.0.0.1:${port} or choose another port with --port`);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    } finally {
+      blocker.close();
+    }
+  });
+});
+
+describe('users passwd', () => {
+  test('changes a library account\'s password; an unknown user → exit 1', async () => {
+    const data = tmp();
+    const add = await runCli(['users', 'add', 'ann', '--password-stdin', '--data', data], {}, 'first-password\n');
+    assert.equal(add.code, 0, add.stderr);
+    const r = await runCli(['users', 'passwd', 'ann', '--password-stdin', '--data', data], {}, 'second-password\n');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^changed the password of ann/);
+    const { LibraryIndex } = await import('../src/providers/library/index-store.js');
+    const { verifyPassword } = await import('../src/providers/library/accounts.js');
+    const index = new LibraryIndex(path.join(data, 'library', 'library.sqlite'));
+    try {
+      const acc = index.accountByName('ann')!;
+      assert.equal(await verifyPassword('second-password', acc.passwordHash), true);
+      assert.equal(await verifyPassword('first-password', acc.passwordHash), false);
+    } finally {
+      index.close();
+    }
+    const unknown = await runCli(['users', 'passwd', 'bob', '--password-stdin', '--data', data], {}, 'some-password\n');
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^damhub: no user bob: damhub users list shows the names\n$/);
+    const short = await runCli(['users', 'passwd', 'ann', '--password-stdin', '--data', data], {}, 'short\n');
+    assert.equal(short.code, 1);
+    const usage = await runCli(['users', 'passwd', '--data', data]);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /damhub users passwd NAME/);
+  });
+
+  test('users remove says what it removed', async () => {
+    const data = tmp();
+    await runCli(['users', 'add', 'cyd', '--password-stdin', '--data', data], {}, 'cyd-password-1\n');
+    const r = await runCli(['users', 'remove', 'cyd', '--data', data]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'removed user cyd\n');
   });
 });

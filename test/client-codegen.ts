@@ -25,11 +25,11 @@ const RESPONSES: [string, string][] = [
   ['get /system/providerInfo', 'ProviderInfoResult'],
 ];
 const PARAMS: [string, string][] = [
-  ['get /assets/folder/{*}', 'FolderQuery'],
+  ['get /assets/folder/{folderId}', 'FolderQuery'],
   ['get /assets/search', 'SearchQuery'],
   ['post /assets/search', 'ImageSearchQuery'],
-  ['get /assets/asset/{*}', 'AssetQuery'],
-  ['get /assets/assetversions/{*}', 'VersionsQuery'],
+  ['get /assets/asset/{assetId}', 'AssetQuery'],
+  ['get /assets/assetversions/{assetId}', 'VersionsQuery'],
   ['post /auth/login', 'LoginStartQuery'],
 ];
 const BODIES: [string, string][] = [['post /assets/search', 'ImageSearchBody']];

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../clock.js';
-import { addAccount } from '../providers/library/accounts.js';
+import { addAccount, changePassword } from '../providers/library/accounts.js';
 import { LibraryIndex } from '../providers/library/index-store.js';
 import type { LibraryIndexStore } from '../providers/library/index-contract.js';
 import { PgLibraryIndex } from '../providers/library/index-store-pg.js';
@@ -13,6 +13,7 @@ import { Renditions } from '../providers/library/renditions.js';
 import { DEFAULT_SCAN_CONCURRENCY, LibraryScanner } from '../providers/library/scanner.js';
 import { ImageSimilarity, librarySources } from '../providers/library/similarity/index.js';
 import { dataOpt, parse, UsageError } from './main.js';
+import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
 import { defaultConfig } from '../config.js';
 import { ImagePool, type ImageWork } from '../images/pool.js';
 
@@ -51,20 +52,37 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
+/** A password from standard input (--password-stdin) or DAMHUB_USER_PASSWORD, never from the command line (shell history, ps). */
+async function passwordInput(stdin: boolean | undefined): Promise<string> {
+  if (stdin) return readStdin();
+  if (process.env.DAMHUB_USER_PASSWORD) return process.env.DAMHUB_USER_PASSWORD;
+  throw new UsageError('give the password on standard input with --password-stdin (or in DAMHUB_USER_PASSWORD)');
+}
+
 export async function usersCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'add') {
     const { values, positionals } = parse(rest, { ...dataOpt, ...dbOpt, 'password-stdin': { type: 'boolean' }, folders: { type: 'string' } }, true);
     if (positionals.length !== 1) throw new UsageError('users add takes one user name');
-    let password: string;
-    if (values['password-stdin']) password = await readStdin();
-    else if (process.env.DAMHUB_USER_PASSWORD) password = process.env.DAMHUB_USER_PASSWORD;
-    else throw new UsageError('give the password on standard input with --password-stdin (or in DAMHUB_USER_PASSWORD)');
+    const password = await passwordInput(values['password-stdin']);
     const folders = values.folders ? values.folders.split(',').map((f) => f.trim()).filter(Boolean) : [];
     const { index, close } = await openIndex(values);
     try {
       const acc = await addAccount(index, positionals[0]!, password, folders, Date.now());
       process.stdout.write(`added ${acc.name}${acc.folders.length ? ` (limited to ${acc.folders.join(', ')})` : ''}\n`);
+    } finally {
+      await close();
+    }
+    return 0;
+  }
+  if (sub === 'passwd') {
+    const { values, positionals } = parse(rest, { ...dataOpt, ...dbOpt, 'password-stdin': { type: 'boolean' } }, true);
+    if (positionals.length !== 1) throw new UsageError('users passwd takes one user name');
+    const password = await passwordInput(values['password-stdin']);
+    const { index, close } = await openIndex(values);
+    try {
+      await changePassword(index, positionals[0]!, password);
+      process.stdout.write(`changed the password of ${positionals[0]}; its signed-in sessions keep working until they end\n`);
     } finally {
       await close();
     }
@@ -78,7 +96,8 @@ export async function usersCommand(args: string[]): Promise<number> {
         for (const a of await index.listAccounts()) process.stdout.write(`${a.name}\t${a.folders.length ? a.folders.join(',') : '(whole library)'}\n`);
       } else {
         if (positionals.length !== 1) throw new UsageError('users remove takes one user name');
-        if (!(await index.removeAccount(positionals[0]!))) throw new Error(`no user ${positionals[0]}`);
+        if (!(await index.removeAccount(positionals[0]!))) throw new Error(`no user ${positionals[0]}: damhub users list shows the names`);
+        process.stdout.write(`removed user ${positionals[0]}\n`);
       }
     } finally {
       await close();
@@ -92,11 +111,11 @@ export async function indexCommand(args: string[]): Promise<number> {
   const { values } = parse(args, { ...dataOpt, ...dbOpt, library: { type: 'string' }, concurrency: { type: 'string' } });
   const lib = values.library ?? process.env.DAMHUB_LIBRARY;
   if (!lib) throw new UsageError('index needs --library DIR (or DAMHUB_LIBRARY)');
-  const root = path.resolve(lib);
-  if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) throw new Error(`${root} is not a folder`);
+  const root = libraryFolder(lib);
   const concurrency = values.concurrency ? Number(values.concurrency) : DEFAULT_SCAN_CONCURRENCY;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw new UsageError('--concurrency must be 1..64');
   const dir = libraryDataDir(values.data);
+  claimLibraryRoot(path.dirname(dir), root);
   const { index, pool, close } = await openIndex(values);
   // On the shared index this command is the indexer for its run: it takes the lease, or leaves
   // the index to the node that holds it (two scanners would race on versions).

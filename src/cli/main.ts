@@ -19,25 +19,37 @@ import { serve } from './serve.js';
 import { indexCommand, usersCommand } from './library.js';
 import { AddressPolicy } from '../content/safe-fetch.js';
 import { runStdio } from '../mcp/stdio.js';
+import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
 
 export class UsageError extends Error {}
 
-const USAGE = `usage:
-  damhub serve [--host H] [--port P] [--data DIR] [--library DIR] [--demo] [--public-url URL]
-               [--database-url URL] [--redis-url URL] [--image-model FILE.onnx]
-  damhub partners add --issuer ISS (--jwks-url URL | --jwks-file FILE) [--audience AUD] [--name N]
+/** Each command's usage, so that a usage error prints the lines of the command that was run. */
+const COMMAND_USAGE: Record<string, string> = {
+  serve: `  damhub serve [--host H] [--port P] [--data DIR] [--library DIR] [--demo] [--public-url URL]
+               [--database-url URL] [--redis-url URL] [--image-model FILE.onnx]`,
+  partners: `  damhub partners add --issuer ISS (--jwks-url URL | --jwks-file FILE) [--audience AUD] [--name N]
                [--max-token-age S] [--rate-limit N] [--origin URL]... [--id ID] [--data DIR]
   damhub partners list [--data DIR]
   damhub partners remove ID [--data DIR]
-  damhub users add NAME [--password-stdin] [--folders PATH,...] [--data DIR] [--database-url URL]
-  damhub users list [--data DIR] [--database-url URL]
-  damhub users remove NAME [--data DIR] [--database-url URL]
-  damhub index [--library DIR] [--data DIR] [--concurrency N (default 8)] [--database-url URL]
-  damhub keys rotate [--data DIR | --database-url URL --redis-url URL]
-  damhub migrate [--database-url URL] [--data DIR]
-  damhub mcp --user SUB [--data DIR] [--library DIR] [--public-url URL]   (MCP over stdio; docs/mcp.md)
 
-  partners commands take --database-url URL --redis-url URL (or DATABASE_URL, REDIS_URL) in cluster mode.`;
+  partners commands take --database-url URL --redis-url URL (or DATABASE_URL, REDIS_URL) in cluster mode.`,
+  users: `  damhub users add NAME [--password-stdin] [--folders PATH,...] [--data DIR] [--database-url URL]
+  damhub users passwd NAME [--password-stdin] [--data DIR] [--database-url URL]
+  damhub users list [--data DIR] [--database-url URL]
+  damhub users remove NAME [--data DIR] [--database-url URL]`,
+  index: '  damhub index [--library DIR] [--data DIR] [--concurrency N (default 8)] [--database-url URL]',
+  keys: '  damhub keys rotate [--data DIR | --database-url URL --redis-url URL]',
+  migrate: '  damhub migrate [--database-url URL] [--data DIR]',
+  mcp: '  damhub mcp --user SUB [--data DIR] [--library DIR] [--public-url URL]   (MCP over stdio; docs/mcp.md)',
+};
+
+const USAGE = `usage:\n${Object.values(COMMAND_USAGE).join('\n')}`;
+
+/** The usage a usage error of `cmd` prints: that command's lines, or all of them for an unknown command. */
+export function usageOf(cmd: string | undefined): string {
+  const own = cmd ? COMMAND_USAGE[cmd] : undefined;
+  return own ? `usage:\n${own}` : USAGE;
+}
 
 export async function main(argv: string[]): Promise<number> {
   // Everything a damhub command creates (data dir, stores and their WAL/SHM files, keys, the demo
@@ -71,7 +83,7 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (e) {
     if (e instanceof UsageError || e instanceof StoreConfigError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`damhub: ${(e as Error).message}\n${USAGE}\n`);
+      process.stderr.write(`damhub: ${(e as Error).message}\n${usageOf(argv[0])}\n`);
       return 2;
     }
     const msg = isHubError(e) ? (e.details ?? e.message) : (e as Error).message;
@@ -288,7 +300,7 @@ async function partnersCommand(args: string[]): Promise<number> {
       const p = await store.partners.create(input, Date.now());
       process.stdout.write(`${JSON.stringify(partnerView(p), null, 2)}\n`);
     } catch (e) {
-      if (e instanceof StoreConflictError) throw new Error(e.message);
+      if (e instanceof StoreConflictError) throw new Error(await conflictMessage(store, input.id, input.issuer));
       throw e;
     } finally {
       await store.close();
@@ -299,7 +311,10 @@ async function partnersCommand(args: string[]): Promise<number> {
     const { values } = parse(rest, { ...dataOpt, ...clusterOpts });
     const store = await openStore(values);
     try {
-      for (const p of await store.partners.list()) {
+      const partners = await store.partners.list();
+      // A header names the columns; an empty store prints nothing, so scripts see no partners.
+      if (partners.length) process.stdout.write('ID\tSTATE\tISSUER\tAUDIENCE\tJWKS\n');
+      for (const p of partners) {
         process.stdout.write(`${p.id}\t${p.enabled ? 'enabled' : 'disabled'}\t${p.issuer}\t${p.audience}\t${p.jwksUrl ?? 'inline JWKS'}\n`);
       }
     } finally {
@@ -312,13 +327,23 @@ async function partnersCommand(args: string[]): Promise<number> {
     if (positionals.length !== 1) throw new UsageError('partners remove takes one partner id');
     const store = await openStore(values);
     try {
-      if (!(await store.partners.remove(positionals[0]!))) throw new Error(`no partner with id ${positionals[0]}`);
+      const id = positionals[0]!;
+      const p = await store.partners.get(id);
+      if (!p || !(await store.partners.remove(id))) throw new Error(`no partner with id ${id}: damhub partners list shows the ids`);
+      process.stdout.write(`removed partner ${p.id} (issuer ${p.issuer}); its tokens stop working at once\n`);
     } finally {
       await store.close();
     }
     return 0;
   }
   throw new UsageError(`unknown partners command ${JSON.stringify(sub ?? '')}`);
+}
+
+/** Which registration a conflicting `partners add` ran into, with what to do about it. */
+async function conflictMessage(store: Stores, id: string | undefined, issuer: string): Promise<string> {
+  const byIssuer = await store.partners.getByIssuer(issuer).catch(() => null);
+  if (byIssuer) return `a partner with issuer ${issuer} already exists (id ${byIssuer.id}): remove it first with damhub partners remove ${byIssuer.id}, or give another --issuer`;
+  return `a partner with id ${id} already exists: give another --id, or remove it first with damhub partners remove ${id}`;
 }
 
 async function keysCommand(args: string[]): Promise<number> {
@@ -355,5 +380,6 @@ async function mcpCommand(args: string[]): Promise<number> {
   if (!user) throw new UsageError('mcp needs --user SUB (or DAMHUB_MCP_USER): the hub user the assistant acts for');
   const config = configFrom(values);
   clusterMode(config);
+  if (config.libraryDir) claimLibraryRoot(config.dataDir, libraryFolder(config.libraryDir));
   return runStdio({ ...config, logLevel: 'silent' }, user);
 }

@@ -6,6 +6,7 @@ import { Hub } from '../hub.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
 import { KeyRing } from '../auth/keys.js';
 import { ClusterStores, openStores } from '../stores/index.js';
+import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
 import { loadSharedSecrets, SharedKeyFollower } from '../stores/postgres/secrets.js';
 
 /** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
@@ -13,11 +14,15 @@ export async function serve(config: HubConfig): Promise<number> {
   // Before anything writes into it (the demo library below used to create it 0755).
   const note = ensurePrivateDir(config.dataDir);
   if (note) process.stderr.write(`damhub: ${note}\n`);
-  if (config.demo && !config.libraryDir) {
+  if (config.libraryDir) {
+    libraryFolder(config.libraryDir);
+  } else if (config.demo) {
     // npm start: a generated demo library in the data dir, so there is something to browse.
     config = { ...config, libraryDir: path.join(config.dataDir, 'demo-library') };
     await ensureDemoLibrary(config.libraryDir!);
   }
+  // One data directory, one library: refused here, before anything re-indexes another folder.
+  if (config.libraryDir) claimLibraryRoot(config.dataDir, config.libraryDir);
   // SQLite in the data dir, or PostgreSQL + Redis (connected and migrated here, before serving).
   const stores = await openStores(config, { keyPrefix: config.redisKeyPrefix });
   let hub: Hub;
@@ -46,7 +51,14 @@ export async function serve(config: HubConfig): Promise<number> {
     throw e;
   }
   const app = await buildApp(hub);
-  const address = await app.listen({ host: config.host, port: config.port });
+  let address: string;
+  try {
+    address = await app.listen({ host: config.host, port: config.port });
+  } catch (e) {
+    await app.close().catch(() => undefined);
+    await hub.close().catch(() => undefined);
+    throw listenError(e, config);
+  }
   // With --port 0 the real port is known only now; an unset public URL follows it.
   const actualPort = Number(new URL(address).port);
   if (config.port === 0 && actualPort) app.log.warn('listening on an ephemeral port; pass --public-url for correct redirect URIs');
@@ -94,4 +106,14 @@ export async function serve(config: HubConfig): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+}
+
+/** What to do about a failed listen, in one line (Node's "listen EADDRINUSE: address already in use ::1:8080" says neither). */
+function listenError(e: unknown, config: HubConfig): Error {
+  const code = (e as NodeJS.ErrnoException).code;
+  const where = `${config.host}:${config.port}`;
+  if (code === 'EADDRINUSE') return new Error(`port ${config.port} on ${config.host} is in use (another damhub?): stop what listens on ${where} or choose another port with --port`);
+  if (code === 'EACCES') return new Error(`not allowed to listen on ${where}: choose a port above 1023 with --port`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new Error(`cannot listen on ${config.host}: it is not an address of this machine; choose another with --host`);
+  return e as Error;
 }

@@ -12,6 +12,9 @@ import { DEFAULT_AUDIENCE } from '../auth/partners.js';
 import type { Hub } from '../hub.js';
 
 export const DEMO_PARTNER_ID = 'demo';
+/** The demo partner's issuer: not a URL of one hub, since several demo hubs may share a data directory. */
+export const DEMO_ISSUER = 'urn:damhub:demo-partner';
+const MAX_DEMO_ORIGINS = 8;
 
 interface DemoKeys {
   kid: string;
@@ -33,11 +36,16 @@ export class DemoPartner {
       keys = { kid, privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'RS256' }, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
       writeSecretFile(file, JSON.stringify(keys));
     }
-    const issuer = `${hub.damLogin.publicUrl}/demo`;
+    // One issuer for every demo hub of the data directory, and each one's origin added to the
+    // allowed ones: a second `serve --demo` on another port beside a running one used to rewrite
+    // the issuer and origins to its own URL, and the first one's demo page stopped working.
+    const issuer = DEMO_ISSUER;
     const origin = new URL(hub.config.publicUrl).origin;
     const now = hub.clock.now();
-    const fields = { name: 'Demo partner', issuer, audience: DEFAULT_AUDIENCE, jwksUrl: null, jwks: { keys: [keys.publicJwk] }, maxTokenAgeSec: 3600, rateLimitPerMin: 600, allowedOrigins: [origin], enabled: true };
     const existing = await hub.stores.partners.get(DEMO_PARTNER_ID);
+    // Most recent last, a few kept: ports of demos long stopped drop off.
+    const origins = [...(existing?.allowedOrigins ?? []).filter((o) => o !== origin), origin].slice(-MAX_DEMO_ORIGINS);
+    const fields = { name: 'Demo partner', issuer, audience: DEFAULT_AUDIENCE, jwksUrl: null, jwks: { keys: [keys.publicJwk] }, maxTokenAgeSec: 3600, rateLimitPerMin: 600, allowedOrigins: origins, enabled: true };
     if (existing) await hub.stores.partners.update(DEMO_PARTNER_ID, fields, now);
     else await hub.stores.partners.create({ id: DEMO_PARTNER_ID, ...fields }, now);
     return new DemoPartner(keys, issuer, hub);

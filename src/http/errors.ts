@@ -91,6 +91,9 @@ export function sendError(err: HubError, req: FastifyRequest, reply: FastifyRepl
   return reply.code(err.status).type('application/json; charset=utf-8').send(envelope(err, req));
 }
 
+/** Why a request was answered with a 4xx, for its log line. */
+export const rejections = new WeakMap<FastifyRequest, { code: string; details?: string }>();
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((e, req, reply) => {
     const err = toHubError(e);
@@ -102,8 +105,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
       // its code and details say what happened; a stack would only show where it was mapped.
       req.log.warn({ code: err.code, provider: err.provider, details: err.details, requestId: req.id }, 'request failed');
     } else {
-      // Expected answers: the client's mistake, or the DAM's own 404 or 501 (not supported).
-      req.log.info({ code: err.code, provider: err.provider, details: err.details }, 'request rejected');
+      // Expected answers (the client's mistake, or the DAM's own 404 or 501 "not supported"):
+      // said on the request's one log line when it completes (src/app.ts), not on a line of its own.
+      rejections.set(req, { code: err.code, details: err.details });
     }
     return sendError(err, req, reply);
   });

@@ -135,7 +135,10 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
   }, async (req) => ops.versions(damOf(req), (req.params as { '*': string })['*'], req.query as { withMaster?: boolean; uiLocale?: string }));
 
   // Signed media URLs: the URL is the credential (an <img> cannot send headers).
-  const mediaParams = Type.Object({ provider: Type.String({ maxLength: 64 }), assetId: Type.String({ maxLength: 256 }), version: Type.Integer({ minimum: 1 }), rendition: Type.Optional(Type.String({ maxLength: 32 })) });
+  const originalParams = Type.Object({ provider: Type.String({ maxLength: 64 }), assetId: Type.String({ maxLength: 256 }), version: Type.Integer({ minimum: 1 }) });
+  // The thumbnail route's own parameters: a `rendition` on the download route's schema was a path
+  // parameter its path does not have (an error in the reference).
+  const renditionParams = Type.Object({ provider: Type.String({ maxLength: 64 }), assetId: Type.String({ maxLength: 256 }), version: Type.Integer({ minimum: 1 }), rendition: Type.String({ maxLength: 32 }) });
   const mediaQuery = Type.Object({ exp: Type.Optional(Type.String()), p: Type.Optional(Type.String({ maxLength: 256 })), a: Type.Optional(Type.String({ maxLength: 256 })), k: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) });
   const serveMedia = async (req: FastifyRequest, reply: FastifyReply) => {
     const p = req.params as { provider: string; assetId: string; version: number; rendition?: string };
@@ -146,8 +149,8 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     const media = await ops.call(provider, () => provider.media!({ assetId: p.assetId, version: p.version, rendition: p.rendition ?? 'original' }));
     return sendMedia(req, reply, media, p.rendition ? 'inline' : 'attachment');
   };
-  app.get('/assets/download/:provider/:assetId/:version', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Original bytes (signed URL from downloadUrl)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
-  app.get('/assets/thumbnail/:provider/:assetId/:version/:rendition', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Rendition bytes (signed URL from thumbnailUrl or conversions)', params: mediaParams, querystring: mediaQuery } }, serveMedia);
+  app.get('/assets/download/:provider/:assetId/:version', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Original bytes (signed URL from downloadUrl)', params: originalParams, querystring: mediaQuery } }, serveMedia);
+  app.get('/assets/thumbnail/:provider/:assetId/:version/:rendition', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Rendition bytes (signed URL from thumbnailUrl or conversions)', params: renditionParams, querystring: mediaQuery } }, serveMedia);
 }
 
 /**

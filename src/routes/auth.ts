@@ -7,13 +7,28 @@ import { hubError } from '../errors.js';
 import { applyRateLimitHeaders, checkOrigin, principalOf, rateLimited } from '../http/auth.js';
 import { HubAuth, responses, TokenPairSchema } from '../http/schemas.js';
 
+/** Closed: exactly the flags of ProviderCapabilities (src/providers/contract.ts), so clients know every one. */
+const ProviderCapabilitiesSchema = Type.Object({
+  browse: Type.Boolean({ description: 'folders can be browsed' }),
+  search: Type.Boolean({ description: 'keyword search' }),
+  similarSearch: Type.Boolean({ description: 'search by image (POST /assets/search)' }),
+  versions: Type.Boolean({ description: 'version history (/assets/assetversions)' }),
+  refresh: Type.Boolean({ description: 'the DAM connection can be renewed without a new login' }),
+  filters: Type.Boolean({ description: 'facet filters on browse and search' }),
+  dataLocalization: Type.Boolean({ description: 'metadata in several data locales' }),
+  timeZone: Type.Boolean({ description: 'dates follow the timeZone parameter' }),
+  serverUrl: Type.Boolean({ description: 'the sign-in asks for a server URL' }),
+  foldersOnEveryPage: Type.Boolean({ description: 'subfolders are repeated on every page of a browse' }),
+  assetHashAlgorithm: Type.Union([Type.String(), Type.Null()], { description: 'the hash field the provider always reports, or null' }),
+}, { additionalProperties: false });
+
 const ProviderSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   version: Type.String(),
   logo: Type.String(),
   glyph: Type.String(),
-  capabilities: Type.Object({}, { additionalProperties: true }),
+  capabilities: ProviderCapabilitiesSchema,
   loginUrl: Type.String(),
   isDefault: Type.Boolean(),
   paging: Type.Object({ defaultSize: Type.Integer(), maxSize: Type.Integer() }),

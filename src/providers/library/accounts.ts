@@ -45,6 +45,12 @@ export function normaliseFolders(folders: string[]): string[] {
   });
 }
 
+/** A new password for an existing account (`damhub users passwd`); the same length rule as at creation. */
+export async function changePassword(index: LibraryIndexStore, name: string, password: string): Promise<void> {
+  if (password.length < 8) throw new Error('a password has at least 8 characters');
+  if (!(await index.setAccountPassword(name, await hashPassword(password)))) throw new Error(`no user ${name}: damhub users list shows the names`);
+}
+
 export async function addAccount(index: LibraryIndexStore, name: string, password: string, folders: string[], now: number): Promise<AccountRow> {
   if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(name)) throw new Error('a user name has 1-64 letters, digits, ".", "_", "@" or "-"');
   if (password.length < 8) throw new Error('a password has at least 8 characters');

@@ -42,6 +42,8 @@ export interface LibraryIndexStore {
   account(id: string): Awaitable<AccountRow | null>;
   accountByName(name: string): Awaitable<AccountRow | null>;
   removeAccount(name: string): Awaitable<boolean>;
+  /** Replaces an account's password hash; false when there is no such account. */
+  setAccountPassword(name: string, passwordHash: string): Awaitable<boolean>;
   listAccounts(): Awaitable<AccountRow[]>;
   close(): Awaitable<void>;
 }

@@ -300,6 +300,10 @@ export class PgLibraryIndex implements LibraryIndexStore {
     return ((await this.db.query('DELETE FROM library_accounts WHERE name = $1', [name])).rowCount ?? 0) > 0;
   }
 
+  async setAccountPassword(name: string, passwordHash: string): Promise<boolean> {
+    return ((await this.db.query('UPDATE library_accounts SET password_hash = $1 WHERE name = $2', [passwordHash, name])).rowCount ?? 0) > 0;
+  }
+
   async listAccounts(): Promise<AccountRow[]> {
     return (await this.db.query('SELECT * FROM library_accounts ORDER BY name', [], true)).rows.map(accountOf);
   }

@@ -467,6 +467,10 @@ export class LibraryIndex implements LibraryIndexStore {
     return this.db.prepare('DELETE FROM accounts WHERE name = ?').run(name).changes > 0;
   }
 
+  setAccountPassword(name: string, passwordHash: string): boolean {
+    return this.db.prepare('UPDATE accounts SET password_hash = ? WHERE name = ?').run(passwordHash, name).changes > 0;
+  }
+
   listAccounts(): AccountRow[] {
     return (this.db.prepare('SELECT * FROM accounts ORDER BY name').all() as Record<string, unknown>[]).map(toAccount);
   }

@@ -212,7 +212,30 @@ export interface ProviderListItem {
   version: string;
   logo: string;
   glyph: string;
-  capabilities: Record<string, unknown>;
+  capabilities: {
+    /** folders can be browsed */
+    browse: boolean;
+    /** keyword search */
+    search: boolean;
+    /** search by image (POST /assets/search) */
+    similarSearch: boolean;
+    /** version history (/assets/assetversions) */
+    versions: boolean;
+    /** the DAM connection can be renewed without a new login */
+    refresh: boolean;
+    /** facet filters on browse and search */
+    filters: boolean;
+    /** metadata in several data locales */
+    dataLocalization: boolean;
+    /** dates follow the timeZone parameter */
+    timeZone: boolean;
+    /** the sign-in asks for a server URL */
+    serverUrl: boolean;
+    /** subfolders are repeated on every page of a browse */
+    foldersOnEveryPage: boolean;
+    /** the hash field the provider always reports, or null */
+    assetHashAlgorithm: string | null;
+  };
   loginUrl: string;
   isDefault: boolean;
   paging: {
@@ -241,7 +264,7 @@ export interface LoginPoll {
 /** Response of GET /system/providerInfo. */
 export type ProviderInfoResult = Record<string, unknown>;
 
-/** Query parameters of GET /assets/folder/{*}. */
+/** Query parameters of GET /assets/folder/{folderId}. */
 export interface FolderQuery {
   /** assets per page; clamped to the provider maximum; 0 = provider default */
   size?: number;
@@ -282,14 +305,14 @@ export interface ImageSearchQuery {
   uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
 }
 
-/** Query parameters of GET /assets/asset/{*}. */
+/** Query parameters of GET /assets/asset/{assetId}. */
 export interface AssetQuery {
   /** locale of interface labels */
   uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
   timeZone?: string;
 }
 
-/** Query parameters of GET /assets/assetversions/{*}. */
+/** Query parameters of GET /assets/assetversions/{assetId}. */
 export interface VersionsQuery {
   withMaster?: boolean;
   /** locale of interface labels */

@@ -1,0 +1,223 @@
+/**
+ * The reference document (/api/v1/openapi.json) beyond what the route schemas say: the names of
+ * wildcard path parameters, and per operation an operationId, a description, the response headers
+ * clients rely on, examples, and the media routes' statuses and content types. Route schemas stay
+ * about validation and serialisation; what only a reader needs lives here, in one table, and
+ * test/openapi-lint.test.ts fails when an operation is missing from it (no operationId).
+ */
+type Json = Record<string, any>;
+
+/**
+ * Folder and asset ids contain slashes, so their routes are wildcards (`/assets/folder/*`) and
+ * the generated document said `{*}`. The document names them; routing is unchanged.
+ */
+const WILDCARDS: Record<string, { name: string; description: string }> = {
+  '/api/v1/assets/folder/*': { name: 'folderId', description: 'folder id from a previous answer ("root" for the top); URL-encoded, it may contain slashes' },
+  '/api/v1/assets/asset/*': { name: 'assetId', description: 'asset id from a browse or search answer; URL-encoded, it may contain slashes' },
+  '/api/v1/assets/assetversions/*': { name: 'assetId', description: 'asset id from a browse or search answer; URL-encoded, it may contain slashes' },
+};
+
+/** @fastify/swagger's per-route transform: a wildcard route's path and parameter get their real name. */
+export function transformRoute({ schema, url }: { schema: Json; url: string }): { schema: Json; url: string } {
+  const w = WILDCARDS[url];
+  const star = schema?.params?.properties?.['*'];
+  if (!w || !star) return { schema, url };
+  const params = { type: 'object', properties: { [w.name]: { ...star, description: w.description } }, required: [w.name] };
+  return { url: url.replace('*', `:${w.name}`), schema: { ...schema, params } };
+}
+
+const envelope = (status: number, code: string, message: string, details: string, method = 'GET', path = '/api/v1/…') => ({
+  message: 'Error',
+  details: `${method} ${path} failed: ${message}`,
+  errorCode: code,
+  error: { code, source: code.startsWith('integration-') ? 'integration' : 'hub', status, message, details: `${details} (request 5f0c2a9e1b7d4c3a)`, ...(code.startsWith('integration-') ? { provider: 'library' } : {}), requestId: '5f0c2a9e1b7d4c3a' },
+});
+
+/** The errors an operation's clients meet most, as examples of its 4XX answer. */
+const ERRORS: Record<string, [number, string, string]> = {
+  'hub-validation-error': [400, 'The request is invalid.', 'querystring/size must be integer'],
+  'hub-sdk-token-missing': [401, 'The partner token is missing.', 'send the partner JWT as "Authorization: Bearer <jwt>"'],
+  'hub-sdk-token-invalid': [401, 'The partner token is invalid.', 'the token was already used (replay)'],
+  'hub-sdk-partner-unknown': [403, 'The partner is unknown.', 'no enabled partner has the issuer https://partner.example/'],
+  'hub-access-token-missing': [401, 'The access token is missing.', 'send "Authorization: Bearer <access token>" from /auth/exchangeToken'],
+  'hub-access-token-invalid': [401, 'The access token is invalid.', 'the access token has expired'],
+  'provider-access-token-missing': [403, 'The DAM connection token is missing.', 'send "provider-authorization: Bearer <token>" from the DAM login'],
+  'provider-access-token-invalid': [403, 'The DAM connection token is invalid.', 'the refresh token was rotated out and reused'],
+  'hub-access-denied': [403, 'Access denied.', 'media URL check failed: the signature does not match'],
+  'hub-not-found': [404, 'Not found.', 'no partner with id p1'],
+  'integration-not-found': [404, 'Not found.', 'no folder /Brand/Old'],
+  'integration-not-supported': [501, 'Not supported by the DAM.', 'the DAM has no search by image'],
+  'hub-rate-limited': [429, 'Too many requests.', 'retry in 2 s'],
+};
+
+type Limit = 'exchange' | 'user' | null;
+interface OpDoc { id: string; description: string; errors: string[]; limit?: Limit; example?: unknown; summary?: string }
+
+const TOKENS = { access_token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6ImRhbWh1Yi1hY2Nlc3Mrand0In0.…', refresh_token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6ImRhbWh1Yi1yZWZyZXNoK2p3dCJ9.…', expires_in: 3600, token_type: 'Bearer' };
+const PARTNER = { id: 'p1', name: 'Partner One', issuer: 'https://partner.example/', audience: 'urn:damhub', jwksUrl: 'https://partner.example/.well-known/jwks.json', jwks: null, maxTokenAge: 3600, rateLimit: 60, allowedOrigins: ['https://app.partner.example'], enabled: true, createdAt: 1780315200000, updatedAt: 1780315200000 };
+const ASSET = {
+  id: '/Brand/logo-blue.png', name: 'logo-blue.png', parentPath: '/Brand', fileSize: 48213, xSizePx: 1200, ySizePx: 800, created: 1780315200000, modified: 1780315200000,
+  mimeType: 'image/png', version: 2, displayVersion: 2, type: 'image', downloadHashSha256: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
+  thumbnailUrl: 'https://hub.example/api/v1/assets/thumbnail/library/a1b2/2/thumbnail?exp=1780322400&p=p1&a=acc1&k=s1&sig=Qm…',
+  downloadUrl: 'https://hub.example/api/v1/assets/download/library/a1b2/2?exp=1780322400&p=p1&a=acc1&k=s1&sig=Qm…',
+};
+const CAPABILITIES = { browse: true, search: true, similarSearch: true, versions: true, refresh: false, filters: true, dataLocalization: false, timeZone: true, serverUrl: false, foldersOnEveryPage: false, assetHashAlgorithm: 'Sha256' };
+const PAGE = { assets: [ASSET], folders: [{ id: '/Brand/Archive', name: 'Archive' }], filters: [], more: 'eyJ2IjoxLCJjIjoi…', totalAssetsCount: 42 };
+const CONTENT_ERRORS = ['hub-validation-error', 'hub-access-token-invalid', 'provider-access-token-missing', 'integration-not-found', 'hub-rate-limited'];
+const ADMIN_ERRORS = ['hub-validation-error', 'hub-access-denied', 'hub-not-found'];
+
+/** Keyed by method and path as the document has them. */
+const OPERATIONS: Record<string, OpDoc> = {
+  'post /api/v1/auth/exchangeToken': { id: 'exchangeToken', limit: 'exchange', errors: ['hub-sdk-token-missing', 'hub-sdk-token-invalid', 'hub-sdk-partner-unknown', 'hub-rate-limited'], example: TOKENS,
+    description: 'The partner\'s backend signs a short-lived RS256 JWT (`iss`, `aud`, `sub`, `iat`, `exp`, `jti`, `email`) and the browser sends it as `Authorization: Bearer <jwt>`. The body is optional: `{"email": "…"}` when the JWT carries no email. Each JWT works once. Answers a hub access token (1 hour) and refresh token (30 days).' },
+  'get /api/v1/auth/checkToken': { id: 'checkToken', limit: 'user', example: { adapter: 'p1', source: 'damhub', user: { id: 'u_3kq9', name: 'Ada Lovelace', email: 'ada@example.com', givenName: 'Ada', familyName: 'Lovelace' }, account: { id: 'p1', name: 'Partner One', issuer: 'https://partner.example/' }, userHash: 'c2b1f0…', expiresAt: 1780318800000 }, errors: ['hub-access-token-missing', 'hub-access-token-invalid'],
+    description: 'Verifies the access token and answers the user, the partner account and a stable opaque `userHash`.' },
+  'get /api/v1/auth/refreshToken': { id: 'refreshToken', errors: ['hub-access-token-missing', 'provider-access-token-invalid'], example: TOKENS,
+    description: '`provider-authorization: Bearer <refresh token>` with the current (possibly expired) access token in `Authorization`. A hub refresh token answers new hub tokens (rotation; the previous one stays usable for 60 s); a DAM refresh token answers a new DAM connection token.' },
+  'get /api/v1/auth/logout': { id: 'logout', errors: ['hub-access-token-missing', 'hub-access-token-invalid'], example: 'OK',
+    description: 'Ends the session: its refresh tokens are revoked on the server. Answers `OK` as `text/plain`.' },
+  'get /api/v1/auth/providers': { id: 'listProviders', limit: 'user', example: [{ id: 'library', name: 'Library', version: '1.0.0', logo: 'https://hub.example/api/v1/auth/library/logo.svg', glyph: 'L', capabilities: CAPABILITIES, loginUrl: 'https://hub.example/api/v1/auth/login?provider=library', isDefault: true, paging: { defaultSize: 50, maxSize: 200 } }], errors: ['hub-access-token-missing', 'hub-access-token-invalid'],
+    description: 'The DAM providers the user can connect to, with their declared capabilities (what the picker may offer) and paging limits.' },
+  'post /api/v1/auth/login': { id: 'startDamLogin', limit: 'user', errors: ['hub-validation-error', 'hub-access-token-invalid', 'hub-rate-limited'], example: { redirect_uri: 'https://hub.example/api/v1/auth/library/signin?state=9kq…', state: '9kq…' },
+    description: 'Starts a DAM login for `provider`: open `redirect_uri` in a popup, then poll `GET /auth/login?state=…&polling=true` until it answers tokens or an error. A login state lives 5 minutes.' },
+  'get /api/v1/auth/login': { id: 'pollDamLogin', errors: ['hub-validation-error'], example: {},
+    description: 'Polls a DAM login by its state (the state is the credential): `{}` while pending, `{access_token, refresh_token, userHash}` once, then `{error}`; also `{error}` when unknown, expired, failed or cancelled. Always 200.' },
+  'get /api/v1/system/providerInfo': { id: 'providerInfo', limit: 'user', example: { dataLocales: [{ id: 'en', name: 'English', displayName: 'English', default: true }] }, errors: CONTENT_ERRORS,
+    description: 'Runtime details of the connected DAM: its remote system prefix, data locales and filters, where it has them; `{}` when it has none.' },
+  'get /api/v1/assets/folder/{folderId}': { id: 'browseFolder', limit: 'user', example: { id: '/Brand', name: 'Brand', ...PAGE, capabilities: { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false } }, errors: CONTENT_ERRORS,
+    description: 'A folder\'s subfolders and a page of its assets. Page on with the opaque `more` of the previous answer; `size` is clamped to the provider\'s maximum.' },
+  'get /api/v1/assets/search': { id: 'searchAssets', limit: 'user', example: { ...PAGE, capabilities: { canAddAsset: false } }, errors: CONTENT_ERRORS,
+    description: 'Keyword search, optionally under `parentId`, with `filters` from a previous answer\'s facets. Paged with `more`.' },
+  'post /api/v1/assets/search': { id: 'searchByImage', limit: 'user', example: { ...PAGE, folders: [], capabilities: { canAddAsset: false } }, errors: [...CONTENT_ERRORS, 'integration-not-supported'],
+    description: 'Search by image. `dataBase64` holds a data URI, an http(s) URL (fetched with SSRF protection) or a `downloadUrl` from a result. 413 when the image is too large to fetch or decode.' },
+  'get /api/v1/assets/asset/{assetId}': { id: 'getAsset', limit: 'user', example: ASSET, errors: CONTENT_ERRORS,
+    description: 'One asset with its metadata, renditions, hashes and signed media URLs.' },
+  'get /api/v1/assets/assetversions/{assetId}': { id: 'getAssetVersions', limit: 'user', example: { id: ASSET.id, name: ASSET.name, versions: [{ ...ASSET, version: 1, displayVersion: 1 }] }, errors: CONTENT_ERRORS,
+    description: 'The version history of an asset, newest first; `withMaster=true` includes the current version.' },
+  'get /api/v1/assets/download/{provider}/{assetId}/{version}': { id: 'downloadOriginal', errors: ['hub-access-denied', 'integration-not-found'],
+    description: 'The original file of an asset version, through the signed `downloadUrl` an asset carries (the URL is the credential: an `<img>` cannot send headers). Single byte ranges (206, 416), `ETag` and `If-None-Match` (304).' },
+  'get /api/v1/assets/thumbnail/{provider}/{assetId}/{version}/{rendition}': { id: 'downloadRendition', errors: ['hub-access-denied', 'integration-not-found'],
+    description: 'A rendition (thumbnail, preview, conversion) of an asset version, through the signed `thumbnailUrl` or `conversions[].url`. Ranges, `ETag` and 304 as for the original.' },
+  'get /api/v1/connectors/{connectorId}/download/{name}': { id: 'connectorDownload', errors: ['hub-access-denied', 'integration-not-found'], summary: 'Bytes of a connector\'s file (download link from downloadUrl)',
+    description: 'A file of a remote DAM (WebDAV, S3, …), streamed through the hub from the `downloadUrl` its connector put on the asset; the `g` grant is the credential and works 4 hours. Ranges, `ETag` and 304 as the DAM answers them.' },
+  'get /api/v1/admin/partners': { id: 'listPartners', errors: ADMIN_ERRORS, summary: 'List registered partners', example: [PARTNER],
+    description: 'Every registered partner. Admin key as bearer token.' },
+  'post /api/v1/admin/partners': { id: 'createPartner', errors: ADMIN_ERRORS, summary: 'Register a partner', example: PARTNER,
+    description: 'Registers a partner: issuer, audience (default `urn:damhub`), JWKS URL or inline JWKS, max token age, exchange rate limit and allowed browser origins. 409 when the issuer or id is taken.' },
+  'get /api/v1/admin/partners/{id}': { id: 'getPartner', errors: ADMIN_ERRORS, summary: 'Read a partner', example: PARTNER, description: 'One partner by id.' },
+  'patch /api/v1/admin/partners/{id}': { id: 'updatePartner', errors: ADMIN_ERRORS, summary: 'Change a partner', example: PARTNER,
+    description: 'Changes the fields given, e.g. `{"enabled": false}`: a disabled partner\'s tokens and media URLs stop working at once.' },
+  'delete /api/v1/admin/partners/{id}': { id: 'deletePartner', errors: ADMIN_ERRORS, summary: 'Remove a partner', description: 'Removes a partner; its tokens and media URLs stop working at once.' },
+};
+
+const REQUEST_ID = { description: 'The request id: the caller\'s `x-request-id` when it is a sane token, else a generated one; error details and logs carry it too.', schema: { type: 'string' } };
+const RATE_HEADERS = {
+  'RateLimit-Limit': { description: 'Requests allowed in a burst for this key.', schema: { type: 'integer' } },
+  'RateLimit-Remaining': { description: 'Requests left before the limit.', schema: { type: 'integer' } },
+  'RateLimit-Reset': { description: 'Seconds until the burst is fully available again.', schema: { type: 'integer' } },
+};
+const RETRY_AFTER = { 'Retry-After': { description: 'On 429: seconds to wait before retrying.', schema: { type: 'integer' } } };
+const ERROR_REF = { $ref: '#/components/schemas/ErrorEnvelope' };
+const BYTES = { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream', description: 'the file\'s bytes, with its own content type' } } };
+
+function mediaResponses(errors: string[]): Json {
+  const media = {
+    ETag: { description: 'Entity tag of the content; send it back in `If-None-Match`.', schema: { type: 'string' } },
+    'Accept-Ranges': { description: '`bytes`', schema: { type: 'string' } },
+    'Content-Disposition': { description: '`attachment` for originals, `inline` for renditions, with the file name.', schema: { type: 'string' } },
+    'x-request-id': REQUEST_ID,
+  };
+  const err = (codes: string[]) => ({ 'application/json': { schema: ERROR_REF, examples: examplesOf(codes) } });
+  return {
+    200: { description: 'The whole file.', headers: media, content: BYTES },
+    206: { description: 'The byte range asked for with `Range`.', headers: { ...media, 'Content-Range': { description: '`bytes start-end/size`', schema: { type: 'string' } } }, content: BYTES },
+    304: { description: 'Not modified: `If-None-Match` matches the `ETag`.', headers: media },
+    403: { description: 'The link\'s signature, expiry, partner or account no longer holds (`hub-access-denied`).', headers: { 'x-request-id': REQUEST_ID }, content: err(errors.filter((c) => ERRORS[c]![0] === 403)) },
+    404: { description: 'No such asset, version or rendition (`integration-not-found`, `integration-not-available`).', headers: { 'x-request-id': REQUEST_ID }, content: err(errors.filter((c) => ERRORS[c]![0] === 404)) },
+    416: { description: 'The range cannot be satisfied; `Content-Range: bytes */size`.', headers: { 'x-request-id': REQUEST_ID, 'Content-Range': { description: '`bytes */size`', schema: { type: 'string' } } }, content: err(['hub-validation-error']) },
+  };
+}
+
+function examplesOf(codes: string[]): Json {
+  return Object.fromEntries(codes.map((c) => {
+    const [status, message, details] = ERRORS[c]!;
+    return [c, { summary: `${status} ${c}`, value: envelope(status, c, message, details) }];
+  }));
+}
+
+/**
+ * Descriptions are Markdown, and the reference page drops what looks like an HTML tag: "Bearer
+ * <access token>" showed as "Bearer ". Angle-bracket text outside code spans becomes a code span.
+ */
+export function codeAngleBrackets(text: string): string {
+  return text.replace(/(`[^`]*`)|<([^<>\n]+)>/g, (m, code: string | undefined) => code ?? `\`${m}\``);
+}
+
+function escapeDescriptions(node: unknown, key = ''): void {
+  if (Array.isArray(node)) for (const n of node) escapeDescriptions(n);
+  else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node as Json)) {
+      // Examples are data, not prose.
+      if (k === 'example' || k === 'examples' && key !== 'properties') continue;
+      if (k === 'description' && typeof v === 'string') (node as Json)[k] = codeAngleBrackets(v);
+      else escapeDescriptions(v, k);
+    }
+  }
+}
+
+/** @fastify/swagger's transformObject: completes the generated document (see the file comment). */
+export function polishDocument(doc: Json): Json {
+  doc.info = { ...doc.info, contact: { name: 'damhub', url: `${doc.servers?.[0]?.url ?? ''}/api/v1/docs` }, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } };
+  doc.tags = [
+    { name: 'auth', description: 'Token exchange, sessions, DAM providers and the DAM login.' },
+    { name: 'system', description: 'Runtime details of the connected DAM.' },
+    { name: 'assets', description: 'Browse, search, assets, versions and their media.' },
+    { name: 'admin', description: 'Partner registration (admin key).' },
+  ];
+  doc.components.securitySchemes.SignedUrl = { type: 'apiKey', in: 'query', name: 'sig', description: 'the signature of a hub media URL (with exp, p, a, k): the URL itself is the credential' };
+  doc.components.securitySchemes.DownloadGrant = { type: 'apiKey', in: 'query', name: 'g', description: 'the grant of a connector download link: the URL itself is the credential' };
+  doc.paths['/api/v1/connectors/{connectorId}/download/{name}'] = {
+    get: {
+      tags: ['assets'],
+      security: [{ DownloadGrant: [] }],
+      parameters: [
+        { name: 'connectorId', in: 'path', required: true, description: 'the connector (e.g. webdav, s3)', schema: { type: 'string' } },
+        { name: 'name', in: 'path', required: true, description: 'the file name, for the browser\'s save dialog', schema: { type: 'string' } },
+        { name: 'g', in: 'query', required: true, description: 'the grant', schema: { type: 'string' } },
+      ],
+    },
+  };
+  for (const [path, item] of Object.entries<Json>(doc.paths)) {
+    for (const [method, op] of Object.entries<Json>(item)) {
+      const d = OPERATIONS[`${method} ${path}`];
+      if (!d) continue; // no operationId then: test/openapi-lint.test.ts says which
+      op.operationId = d.id;
+      op.description = d.description;
+      if (d.summary) op.summary = d.summary;
+      if (path.includes('/download/') || path.includes('/thumbnail/')) {
+        op.responses = mediaResponses(d.errors);
+        if (!op.security) op.security = [{ SignedUrl: [] }];
+        continue;
+      }
+      if (d.id === 'pollDamLogin') op.security = [];
+      if (d.id === 'exchangeToken' && op.requestBody) op.requestBody.required = false;
+      for (const [status, res] of Object.entries<Json>(op.responses ?? {})) {
+        res.headers = { 'x-request-id': REQUEST_ID, ...(d.limit ? RATE_HEADERS : {}), ...(d.limit && status === '4XX' ? RETRY_AFTER : {}), ...res.headers };
+        if (status === '4XX' || status === '5XX') {
+          const codes = status === '4XX' ? d.errors.filter((c) => ERRORS[c]![0] < 500) : ['hub-internal-error'];
+          const json = res.content?.['application/json'];
+          if (json) json.examples = status === '4XX' ? examplesOf(codes) : { 'hub-internal-error': { summary: '500 hub-internal-error', value: envelope(500, 'hub-internal-error', 'Internal error.', 'unexpected failure') } };
+          continue;
+        }
+        if (d.id === 'logout') {
+          res.content = { 'text/plain': { schema: { type: 'string', const: 'OK' }, example: 'OK' } };
+          continue;
+        }
+        const json = res.content?.['application/json'];
+        if (json && d.example !== undefined) json.example = d.example;
+      }
+    }
+  }
+  escapeDescriptions(doc);
+  return doc;
+}
