@@ -219,7 +219,7 @@ async function drive(page: Page, picker: Locator, errors: string[]): Promise<voi
     const g = globalThis as any;
     g.document.querySelector('damhub-picker').addEventListener('select', (e: any) => { g.__picked = e.detail; });
   });
-  await picker.getByRole('button', { name: 'Select 2 assets' }).click();
+  await picker.getByRole('button', { name: 'Select 2', exact: true }).click();
   const picked = await page.evaluate(() => (globalThis as any).__picked);
   assert.equal(picked.provider, 'library');
   assert.deepEqual(picked.assets.map((a: { name: string }) => a.name).sort(), ['harbor boats.jpg', 'harbor map.png']);

@@ -167,7 +167,8 @@ export class DamhubPicker extends HTMLElement {
     e.query.setAttribute('aria-label', t('searchAssets'));
     e.searchButton.textContent = t('search');
     e.imageButton.textContent = t('image');
-    e.imageButton.setAttribute('aria-label', t('imageLabel'));
+    // The accessible name starts with the visible text (WCAG 2.5.3, label in name), then the hint.
+    e.imageButton.setAttribute('aria-label', `${t('image')}: ${t('imageHint')}`);
     e.filtersButton.textContent = t('filters');
     e.switchButton.textContent = t('switch');
     e.crumbs.setAttribute('aria-label', t('path'));
