@@ -166,6 +166,7 @@ test('keyboard only: a cancelled sign-in, sign-in, a folder, details, search, a 
   await assertFocusIn('after opening a folder', (f) => f.role === 'option' && f.name === 'harbor boats.jpg');
   // The focus ring is not an error colour (the danger colour or any red/orange hue).
   const ring = await picker.locator('.item[tabindex="0"]').evaluate(focusRing);
+  assert.notEqual(ring.style, 'none', 'a keyboard focus shows a ring');
   assert.notEqual(ring.outline, ring.danger, 'the focus ring is not the danger colour');
   assert.ok(!(ring.hue < 45 || ring.hue > 330), `the focus ring's hue ${ring.hue} is not red or orange`);
   await page.keyboard.press('ArrowRight');
@@ -213,7 +214,7 @@ test('keyboard only: a cancelled sign-in, sign-in, a folder, details, search, a 
 });
 
 /** The focused item's outline colour, the danger colour, and the outline's hue in degrees. */
-function focusRing(el: any): { outline: string; danger: string; hue: number } {
+function focusRing(el: any): { style: string; outline: string; danger: string; hue: number } {
   const g = globalThis as any;
   const outline = g.getComputedStyle(el).outlineColor as string;
   const probe = g.document.createElement('span');
@@ -226,7 +227,7 @@ function focusRing(el: any): { outline: string; danger: string; hue: number } {
   const min = Math.min(r, gr, b);
   const d = max - min || 1;
   const hue = max === r ? 60 * (((gr - b) / d) % 6) : max === gr ? 60 * ((b - r) / d + 2) : 60 * ((r - gr) / d + 4);
-  return { outline, danger, hue: (hue + 360) % 360 };
+  return { style: g.getComputedStyle(el).outlineStyle, outline, danger, hue: (hue + 360) % 360 };
 }
 
 test('states: skeleton tiles, the API message with Retry, a dropped non-image, "no assets" once, a steady thumbnail', async () => {
