@@ -135,6 +135,17 @@ test('keyboard only: a cancelled sign-in, sign-in, a folder, details, search, a 
   await page.goto(`${server.url}/demo`);
   const connect = picker.getByRole('button', { name: /Sign in to connect/ });
   await connect.waitFor();
+  // The library chooser on a phone, light and dark.
+  for (const theme of ['light', 'dark'] as const) {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.emulateMedia({ colorScheme: theme });
+    await assertNoOverflow(`chooser 390 ${theme}`, false);
+    await shot(`390x844-${theme}-en-chooser`);
+    const found = await seriousAxe();
+    assert.deepEqual(found, [], `chooser 390 ${theme}: ${JSON.stringify(found, null, 2)}`);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.emulateMedia({ colorScheme: 'light' });
 
   // Closing the sign-in popup is not an error: a quiet status, no alert, focus back on the library button.
   await tabTo((f) => f.inPicker && /Sign in to connect/.test(f.name));
@@ -444,7 +455,7 @@ test('every viewport × theme × locale: no overflow, sheets on small screens, o
 });
 
 /** Nothing sticks out of the page or the picker, no control's text is cut, the footer is one line. */
-async function assertNoOverflow(tag: string): Promise<void> {
+async function assertNoOverflow(tag: string, footer = true): Promise<void> {
   const r = await page.evaluate(() => {
     const g = globalThis as any;
     const host = g.document.querySelector('#picker');
@@ -466,6 +477,7 @@ async function assertNoOverflow(tag: string): Promise<void> {
     return { out, oneLine: new Set(tops).size <= 1 || Math.max(...tops) - Math.min(...tops) <= 2, heights };
   });
   assert.deepEqual(r.out, [], tag);
+  if (!footer) return;
   assert.ok(r.oneLine, `${tag}: the footer is on one line`);
   assert.ok(Math.max(...r.heights) < 48, `${tag}: no footer button wraps (heights ${r.heights})`);
 }

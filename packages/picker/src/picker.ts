@@ -420,6 +420,7 @@ export class DamhubPicker extends HTMLElement {
     const pages = this.pages;
     this.loading = true;
     this.els.grid.setAttribute('aria-busy', 'true');
+    if (first) this.say(this.t('loading')); // not the previous view's "Shown: n of m" 
     // The first page loads behind skeleton tiles the size of real ones, so nothing jumps when it lands.
     replace(this.els.sentinel, first ? h('div', { class: 'grid skeleton', 'aria-hidden': 'true' }, Array.from({ length: 8 }, () => h('div', { class: 'item' }, h('span', { class: 'thumb' }), h('span', { class: 'name' })))) : this.t('loading'));
     try {
