@@ -46,7 +46,7 @@ type FocusAfter = 'content' | { filter: string } | null;
 let sheet: CSSStyleSheet | null = null;
 
 export class DamhubPicker extends HTMLElement {
-  static observedAttributes = ['locale'];
+  static observedAttributes = ['locale', 'types'];
 
   /** Set a ready client instead of the `hub` / `token-url` attributes (e.g. to share its session). */
   client: DamhubClient | null = null;
@@ -133,8 +133,12 @@ export class DamhubPicker extends HTMLElement {
     void this.start();
   }
 
-  attributeChangedCallback(): void {
+  attributeChangedCallback(name: string): void {
     if (!this.built) return;
+    if (name === 'types') {
+      this.items().forEach((el, i) => (this.allowed(this.assets[i]!) ? el.removeAttribute('aria-disabled') : el.setAttribute('aria-disabled', 'true')));
+      return;
+    }
     this.applyLocale();
     // Views carry hub-made labels (facets, renditions) in the old uiLocale: fetch them again.
     if (this.provider) this.open({ ...this.view, path: [this.home(), ...this.view.path.slice(1)] }, this.activeFilters);
@@ -201,7 +205,9 @@ export class DamhubPicker extends HTMLElement {
     e.switchButton.addEventListener('click', () => this.showChooser(true));
     e.clear.addEventListener('click', () => this.clearSelection());
     e.insert.addEventListener('click', () => void this.emitSelect());
-    e.footer.append(e.count, e.clear, e.insert);
+    // The buttons are one group: when the count and the buttons do not fit one line, the group
+    // moves below the count as a whole, so neither a button nor the count is cut.
+    e.footer.append(e.count, h('div', { class: 'actions' }, e.clear, e.insert));
     e.grid.addEventListener('keydown', (ev) => this.onKey(ev));
     e.grid.addEventListener('focusin', (ev) => {
       const i = this.indexOf(ev.target);

@@ -117,7 +117,8 @@ a { color: var(--_accent); }
 .providers img { width: 40px; height: 40px; flex: none; }
 .providers .pname { font-weight: 600; display: block; }
 .providers .hint { color: var(--_muted); font-size: .9em; }
-footer { display: flex; gap: .5rem; align-items: center; justify-content: flex-end; padding: .6rem .8rem; border-top: 1px solid var(--_border); background: var(--_surface); }
+footer { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; justify-content: flex-end; padding: .6rem .8rem; border-top: 1px solid var(--_border); background: var(--_surface); }
+footer .actions { display: flex; gap: .5rem; margin-left: auto; }
 footer .count { margin-right: auto; color: var(--_muted); min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 footer button { white-space: nowrap; flex: none; }
 .detail ol { margin: .3rem 0; padding-left: 1.3rem; }
