@@ -124,11 +124,11 @@ async function clearSelection(): Promise<void> {
 }
 
 /** Opens Photos from Home (by the breadcrumb when already inside) and waits for all its assets. */
-async function openPhotos(): Promise<void> {
+async function openPhotos(expect = PHOTOS): Promise<void> {
   const home = picker.locator('.crumbs button').first();
   if (await home.isVisible()) await home.click();
   await picker.locator('.folders button', { hasText: 'Photos' }).click();
-  await options().nth(PHOTOS - 1).waitFor();
+  await options().nth(expect - 1).waitFor();
 }
 
 test('keyboard only: a cancelled sign-in, sign-in, a folder, details, search, a filter and select; focus never on <body>', async () => {
@@ -305,6 +305,23 @@ test('states: skeleton tiles, the API message with Retry, a dropped non-image, "
   const said = await picker.evaluate((el: any) => (el.shadowRoot.querySelector('.wrap').innerText.match(/No assets found/g) ?? []).length);
   assert.equal(said, 1, '"No assets found" appears once');
   await shot('04-no-assets');
+});
+
+test('keyboard: Tab to "Load more" loads the next page and focus moves to its first asset', async () => {
+  // Small pages of big tiles in a short grid, so "Load more" is below the fold until Tab brings it into view.
+  await picker.evaluate((el: any) => { el.setAttribute('page-size', '4'); el.style.setProperty('--damhub-height', '12rem'); el.style.setProperty('--damhub-thumb-size', '420px'); });
+  try {
+    await openPhotos(4);
+    assert.equal(await options().count(), 4);
+    await options().first().focus();
+    // The grid is one tab stop, so one Tab reaches "Load more" (focusing it scrolls it into view).
+    await page.keyboard.press('Tab');
+    await page.waitForFunction(() => (globalThis as any).document.querySelector('#picker').shadowRoot.querySelectorAll('.item').length >= 8);
+    await page.waitForFunction(() => (globalThis as any).document.querySelector('#picker').shadowRoot.activeElement?.getAttribute('aria-posinset') === '5');
+    await assertFocusIn('after Load more', (f) => f.role === 'option' && f.name === 'scene 02.jpg');
+  } finally {
+    await picker.evaluate((el: any) => { el.setAttribute('page-size', '24'); el.style.removeProperty('--damhub-height'); el.style.removeProperty('--damhub-thumb-size'); });
+  }
 });
 
 test('partner options: types, max, rendition, selected, and the browser language sent as uiLocale', async () => {

@@ -425,6 +425,11 @@ export class DamhubPicker extends HTMLElement {
     const gen = this.generation;
     const pages = this.pages;
     this.loading = true;
+    // Focus on "Load more" (tabbing to it scrolls it into view, which starts the load): the button
+    // is about to be replaced, so focus waits on the last asset and then moves to the first new one.
+    const from = this.assets.length;
+    const carry = !first && !!from && this.els.sentinel.contains(this.root.activeElement);
+    if (carry) this.setTabStop(from - 1, true);
     this.els.grid.setAttribute('aria-busy', 'true');
     if (first) this.say(this.t('loading')); // not the previous view's "Shown: n of m" 
     // The first page loads behind skeleton tiles the size of real ones, so nothing jumps when it lands.
@@ -443,6 +448,7 @@ export class DamhubPicker extends HTMLElement {
         }
         this.renderFolders(page.folders);
         this.appendAssets(page.assets);
+        if (carry && page.assets.length && this.root.activeElement === this.items()[from - 1]) this.setTabStop(from, true);
         this.done = page.more === undefined || page.more === null || page.more === '';
       }
     } catch (err) {
