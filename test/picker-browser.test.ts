@@ -83,6 +83,12 @@ async function optionNames(page: Page): Promise<string[]> {
   return page.locator('damhub-picker .item').evaluateAll((els) => els.map((e: any) => e.title as string));
 }
 
+/** "Show versions" disappears once the list is in; focus moves to the list rather than to <body>. */
+async function assertFocusInVersions(page: Page): Promise<void> {
+  const where = await page.evaluate(() => (globalThis as any).document.querySelector('damhub-picker').shadowRoot.activeElement?.className ?? 'none');
+  assert.equal(where, 'version-list');
+}
+
 async function axeViolations(page: Page): Promise<{ id: string; impact: string; nodes: string[] }[]> {
   return page.evaluate(async () => {
     const r = await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ['violations'] });
@@ -204,7 +210,11 @@ async function drive(page: Page, picker: Locator, errors: string[]): Promise<voi
   const versions = detail.getByRole('list', { name: 'Versions of harbor map.png' }).getByRole('listitem');
   await versions.first().waitFor();
   assert.equal(await versions.count(), 2);
-  assert.match(await versions.first().innerText(), /Version 2/);
+  // A sentence per version ("Version 2 (current): modified Nov 25, 2026, 2:30 PM, 54.0 KB"), its comment below.
+  assert.match(await versions.first().innerText(), /^Version 2 \(current\): modified \w{3} \d{1,2}, \d{4}, \d{1,2}:\d{2}\s?[AP]M, [\d.]+ (B|KB)\n/);
+  assert.match(await versions.first().innerText(), /\nContent changed on disk/, 'the version comment on its own line');
+  assert.match(await versions.nth(1).innerText(), /^Version 1: modified /);
+  await assertFocusInVersions(page);
   await shot(page, '09-versions');
 
   // 9. Select a second asset with the keyboard and pick both.
@@ -219,7 +229,7 @@ async function drive(page: Page, picker: Locator, errors: string[]): Promise<voi
     const g = globalThis as any;
     g.document.querySelector('damhub-picker').addEventListener('select', (e: any) => { g.__picked = e.detail; });
   });
-  await picker.getByRole('button', { name: 'Select 2 assets' }).click();
+  await picker.getByRole('button', { name: 'Select 2', exact: true }).click();
   const picked = await page.evaluate(() => (globalThis as any).__picked);
   assert.equal(picked.provider, 'library');
   assert.deepEqual(picked.assets.map((a: { name: string }) => a.name).sort(), ['harbor boats.jpg', 'harbor map.png']);

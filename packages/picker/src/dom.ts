@@ -38,6 +38,7 @@ export function formatBytes(n: number | undefined): string {
   return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
 }
 
-export function formatDate(ms: number | undefined): string {
-  return ms === undefined ? '' : new Date(ms).toLocaleString();
+/** A date in the picker's language ("25 Nov 2026, 14:30"), not the page's. */
+export function formatDate(ms: number | undefined, locale?: string): string {
+  return ms === undefined ? '' : new Intl.DateTimeFormat(locale, { dateStyle: 'medium', timeStyle: 'short' }).format(ms);
 }

@@ -9,6 +9,7 @@ import {
   type Asset, type Filter, type Folder, type FolderResult, type ProviderListItem, type SearchResult, type StateStorage,
 } from '@damhub/client';
 import { formatBytes, formatDate, h, replace } from './dom.js';
+import { pickLocale, translator, type Locale, type Translate } from './i18n.js';
 import { CSS } from './styles.js';
 
 type View =
@@ -24,20 +25,40 @@ export interface PickerSelectDetail {
   assets: Asset[];
 }
 
-const ROOT: Folder = { id: 'root', name: 'Home' };
+/** What `select` events carry in `event.detail`. */
+export interface PickerSelectDetail {
+  provider: string;
+  assets: Asset[];
+  /** One entry per asset, in the same order: the file the partner asked for with `rendition`. */
+  renditions: PickerRendition[];
+}
+
+/** `rendition` is `original` or the name of the conversion delivered (the original when the asset lacks it). */
+export interface PickerRendition {
+  id: string;
+  rendition: string;
+  url: string | undefined;
+}
+
+/** Where focus goes once the next view's first page is in: into the content, or back onto a filter checkbox. */
+type FocusAfter = 'content' | { filter: string } | null;
 
 let sheet: CSSStyleSheet | null = null;
 
 export class DamhubPicker extends HTMLElement {
+  static observedAttributes = ['locale', 'types'];
+
   /** Set a ready client instead of the `hub` / `token-url` attributes (e.g. to share its session). */
   client: DamhubClient | null = null;
   /** Mints a partner JWT; overrides `token-url`. */
   getPartnerJwt: (() => Promise<string>) | null = null;
 
   private readonly root: ShadowRoot;
+  private locale: Locale = 'en';
+  private t: Translate = translator('en');
   private providers: ProviderListItem[] = [];
   private provider: ProviderListItem | null = null;
-  private view: View = { kind: 'folder', id: 'root', path: [ROOT] };
+  private view: View = { kind: 'folder', id: 'root', path: [{ id: 'root', name: 'Home' }] };
   private activeFilters: string[] = [];
   private facets: Filter[] = [];
   private assets: Asset[] = [];
@@ -47,6 +68,7 @@ export class DamhubPicker extends HTMLElement {
   private done = true;
   private generation = 0;
   private focusIndex = 0;
+  private focusAfter: FocusAfter = null;
   private readonly selected = new Map<string, Asset>();
   private detailId: string | null = null;
   private observer: IntersectionObserver | null = null;
@@ -54,26 +76,29 @@ export class DamhubPicker extends HTMLElement {
   private built = false;
 
   private readonly els = {
+    wrap: h('div', { class: 'wrap' }),
     who: h('span', { class: 'who' }),
     search: h('form', { class: 'search', role: 'search', hidden: true }),
-    query: h('input', { type: 'search', name: 'q', placeholder: 'Search assets', 'aria-label': 'Search assets', autocomplete: 'off' }),
-    imageButton: h('button', { type: 'button', class: 'image-search', hidden: true }, 'Search by image'),
+    query: h('input', { type: 'search', name: 'q', autocomplete: 'off' }),
+    searchButton: h('button', { type: 'submit' }),
+    imageButton: h('button', { type: 'button', class: 'image-search', hidden: true }),
     file: h('input', { type: 'file', accept: 'image/*', hidden: true, tabindex: -1, 'aria-hidden': 'true' }),
-    switchButton: h('button', { type: 'button', hidden: true }, 'Switch library'),
-    crumbs: h('nav', { class: 'crumbs', 'aria-label': 'Folder path', hidden: true }),
+    filtersButton: h('button', { type: 'button', class: 'filters-toggle', 'aria-expanded': 'false', 'aria-controls': 'facets', hidden: true }),
+    switchButton: h('button', { type: 'button', hidden: true }),
+    crumbs: h('nav', { class: 'crumbs', hidden: true }),
     status: h('div', { class: 'status', role: 'status', 'aria-live': 'polite' }),
     error: h('div', { class: 'error', role: 'alert' }),
     content: h('div', { class: 'content' }),
-    facets: h('aside', { class: 'facets', 'aria-label': 'Filters' }),
-    main: h('section', { class: 'main', 'aria-label': 'Assets' }),
-    folders: h('ul', { class: 'folders', 'aria-label': 'Subfolders' }),
-    grid: h('div', { class: 'grid', role: 'listbox', 'aria-label': 'Assets', tabindex: -1 }),
+    facets: h('aside', { class: 'facets', id: 'facets' }),
+    main: h('section', { class: 'main' }),
+    folders: h('ul', { class: 'folders' }),
+    grid: h('div', { class: 'grid', role: 'listbox', tabindex: -1 }),
     sentinel: h('div', { class: 'sentinel' }),
-    detail: h('aside', { class: 'detail', 'aria-label': 'Asset details', hidden: true }),
+    detail: h('aside', { class: 'detail', hidden: true }),
     footer: h('footer', { hidden: true }),
     count: h('span', { class: 'count', 'aria-live': 'polite' }),
-    clear: h('button', { type: 'button', disabled: true }, 'Clear selection'),
-    insert: h('button', { type: 'button', class: 'primary', disabled: true }, 'Select'),
+    clear: h('button', { type: 'button', disabled: true }),
+    insert: h('button', { type: 'button', class: 'primary', disabled: true }),
   };
 
   constructor() {
@@ -93,12 +118,31 @@ export class DamhubPicker extends HTMLElement {
     return Number.isInteger(n) && n > 0 ? n : undefined;
   }
 
+  /** `max`: how many assets a multi-select may hold (unlimited without it). */
+  private get max(): number {
+    const n = Number(this.getAttribute('max'));
+    return Number.isInteger(n) && n > 0 ? n : Infinity;
+  }
+
   connectedCallback(): void {
     if (this.started) return;
     this.started = true;
     if (!this.built) this.build();
     this.built = true;
+    this.applyLocale();
     void this.start();
+  }
+
+  attributeChangedCallback(name: string): void {
+    if (!this.built) return;
+    if (name === 'types') {
+      this.items().forEach((el, i) => (this.allowed(this.assets[i]!) ? el.removeAttribute('aria-disabled') : el.setAttribute('aria-disabled', 'true')));
+      return;
+    }
+    this.applyLocale();
+    // Views carry hub-made labels (facets, renditions) in the old uiLocale: fetch them again.
+    if (this.provider) this.open({ ...this.view, path: [this.home(), ...this.view.path.slice(1)] }, this.activeFilters);
+    else if (this.providers.length) this.showChooser();
   }
 
   disconnectedCallback(): void {
@@ -113,27 +157,57 @@ export class DamhubPicker extends HTMLElement {
     return [...this.selected.values()];
   }
 
+  private home(): Folder {
+    return { id: 'root', name: this.t('home') };
+  }
+
+  /** Every fixed text of the chrome, so a `locale` change re-labels it in place. */
+  private applyLocale(): void {
+    this.locale = pickLocale(this.getAttribute('locale'), navigator.languages ?? [navigator.language]);
+    const t = (this.t = translator(this.locale));
+    const e = this.els;
+    e.wrap.lang = this.locale;
+    e.query.placeholder = t('searchAssets');
+    e.query.setAttribute('aria-label', t('searchAssets'));
+    e.searchButton.textContent = t('search');
+    e.imageButton.textContent = t('image');
+    // The accessible name starts with the visible text (WCAG 2.5.3, label in name), then the hint.
+    e.imageButton.setAttribute('aria-label', `${t('image')}: ${t('imageHint')}`);
+    e.filtersButton.textContent = t('filters');
+    e.switchButton.textContent = t('switch');
+    e.crumbs.setAttribute('aria-label', t('path'));
+    e.facets.setAttribute('aria-label', t('filters'));
+    e.main.setAttribute('aria-label', t('assets'));
+    e.folders.setAttribute('aria-label', t('subfolders'));
+    e.detail.setAttribute('aria-label', t('details'));
+    e.clear.textContent = t('clear');
+    this.updateSelection();
+  }
+
   // ── set-up ──────────────────────────────────────────────────────────────────────────────────
   private build(): void {
     const e = this.els;
-    e.search.append(e.query, h('button', { type: 'submit' }, 'Search'));
+    e.search.append(e.query, e.searchButton);
     e.search.addEventListener('submit', (ev) => {
       ev.preventDefault();
       const query = e.query.value.trim();
-      if (query) this.open({ kind: 'search', query, path: [ROOT] });
+      // Focus stays where the user submitted from (the search box or its button): nothing under it is replaced.
+      if (query) this.open({ kind: 'search', query, path: [this.home()] });
       else this.open({ kind: 'folder', id: this.currentFolder().id, path: this.view.path });
     });
-    e.imageButton.setAttribute('aria-label', 'Search by image: choose a file, or drop or paste an image');
     e.imageButton.addEventListener('click', () => e.file.click());
     e.file.addEventListener('change', () => {
       const f = e.file.files?.[0];
-      if (f) this.searchByImage(f, f.name);
+      if (f) this.searchByFile(f, f.name);
       e.file.value = '';
     });
-    e.switchButton.addEventListener('click', () => this.showChooser());
+    e.filtersButton.addEventListener('click', () => this.toggleFacets());
+    e.switchButton.addEventListener('click', () => this.showChooser(true));
     e.clear.addEventListener('click', () => this.clearSelection());
-    e.insert.addEventListener('click', () => this.emitSelect());
-    e.footer.append(e.count, e.clear, e.insert);
+    e.insert.addEventListener('click', () => void this.emitSelect());
+    // The buttons are one group: when the count and the buttons do not fit one line, the group
+    // moves below the count as a whole, so neither a button nor the count is cut.
+    e.footer.append(e.count, h('div', { class: 'actions' }, e.clear, e.insert));
     e.grid.addEventListener('keydown', (ev) => this.onKey(ev));
     e.grid.addEventListener('focusin', (ev) => {
       const i = this.indexOf(ev.target);
@@ -143,17 +217,24 @@ export class DamhubPicker extends HTMLElement {
       const i = this.indexOf(ev.target);
       if (i >= 0) this.activate(i, ev.shiftKey || ev.ctrlKey || ev.metaKey);
     });
+    e.detail.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape') this.closeDetail(true);
+    });
+    e.facets.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape' && e.facets.classList.contains('open')) this.toggleFacets(false);
+    });
     e.main.append(e.folders, e.grid, e.sentinel);
     this.wireDrop();
-    this.root.append(
-      h('div', { class: 'bar' }, e.who, e.search, e.imageButton, e.file, e.switchButton),
+    e.wrap.append(
+      h('div', { class: 'bar' }, e.who, e.search, e.imageButton, e.file, e.filtersButton, e.switchButton),
       e.crumbs, e.error, e.status, e.content, e.footer,
     );
+    this.root.append(e.wrap);
     this.addEventListener('paste', (ev) => {
-      const file = [...(ev.clipboardData?.files ?? [])].find((f) => f.type.startsWith('image/'));
+      const file = ev.clipboardData?.files?.[0];
       if (file && this.canSearchByImage()) {
         ev.preventDefault();
-        this.searchByImage(file, file.name || 'pasted image');
+        this.searchByFile(file, file.name || this.t('pasted'));
       }
     });
   }
@@ -184,67 +265,89 @@ export class DamhubPicker extends HTMLElement {
 
   private async start(): Promise<void> {
     const client = this.makeClient();
-    this.say('Connecting…');
+    this.say(this.t('connecting'));
     try {
       await client.ready();
       this.providers = await client.providers();
     } catch (err) {
-      this.fail(err, 'Could not reach the asset hub');
+      this.say('');
+      this.fail(err, this.t('reachFail'), () => void this.start());
       return;
     }
     const wanted = this.getAttribute('provider') ?? client.provider;
     const connected = this.providers.find((p) => p.id === wanted && client.damConnection(p.id));
-    if (connected) this.enter(connected);
-    else this.showChooser();
+    if (connected) this.enter(connected, false);
+    else this.showChooser(false);
   }
 
   // ── provider chooser and sign-in ────────────────────────────────────────────────────────────
-  private showChooser(): void {
+  private showChooser(focus = false): void {
+    const t = this.t;
     this.generation++;
     this.provider = null;
     this.setChrome(false);
-    replace(this.els.who, 'Choose a library');
+    replace(this.els.who, t('choose'));
     const hubOrigin = this.makeClient().baseUrl;
     const list = h('ul', { class: 'providers' }, this.providers.map((p) => {
       const connected = !!this.client?.damConnection(p.id);
-      return h('li', {}, h('button', { type: 'button', onclick: () => this.connect(p) },
+      const button = h('button', { type: 'button' },
         h('img', { src: new URL(p.logo, hubOrigin).href, alt: '' }),
-        h('span', {}, h('span', { class: 'pname' }, p.name), h('span', { class: 'hint' }, connected ? 'Connected: open' : 'Sign in to connect')),
-      ));
+        h('span', {}, h('span', { class: 'pname' }, p.name), h('span', { class: 'hint' }, connected ? t('open') : t('signIn'))),
+      );
+      button.addEventListener('click', () => this.connect(p, button));
+      return h('li', {}, button);
     }));
     replace(this.els.content, h('section', { class: 'chooser', 'aria-labelledby': 'choose-heading' },
-      h('h2', { id: 'choose-heading' }, this.providers.length ? 'Connect an asset library' : 'No asset library is configured on this hub'),
+      h('h2', { id: 'choose-heading' }, this.providers.length ? t('connectHeading') : t('noLibs')),
       list,
     ));
-    this.say(this.providers.length ? `${this.providers.length} ${this.providers.length === 1 ? 'library' : 'libraries'} available` : '');
+    this.say(this.providers.length ? t('libs', { n: this.providers.length }) : '');
+    // "Switch library" removed the control that had focus: land on the first library instead of <body>.
+    if (focus) list.querySelector('button')?.focus();
   }
 
   /** Called from the click itself: the client opens the sign-in popup before its first await, so blockers allow it. */
-  private connect(p: ProviderListItem): void {
+  private connect(p: ProviderListItem, button: HTMLButtonElement): void {
     const client = this.makeClient();
     this.clearError();
     if (client.damConnection(p.id)) {
-      this.enter(p);
+      this.enter(p, true);
       return;
     }
-    this.say(`Signing in to ${p.name} in a popup window…`);
-    client.loginToDam(p.id).then(() => this.enter(p), (err) => {
-      this.say('');
-      this.fail(err, `Sign-in to ${p.name} did not complete`);
+    this.say(this.t('signingIn', { p: p.name }));
+    client.loginToDam(p.id).then(() => this.enter(p, true), (err) => {
+      // Closing the popup is the user changing their mind, not a failure: say so quietly, no alert.
+      if (err instanceof DamhubError && err.code === 'client-login-cancelled') this.say(this.t('cancelled', { p: p.name }));
+      else {
+        this.say('');
+        this.fail(err, this.t('signInFail', { p: p.name }), () => this.connect(p, button));
+      }
+      if (button.isConnected) button.focus();
     });
   }
 
-  private enter(p: ProviderListItem): void {
+  private enter(p: ProviderListItem, focus: boolean): void {
     this.provider = p;
     this.makeClient().provider = p.id;
     this.selected.clear();
     replace(this.els.who, h('img', { src: new URL(p.logo, this.makeClient().baseUrl).href, alt: '' }), p.name);
     this.setChrome(true);
     replace(this.els.content, h('div', { class: 'body' }, this.els.facets, this.els.main, this.els.detail));
-    this.els.imageButton.hidden = !this.canSearchByImage();
     this.updateSelection();
     this.observe();
-    this.open({ kind: 'folder', id: 'root', path: [ROOT] });
+    void this.preselect();
+    this.open({ kind: 'folder', id: 'root', path: [this.home()] }, [], focus ? 'content' : null);
+  }
+
+  /** `selected="id1 id2"`: the assets the partner already holds, shown as selected (and emitted again with the rest). */
+  private async preselect(): Promise<void> {
+    const ids = (this.getAttribute('selected') ?? '').split(/[\s,]+/).filter(Boolean).slice(0, this.multiple ? this.max : 1);
+    if (!ids.length) return;
+    const provider = this.provider;
+    const found = await Promise.all(ids.map((id) => this.makeClient().asset(id, { uiLocale: this.locale }).catch(() => null)));
+    if (provider !== this.provider) return;
+    for (const a of found) if (a) this.selected.set(a.id, a);
+    this.updateSelection();
   }
 
   private setChrome(on: boolean): void {
@@ -254,6 +357,7 @@ export class DamhubPicker extends HTMLElement {
     e.crumbs.hidden = !on;
     e.footer.hidden = !on;
     e.imageButton.hidden = !on || !this.canSearchByImage();
+    e.filtersButton.hidden = !on;
   }
 
   private canSearchByImage(): boolean {
@@ -262,10 +366,16 @@ export class DamhubPicker extends HTMLElement {
 
   // ── views: folder, keyword search, image search ────────────────────────────────────────────
   private currentFolder(): Folder {
-    return this.view.path[this.view.path.length - 1] ?? ROOT;
+    return this.view.path[this.view.path.length - 1] ?? this.home();
   }
 
-  private open(view: View, filters: string[] = []): void {
+  private open(view: View, filters: string[] = [], focus: FocusAfter = null): void {
+    // The grid, subfolders, crumbs and filters are about to be replaced: if focus is in them, it
+    // would fall to <body>; bring it back into the new content instead.
+    const active = this.root.activeElement;
+    const e = this.els;
+    if (!focus && active && [e.grid, e.folders, e.crumbs, e.facets, e.sentinel, e.detail, e.error].some((c) => c.contains(active))) focus = 'content';
+    this.focusAfter = focus;
     this.activeFilters = filters;
     this.view = view;
     this.generation++;
@@ -273,30 +383,41 @@ export class DamhubPicker extends HTMLElement {
     this.total = 0;
     this.focusIndex = 0;
     this.done = false;
-    this.closeDetail();
+    this.loading = false;
+    this.closeDetail(false);
     this.clearError();
-    replace(this.els.grid);
-    replace(this.els.folders);
-    this.els.main.scrollTop = 0;
+    replace(e.grid);
+    replace(e.folders);
+    e.main.scrollTop = 0;
     this.renderCrumbs();
-    if (view.kind !== 'search') this.els.query.value = '';
+    if (view.kind !== 'search') e.query.value = '';
     const client = this.makeClient();
-    const common = { size: this.pageSize, filters: this.activeFilters.length ? this.activeFilters : undefined };
+    const common = { size: this.pageSize, uiLocale: this.locale, filters: filters.length ? filters : undefined };
     this.pages = view.kind === 'folder' ? client.folderPages(view.id, common)
       : view.kind === 'search' ? client.searchPages({ ...common, query: view.query })
         : client.imageSearchPages(view.image, common);
-    this.els.grid.setAttribute('aria-label', this.viewLabel());
+    e.grid.setAttribute('aria-label', this.viewLabel());
     void this.loadMore(true);
+  }
+
+  private reopen(): void {
+    this.open(this.view, this.activeFilters, 'content');
   }
 
   private viewLabel(): string {
     const v = this.view;
-    return v.kind === 'folder' ? `Assets in ${this.currentFolder().name}` : v.kind === 'search' ? `Search results for ${v.query}` : `Assets similar to ${v.name}`;
+    return v.kind === 'folder' ? this.t('inFolder', { f: this.currentFolder().name }) : v.kind === 'search' ? this.t('results', { q: v.query }) : this.t('similar', { f: v.name });
   }
 
-  private searchByImage(image: Blob, name: string): void {
+  /** A file the user dropped, pasted or chose: only an image can be searched by; anything else gets a message. */
+  private searchByFile(file: File, name: string): void {
     if (!this.canSearchByImage()) return;
-    this.open({ kind: 'image', image, name, path: [ROOT] });
+    if (!file.type.startsWith('image/')) {
+      this.clearError();
+      replace(this.els.error, this.t('notImage', { f: name }));
+      return;
+    }
+    this.open({ kind: 'image', image: file, name, path: [this.home()] });
   }
 
   private async loadMore(first = false): Promise<void> {
@@ -304,7 +425,15 @@ export class DamhubPicker extends HTMLElement {
     const gen = this.generation;
     const pages = this.pages;
     this.loading = true;
-    replace(this.els.sentinel, 'Loading…');
+    // Focus on "Load more" (tabbing to it scrolls it into view, which starts the load): the button
+    // is about to be replaced, so focus waits on the last asset and then moves to the first new one.
+    const from = this.assets.length;
+    const carry = !first && !!from && this.els.sentinel.contains(this.root.activeElement);
+    if (carry) this.setTabStop(from - 1, true);
+    this.els.grid.setAttribute('aria-busy', 'true');
+    if (first) this.say(this.t('loading')); // not the previous view's "Shown: n of m" 
+    // The first page loads behind skeleton tiles the size of real ones, so nothing jumps when it lands.
+    replace(this.els.sentinel, first ? h('div', { class: 'grid skeleton', 'aria-hidden': 'true' }, Array.from({ length: 8 }, () => h('div', { class: 'item' }, h('span', { class: 'thumb' }), h('span', { class: 'name' })))) : this.t('loading'));
     try {
       const r = await pages.next();
       if (gen !== this.generation) return;
@@ -319,20 +448,35 @@ export class DamhubPicker extends HTMLElement {
         }
         this.renderFolders(page.folders);
         this.appendAssets(page.assets);
+        if (carry && page.assets.length && this.root.activeElement === this.items()[from - 1]) this.setTabStop(from, true);
         this.done = page.more === undefined || page.more === null || page.more === '';
       }
     } catch (err) {
       if (gen !== this.generation) return;
       this.done = true;
-      this.fail(err, 'Could not load assets');
+      this.fail(err, this.t('loadFail'), () => this.reopen());
     } finally {
       if (gen === this.generation) {
         this.loading = false;
+        this.els.grid.setAttribute('aria-busy', 'false');
         this.renderSentinel();
+        if (first) this.landFocus();
       }
     }
     // A first page shorter than the viewport never scrolls the sentinel into view again: keep going.
     if (gen === this.generation && !this.done && this.sentinelVisible()) void this.loadMore();
+  }
+
+  /** After a sign-in, a folder change or a filter: focus the first thing of the new content a keyboard user would want. */
+  private landFocus(): void {
+    const f = this.focusAfter;
+    this.focusAfter = null;
+    if (!f) return;
+    const e = this.els;
+    const target = typeof f === 'object'
+      ? e.facets.querySelector<HTMLInputElement>(`input[value="${CSS_escape(f.filter)}"]`) ?? e.filtersButton
+      : e.error.querySelector('button') ?? e.folders.querySelector('button') ?? this.items()[this.focusIndex] ?? e.sentinel.querySelector<HTMLElement>('[tabindex]') ?? e.grid;
+    target.focus();
   }
 
   private observe(): void {
@@ -354,10 +498,10 @@ export class DamhubPicker extends HTMLElement {
     const path = this.view.path;
     const items = path.map((f, i) => {
       const last = i === path.length - 1 && this.view.kind === 'folder';
-      return h('li', {}, h('button', { type: 'button', 'aria-current': last ? 'page' : null, onclick: () => this.open({ kind: 'folder', id: f.id, path: path.slice(0, i + 1) }) }, f.name));
+      return h('li', {}, h('button', { type: 'button', 'aria-current': last ? 'page' : null, onclick: () => this.open({ kind: 'folder', id: f.id, path: path.slice(0, i + 1) }, [], 'content') }, f.name));
     });
-    if (this.view.kind === 'search') items.push(h('li', {}, h('span', { 'aria-current': 'page' }, `Search: “${this.view.query}”`)));
-    if (this.view.kind === 'image') items.push(h('li', {}, h('span', { 'aria-current': 'page' }, `Similar to ${this.view.name}`)));
+    if (this.view.kind === 'search') items.push(h('li', {}, h('span', { 'aria-current': 'page' }, this.t('crumbSearch', { q: this.view.query }))));
+    if (this.view.kind === 'image') items.push(h('li', {}, h('span', { 'aria-current': 'page' }, this.t('crumbSimilar', { f: this.view.name }))));
     replace(this.els.crumbs, h('ol', {}, items));
   }
 
@@ -365,28 +509,39 @@ export class DamhubPicker extends HTMLElement {
     if (this.view.kind !== 'folder') return;
     const path = this.view.path;
     for (const f of folders) {
-      this.els.folders.append(h('li', {}, h('button', { type: 'button', onclick: () => this.open({ kind: 'folder', id: f.id, path: [...path, f] }) }, f.name)));
+      this.els.folders.append(h('li', {}, h('button', { type: 'button', onclick: () => this.open({ kind: 'folder', id: f.id, path: [...path, f] }, [], 'content') }, f.name)));
     }
   }
 
   private renderFacets(): void {
     const fs = this.facets.filter((f) => f.options.length);
     this.els.facets.hidden = !fs.length;
+    this.els.filtersButton.hidden = !fs.length;
     replace(this.els.facets, fs.map((f) => h('fieldset', {},
       h('legend', {}, f.name),
       f.options.map((o) => {
         const box = h('input', { type: 'checkbox', value: o.id, checked: o.isActive || this.activeFilters.includes(o.id) });
         box.addEventListener('change', () => this.toggleFilter(o.id, box.checked));
-        return h('label', {}, box, h('span', {}, o.name), h('span', { class: 'count', 'aria-label': `${o.count} assets` }, o.count));
+        return h('label', {}, box, h('span', {}, o.name), h('span', { class: 'count' }, o.count));
       }),
     )));
+  }
+
+  /** On a narrow picker the filters sit behind a button and open as a sheet over the grid. */
+  private toggleFacets(open = !this.els.facets.classList.contains('open')): void {
+    const e = this.els;
+    e.facets.classList.toggle('open', open);
+    e.filtersButton.setAttribute('aria-expanded', String(open));
+    if (open) e.facets.querySelector('input')?.focus();
+    else e.filtersButton.focus();
   }
 
   private toggleFilter(id: string, on: boolean): void {
     const set = new Set(this.activeFilters);
     if (on) set.add(id);
     else set.delete(id);
-    this.open(this.view, [...set]);
+    // The checkboxes are rebuilt from the new answer: put focus back on the one just toggled.
+    this.open(this.view, [...set], { filter: id });
   }
 
   private appendAssets(assets: Asset[]): void {
@@ -398,27 +553,36 @@ export class DamhubPicker extends HTMLElement {
   }
 
   private loadedText(): string {
+    // An empty answer is said once, by the empty message itself (a status region in the grid's place).
     const n = this.assets.length;
-    if (!n) return this.view.kind === 'folder' ? '' : 'No assets found';
-    return `${n} of ${this.total} ${this.total === 1 ? 'asset' : 'assets'} shown`;
+    return n ? this.t('shown', { n, t: this.total }) : '';
+  }
+
+  /** `types="image/*,application/pdf"`: assets of other types are shown but cannot be selected. */
+  private allowed(a: Asset): boolean {
+    const types = this.getAttribute('types')?.split(',').map((x) => x.trim().toLowerCase()).filter(Boolean);
+    if (!types?.length) return true;
+    const mime = (a.mimeType ?? '').toLowerCase();
+    return types.some((t) => (t.endsWith('/*') ? mime.startsWith(t.slice(0, -1)) : mime === t));
   }
 
   private itemFor(a: Asset, i: number): HTMLElement {
     const label = a.title && a.title !== a.name ? `${a.name}, ${a.title}` : a.name;
     return h('div', {
       class: 'item', role: 'option', id: `item-${i}`, tabindex: -1, 'aria-selected': String(this.selected.has(a.id)),
+      'aria-disabled': this.allowed(a) ? null : 'true',
       'aria-posinset': i + 1, 'aria-setsize': Math.max(this.total, this.assets.length), 'aria-label': label, 'data-id': a.id, title: a.name,
     },
-    h('span', { class: 'check', 'aria-hidden': 'true' }, this.selected.has(a.id) ? '✓' : ''),
     a.thumbnailUrl ? h('img', { class: 'thumb', src: a.thumbnailUrl, alt: '', loading: 'lazy', draggable: 'false' }) : h('span', { class: 'thumb' }),
-    h('span', { class: 'name', 'aria-hidden': 'true' }, a.name));
+    h('span', { class: 'name', 'aria-hidden': 'true' }, a.name),
+    h('span', { class: 'check', 'aria-hidden': 'true' }));
   }
 
   private renderSentinel(): void {
     if (!this.done) {
-      replace(this.els.sentinel, h('button', { type: 'button', onclick: () => void this.loadMore() }, 'Load more'));
-    } else if (!this.assets.length && !this.els.folders.childElementCount) {
-      replace(this.els.sentinel, h('p', { class: 'empty' }, this.view.kind === 'folder' ? 'This folder is empty' : 'No assets found'));
+      replace(this.els.sentinel, h('button', { type: 'button', onclick: () => void this.loadMore() }, this.t('more')));
+    } else if (!this.assets.length && !this.els.folders.childElementCount && !this.els.error.childElementCount) {
+      replace(this.els.sentinel, h('p', { class: 'empty', role: 'status', tabindex: -1 }, this.view.kind === 'folder' ? this.t('empty') : this.t('none')));
     } else {
       replace(this.els.sentinel);
     }
@@ -451,6 +615,10 @@ export class DamhubPicker extends HTMLElement {
     this.setTabStop(i, true);
     if (this.selected.has(a.id) && (this.multiple || !additive)) {
       if (this.multiple || this.selected.size === 1) this.selected.delete(a.id);
+    } else if (!this.allowed(a)) {
+      this.say(this.t('type'));
+    } else if (this.multiple && this.selected.size >= this.max) {
+      this.say(this.t('max', { n: this.max }));
     } else {
       if (!this.multiple) this.selected.clear();
       this.selected.set(a.id, a);
@@ -484,29 +652,26 @@ export class DamhubPicker extends HTMLElement {
       this.activate(i, true);
     } else if (ev.key === 'Enter') {
       ev.preventDefault();
-      if (this.selected.size) this.emitSelect();
+      if (this.selected.size) void this.emitSelect();
       else this.activate(i, true);
     } else if (ev.key === 'a' && (ev.ctrlKey || ev.metaKey) && this.multiple) {
       ev.preventDefault();
-      for (const a of this.assets) this.selected.set(a.id, a);
+      for (const a of this.assets) if (this.selected.size < this.max && this.allowed(a)) this.selected.set(a.id, a);
       this.updateSelection();
     } else if (ev.key === 'Escape') {
-      this.closeDetail();
+      this.closeDetail(true);
     }
   }
 
   private updateSelection(): void {
-    for (const el of this.items()) {
-      const on = this.selected.has(el.dataset.id!);
-      el.setAttribute('aria-selected', String(on));
-      el.querySelector('.check')!.textContent = on ? '✓' : '';
-    }
+    const t = this.t;
+    for (const el of this.items()) el.setAttribute('aria-selected', String(this.selected.has(el.dataset.id!)));
     const n = this.selected.size;
     this.els.grid.setAttribute('aria-multiselectable', String(this.multiple));
-    this.els.count.textContent = n ? `${n} selected` : 'Nothing selected';
+    this.els.count.textContent = n ? t('count', { n }) : t('nothing');
     this.els.clear.disabled = !n;
     this.els.insert.disabled = !n;
-    this.els.insert.textContent = n > 1 ? `Select ${n} assets` : 'Select';
+    this.els.insert.textContent = n > 1 ? t('selectN', { n }) : t('select');
   }
 
   private clearSelection(): void {
@@ -514,16 +679,43 @@ export class DamhubPicker extends HTMLElement {
     this.updateSelection();
   }
 
-  private emitSelect(): void {
+  /**
+   * `rendition` names the file the partner wants: `original` (the default) or a conversion's
+   * name. List answers may omit conversions, so assets without them are fetched first.
+   */
+  private async emitSelect(): Promise<void> {
     if (!this.selected.size || !this.provider) return;
-    const detail: PickerSelectDetail = { provider: this.provider.id, assets: this.selectedAssets };
+    const provider = this.provider.id;
+    const wanted = (this.getAttribute('rendition') ?? 'original').toLowerCase();
+    let assets = this.selectedAssets;
+    if (wanted !== 'original') {
+      try {
+        assets = await Promise.all(assets.map((a) => (a.conversions ? a : this.makeClient().asset(a.id, { uiLocale: this.locale }))));
+      } catch (err) {
+        this.fail(err, this.t('detailFail'), () => void this.emitSelect());
+        return;
+      }
+    }
+    const renditions = assets.map((a): PickerRendition => {
+      const c = wanted === 'original' ? undefined : a.conversions?.find((x) => !x.disabled && x.name.toLowerCase() === wanted);
+      return c ? { id: a.id, rendition: c.name, url: c.url } : { id: a.id, rendition: 'original', url: a.downloadUrl };
+    });
+    const detail: PickerSelectDetail = { provider, assets, renditions };
     this.dispatchEvent(new CustomEvent<PickerSelectDetail>('select', { detail, bubbles: true, composed: true }));
   }
 
   // ── detail panel ───────────────────────────────────────────────────────────────────────────
-  private closeDetail(): void {
+  /** `refocus`: the user closed it, so focus returns to the asset it described (never <body>). */
+  private closeDetail(refocus: boolean): void {
+    const wasOpen = !this.els.detail.hidden;
     this.detailId = null;
     this.els.detail.hidden = true;
+    if (refocus && wasOpen) (this.items()[this.focusIndex] ?? this.els.grid).focus();
+  }
+
+  /** On a narrow picker the details cover the grid as a sheet: focus moves into it. */
+  private isSheet(): boolean {
+    return getComputedStyle(this.els.detail).position === 'absolute';
   }
 
   private async showDetail(summary: Asset): Promise<void> {
@@ -531,70 +723,88 @@ export class DamhubPicker extends HTMLElement {
     this.detailId = summary.id;
     d.hidden = false;
     this.renderDetail(summary, true);
+    if (this.isSheet()) d.querySelector<HTMLElement>('.close')?.focus();
     try {
-      const full = await this.makeClient().asset(summary.id);
-      if (this.detailId === summary.id) this.renderDetail(full, false);
+      const full = await this.makeClient().asset(summary.id, { uiLocale: this.locale });
+      if (this.detailId !== summary.id) return;
+      const refocus = d.contains(this.root.activeElement);
+      this.renderDetail(full, false);
+      if (refocus) d.querySelector<HTMLElement>('.close')?.focus();
     } catch (err) {
-      if (this.detailId === summary.id) this.fail(err, 'Could not load the asset details');
+      if (this.detailId === summary.id) this.fail(err, this.t('detailFail'), () => void this.showDetail(summary));
     }
   }
 
   private renderDetail(a: Asset, partial: boolean): void {
+    const t = this.t;
     const rows: [string, string | undefined][] = [
-      ['Title', a.title], ['Caption', a.caption], ['Type', a.mimeType], ['Size', formatBytes(a.fileSize)],
-      ['Dimensions', a.xSizePx && a.ySizePx ? `${a.xSizePx} × ${a.ySizePx} px` : undefined],
-      ['Modified', formatDate(a.modified)], ['Version', a.displayVersion !== undefined ? String(a.displayVersion) : undefined],
-      ['Keywords', a.keywords?.join(', ')], ['Copyright', a.copyright], ['Folder', a.parentPath],
+      [t('title'), a.title], [t('caption'), a.caption], [t('mime'), a.mimeType], [t('size'), formatBytes(a.fileSize)],
+      [t('dims'), a.xSizePx && a.ySizePx ? `${a.xSizePx} × ${a.ySizePx} px` : undefined],
+      [t('modified'), formatDate(a.modified, this.locale)], [t('version'), a.displayVersion !== undefined ? String(a.displayVersion) : undefined],
+      [t('keywords'), a.keywords?.join(', ')], [t('copyright'), a.copyright], [t('folder'), a.parentPath],
     ];
     const canVersions = capabilitiesOf(this.provider).versions;
     const versions = h('div', { class: 'versions' });
-    const versionsButton = h('button', { type: 'button', 'aria-expanded': 'false' }, 'Show versions');
+    const versionsButton = h('button', { type: 'button', 'aria-expanded': 'false' }, t('showVersions'));
     versionsButton.addEventListener('click', () => void this.loadVersions(a, versions, versionsButton));
     replace(this.els.detail,
-      h('button', { type: 'button', class: 'close', 'aria-label': 'Close details', onclick: () => this.closeDetail() }, '×'),
+      h('button', { type: 'button', class: 'close', 'aria-label': t('close'), onclick: () => this.closeDetail(true) }, '×'),
       h('h2', { id: 'detail-heading' }, a.name),
-      a.thumbnailUrl ? h('img', { src: a.thumbnailUrl, alt: `Preview of ${a.name}` }) : null,
+      a.thumbnailUrl ? h('img', { src: a.thumbnailUrl, alt: t('preview', { f: a.name }) }) : null,
       h('dl', { 'aria-busy': String(partial) }, rows.filter(([, v]) => v).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
-      a.conversions?.length ? [h('h3', {}, 'Renditions'), h('ul', { class: 'renditions' }, a.conversions.filter((c) => !c.disabled).map((c) =>
+      a.conversions?.length ? [h('h3', {}, t('renditions')), h('ul', { class: 'renditions' }, a.conversions.filter((c) => !c.disabled).map((c) =>
         h('li', {}, h('a', { href: c.url, target: '_blank', rel: 'noopener' }, c.name), c.extension ? ` (${c.extension})` : '')))] : null,
-      canVersions ? [h('h3', {}, 'Versions'), versionsButton, versions] : null,
+      canVersions ? [h('h3', {}, t('versions')), versionsButton, versions] : null,
     );
   }
 
   private async loadVersions(a: Asset, box: HTMLElement, button: HTMLButtonElement): Promise<void> {
+    const t = this.t;
     button.disabled = true;
-    replace(box, 'Loading versions…');
+    replace(box, t('loadingVersions'));
     try {
-      const r = await this.makeClient().versions(a.id, { withMaster: true });
+      const r = await this.makeClient().versions(a.id, { withMaster: true, uiLocale: this.locale });
       if (this.detailId !== a.id) return;
       button.setAttribute('aria-expanded', 'true');
       button.hidden = true;
-      replace(box, h('ol', { class: 'version-list', 'aria-label': `Versions of ${a.name}` }, r.versions.map((v) => h('li', {},
-        h('a', { href: v.downloadUrl ?? '#', target: '_blank', rel: 'noopener' }, `Version ${v.displayVersion ?? v.version ?? '?'}`),
-        ` · ${formatDate(v.modified)} · ${formatBytes(v.fileSize)}`, v.versionComment ? ` · ${v.versionComment}` : ''))));
+      // "Version 2 (current): modified 25 Nov 2026, 14:30, 1.2 KB": a sentence, not a row of dots.
+      const list = h('ol', { class: 'version-list', 'aria-label': t('versionsOf', { f: a.name }), tabindex: -1 }, r.versions.map((v) => {
+        const n = v.displayVersion ?? v.version ?? '?';
+        const current = a.displayVersion !== undefined && String(n) === String(a.displayVersion);
+        return h('li', {},
+          h('a', { href: v.downloadUrl ?? '#', target: '_blank', rel: 'noopener' }, t('versionN', { n })),
+          current ? ` (${t('current')})` : '', ': ',
+          t('versionLine', { d: formatDate(v.modified, this.locale), s: formatBytes(v.fileSize) }),
+          v.versionComment ? h('q', {}, v.versionComment) : '');
+      }));
+      replace(box, list);
+      // The button that had focus is gone: the list takes it.
+      list.focus();
     } catch (err) {
       button.disabled = false;
       replace(box);
-      this.fail(err, 'Could not load the versions');
+      this.fail(err, t('versionsFail'), () => void this.loadVersions(a, box, button));
     }
   }
 
   // ── image drop ─────────────────────────────────────────────────────────────────────────────
   private wireDrop(): void {
     const main = this.els.main;
-    const hasImage = (ev: DragEvent) => [...(ev.dataTransfer?.items ?? [])].some((it) => it.kind === 'file' && (!it.type || it.type.startsWith('image/')));
+    // Any file is accepted for the drop, so a file that is not an image gets a message instead of the browser opening it.
+    const hasFile = (ev: DragEvent) => [...(ev.dataTransfer?.items ?? [])].some((it) => it.kind === 'file');
     main.addEventListener('dragover', (ev) => {
-      if (!this.canSearchByImage() || !hasImage(ev)) return;
+      if (!this.canSearchByImage() || !hasFile(ev)) return;
       ev.preventDefault();
       main.classList.add('dragging');
     });
     main.addEventListener('dragleave', () => main.classList.remove('dragging'));
     main.addEventListener('drop', (ev) => {
       main.classList.remove('dragging');
-      const file = [...(ev.dataTransfer?.files ?? [])].find((f) => f.type.startsWith('image/'));
-      if (!file || !this.canSearchByImage()) return;
+      const files = [...(ev.dataTransfer?.files ?? [])];
+      if (!files.length || !this.canSearchByImage()) return;
       ev.preventDefault();
-      this.searchByImage(file, file.name || 'dropped image');
+      const file = files.find((f) => f.type.startsWith('image/')) ?? files[0]!;
+      this.searchByFile(file, file.name || this.t('dropped'));
     });
   }
 
@@ -604,14 +814,20 @@ export class DamhubPicker extends HTMLElement {
   }
 
   private clearError(): void {
-    this.els.error.textContent = '';
+    replace(this.els.error);
   }
 
-  private fail(err: unknown, context: string): void {
-    const msg = err instanceof DamhubError ? err.message : err instanceof Error ? err.message : String(err);
-    this.els.error.textContent = `${context}: ${msg}`;
+  /** The hub's own message (the error envelope's `message`), with a Retry when the step can be repeated. */
+  private fail(err: unknown, context: string, retry?: () => void): void {
+    const msg = err instanceof Error ? err.message : String(err);
+    replace(this.els.error, h('span', {}, `${context}: ${msg}`), retry ? h('button', { type: 'button', onclick: () => { this.clearError(); retry(); } }, this.t('retry')) : null);
     this.dispatchEvent(new CustomEvent('error', { detail: { error: err, context }, bubbles: true, composed: true }));
   }
+}
+
+/** CSS.escape, named apart from the stylesheet import. */
+function CSS_escape(s: string): string {
+  return globalThis.CSS?.escape ? globalThis.CSS.escape(s) : s.replace(/["\\]/g, '\\$&');
 }
 
 if (!customElements.get('damhub-picker')) customElements.define('damhub-picker', DamhubPicker);

@@ -2,7 +2,9 @@
  * The picker's styles, adopted as a constructed stylesheet: a page whose CSP forbids inline
  * styles (`style-src 'self'`, like the hub's own pages) still styles the shadow tree. Every colour
  * and size is a custom property so a partner can theme it from outside; `theme="dark"` and
- * `theme="auto"` switch the defaults.
+ * `theme="auto"` (the default) switch the defaults. Narrow pickers (a container query on the
+ * picker's own width, not the viewport, since partners embed it in columns) stack filters and
+ * details as sheets over the grid.
  */
 /** The dark defaults, for `theme="dark"` and for `theme="auto"` under a dark system preference. */
 const DARK = `
@@ -14,8 +16,9 @@ const DARK = `
   --_accent: var(--damhub-accent, #7fb0ff);
   --_accent-fg: var(--damhub-accent-fg, #0b1220);
   --_selected: var(--damhub-selected, #27406b);
-  --_focus: var(--damhub-focus, #ffb86b);
+  --_focus: var(--damhub-focus, #c9b8ff);
   --_danger: var(--damhub-danger, #ff8a80);
+  color-scheme: dark;
 `;
 
 export const CSS = `
@@ -28,7 +31,7 @@ export const CSS = `
   --_accent: var(--damhub-accent, #1f5fcc);
   --_accent-fg: var(--damhub-accent-fg, #ffffff);
   --_selected: var(--damhub-selected, #dce8fc);
-  --_focus: var(--damhub-focus, #b3470d);
+  --_focus: var(--damhub-focus, #6a3fd1);
   --_danger: var(--damhub-danger, #b3261e);
   --_radius: var(--damhub-radius, 8px);
   --_thumb: var(--damhub-thumb-size, 132px);
@@ -40,11 +43,14 @@ export const CSS = `
   border: 1px solid var(--_border);
   border-radius: var(--_radius);
   overflow: hidden;
+  /* Native controls (checkboxes, scrollbars, the search box's clear button) follow the theme too. */
+  color-scheme: light;
 }
 :host([theme="dark"]) {${DARK}}
 @media (prefers-color-scheme: dark) {
-  :host([theme="auto"]) {${DARK}}
+  :host(:not([theme="light"])) {${DARK}}
 }
+.wrap { container-type: inline-size; }
 * { box-sizing: border-box; }
 [hidden] { display: none !important; }
 .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
@@ -57,15 +63,18 @@ a { color: var(--_accent); }
 .bar { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; padding: .6rem .8rem; border-bottom: 1px solid var(--_border); background: var(--_surface); }
 .bar .who { display: flex; align-items: center; gap: .4rem; font-weight: 600; margin-right: auto; }
 .bar .who img { width: 22px; height: 22px; }
-.search { display: flex; gap: .3rem; }
-.search input { background: var(--_bg); border: 1px solid var(--_border); border-radius: calc(var(--_radius) / 2); padding: .3rem .5rem; min-width: 12rem; }
+.search { display: flex; gap: .3rem; flex: 1 1 16rem; min-width: 0; max-width: 28rem; }
+.search input { background: var(--_bg); border: 1px solid var(--_border); border-radius: calc(var(--_radius) / 2); padding: .3rem .5rem; min-width: 0; flex: 1; }
+.filters-toggle { display: none; }
 .crumbs ol { display: flex; flex-wrap: wrap; list-style: none; margin: 0; padding: .4rem .8rem; gap: .2rem; }
 .crumbs li + li::before { content: "/"; color: var(--_muted); margin-right: .2rem; }
 .crumbs button { border: 0; background: none; padding: .1rem .3rem; color: var(--_accent); text-decoration: underline; }
 .crumbs [aria-current] { color: var(--_fg); text-decoration: none; font-weight: 600; }
 .status { padding: 0 .8rem; min-height: 1.4em; color: var(--_muted); }
-.error { color: var(--_danger); padding: .3rem .8rem; }
-.body { display: flex; height: var(--_height); border-top: 1px solid var(--_border); }
+.error { color: var(--_danger); padding: .3rem .8rem; display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
+.error:empty { padding: 0; }
+.error button { color: var(--_fg); }
+.body { display: flex; height: var(--_height); border-top: 1px solid var(--_border); position: relative; }
 .facets { width: 12rem; flex: none; overflow: auto; padding: .5rem .8rem; border-right: 1px solid var(--_border); }
 .facets fieldset { border: 0; margin: 0 0 .8rem; padding: 0; }
 .facets legend { font-weight: 600; padding: 0; margin-bottom: .2rem; }
@@ -76,11 +85,21 @@ a { color: var(--_accent); }
 .folders { list-style: none; margin: 0 0 .6rem; padding: 0; display: flex; flex-wrap: wrap; gap: .4rem; }
 .folders button::before { content: ""; display: inline-block; width: 1em; height: .75em; margin-right: .4rem; vertical-align: -1px; border-radius: 2px; background: var(--_accent); }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(var(--_thumb), 1fr)); gap: .6rem; }
-.item { border: 2px solid transparent; border-radius: var(--_radius); padding: .3rem; cursor: pointer; background: var(--_surface); min-width: 0; }
+.item { position: relative; border: 2px solid transparent; border-radius: var(--_radius); padding: .3rem; cursor: pointer; background: var(--_surface); min-width: 0; }
 .item[aria-selected="true"] { border-color: var(--_accent); background: var(--_selected); }
+.item[aria-disabled="true"] { cursor: not-allowed; }
+.item[aria-disabled="true"] .thumb { opacity: .4; }
 .item .thumb { display: block; width: 100%; aspect-ratio: 1; object-fit: contain; background: var(--_bg); border-radius: calc(var(--_radius) / 2); }
 .item .name { display: block; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-size: .9em; margin-top: .2rem; }
-.item .check { float: right; font-weight: 700; color: var(--_accent); }
+/* The tick is drawn over the thumbnail's corner, out of the flow, so selecting never moves the thumbnail. */
+.item .check { position: absolute; top: .45rem; right: .45rem; width: 1.5rem; height: 1.5rem; border-radius: 50%; display: none; }
+.item[aria-selected="true"] .check { display: block; background: var(--_accent); border: 2px solid var(--_bg); }
+.item[aria-selected="true"] .check::after { content: ""; position: absolute; left: .42rem; top: .18rem; width: .35rem; height: .7rem; border: solid var(--_accent-fg); border-width: 0 .16rem .16rem 0; transform: rotate(45deg); }
+.skeleton .item { cursor: default; }
+.skeleton .thumb { background: var(--_border); opacity: .5; animation: pulse 1.2s ease-in-out infinite alternate; }
+.skeleton .name { height: 1.3em; width: 70%; background: var(--_border); opacity: .4; border-radius: 3px; }
+@keyframes pulse { to { opacity: .25; } }
+@media (prefers-reduced-motion: reduce) { .skeleton .thumb { animation: none; } }
 .sentinel { padding: .8rem 0; text-align: center; color: var(--_muted); }
 .empty { color: var(--_muted); padding: 2rem 0; text-align: center; }
 .detail { width: 18rem; flex: none; overflow: auto; padding: .6rem .8rem; border-left: 1px solid var(--_border); }
@@ -98,6 +117,24 @@ a { color: var(--_accent); }
 .providers img { width: 40px; height: 40px; flex: none; }
 .providers .pname { font-weight: 600; display: block; }
 .providers .hint { color: var(--_muted); font-size: .9em; }
-footer { display: flex; gap: .5rem; align-items: center; justify-content: flex-end; padding: .6rem .8rem; border-top: 1px solid var(--_border); background: var(--_surface); }
-footer .count { margin-right: auto; color: var(--_muted); }
+footer { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; justify-content: flex-end; padding: .6rem .8rem; border-top: 1px solid var(--_border); background: var(--_surface); }
+footer .actions { display: flex; gap: .5rem; margin-left: auto; }
+footer .count { margin-right: auto; color: var(--_muted); min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+footer button { white-space: nowrap; flex: none; }
+.detail ol { margin: .3rem 0; padding-left: 1.3rem; }
+.detail li + li { margin-top: .25rem; }
+.detail q { display: block; color: var(--_muted); }
+@container (max-width: 40rem) {
+  .bar { padding: .5rem; }
+  .search { flex-basis: 100%; max-width: none; order: 1; }
+  .filters-toggle { display: inline-block; }
+  .filters-toggle[hidden] { display: none; }
+  .facets, .detail { display: none; position: absolute; inset: 0; width: auto; z-index: 2; background: var(--_bg); border: 0; padding: .8rem; }
+  .facets.open { display: block; }
+  .detail { display: block; z-index: 3; }
+  .main { padding: .5rem; }
+  .grid { --_thumb: 96px; gap: .4rem; }
+  footer { padding: .5rem; gap: .35rem; }
+  .crumbs ol { padding: .3rem .5rem; }
+}
 `;

@@ -24,6 +24,7 @@ picker.addEventListener('select', (event) => {
 
 theme.addEventListener('click', () => {
   const dark = picker.getAttribute('theme') !== 'dark';
-  picker.setAttribute('theme', dark ? 'dark' : 'light');
+  // Off is "auto", the picker's default: it follows prefers-color-scheme like the page around it.
+  picker.setAttribute('theme', dark ? 'dark' : 'auto');
   theme.setAttribute('aria-pressed', String(dark));
 });

@@ -40,7 +40,9 @@ export interface FormSignIn<C> {
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-const CSS = 'body{font:15px/1.5 system-ui,sans-serif;background:#f3f5f8;color:#1d2330;display:flex;justify-content:center;padding:3rem 1rem;margin:0}main{background:#fff;border:1px solid #d5d9e0;border-radius:10px;padding:2rem;max-width:24rem;width:100%}h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.8rem 0 .2rem}input{width:100%;box-sizing:border-box;padding:.5rem;font:inherit}.row{display:flex;gap:.5rem;margin-top:1.2rem}button{flex:1;padding:.55rem;font:inherit;cursor:pointer}.error{color:#b00020}';
+const CSS = 'body{font:15px/1.5 system-ui,sans-serif;background:#f3f5f8;color:#1d2330;display:flex;justify-content:center;padding:3rem 1rem;margin:0}main{background:#fff;border:1px solid #d5d9e0;border-radius:10px;padding:2rem;max-width:24rem;width:100%}h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.8rem 0 .2rem}input{width:100%;box-sizing:border-box;padding:.5rem;font:inherit}.row{display:flex;gap:.5rem;margin-top:1.2rem}button{flex:1;padding:.55rem;font:inherit;cursor:pointer}.error{color:#b00020}'
+  // The same dark palette as the picker's theme="auto", so the popup matches the page that opened it.
+  + ':root{color-scheme:light dark}@media (prefers-color-scheme:dark){body{background:#161a21;color:#e8ebf1}main{background:#20252e;border-color:#3a4150}.error{color:#ff8a80}a{color:#7fb0ff}}';
 
 /** The stylesheet is its own file: the hub's CSP (style-src 'self') refuses inline styles. */
 function page(providerId: string, title: string, body: string): string {

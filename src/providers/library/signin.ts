@@ -15,7 +15,9 @@ const CSS = `body{font:15px/1.5 system-ui,sans-serif;background:#f3f5f8;color:#1
 main{background:#fff;border:1px solid #d5d9e0;border-radius:10px;padding:2rem;max-width:22rem;width:100%}
 h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.8rem 0 .2rem}input{width:100%;box-sizing:border-box;padding:.5rem;font:inherit}
 .row{display:flex;gap:.5rem;margin-top:1.2rem}button{flex:1;padding:.55rem;font:inherit;cursor:pointer}
-.error{color:#b00020}.hint{background:#eef4ff;padding:.6rem;border-radius:6px;font-size:.9rem}`;
+.error{color:#b00020}.hint{background:#eef4ff;padding:.6rem;border-radius:6px;font-size:.9rem}
+:root{color-scheme:light dark}
+@media (prefers-color-scheme:dark){body{background:#161a21;color:#e8ebf1}main{background:#20252e;border-color:#3a4150}.error{color:#ff8a80}.hint{background:#27406b}a{color:#7fb0ff}}`;
 
 const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" width="64" height="64"><rect width="64" height="64" rx="14" fill="#2f6fde"/><path d="M18 16h8v26h20v7H18z" fill="#fff"/></svg>`;
 
