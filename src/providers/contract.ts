@@ -9,6 +9,21 @@ import type { ProviderCredentials } from '../auth/provider-tokens.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from './model.js';
 import type { SignInReservation, SignInSubject } from '../auth/signin-throttle.js';
 
+/**
+ * GET /system/providerInfo (SPEC.md section 2): every field a provider may report. The route's
+ * schema is closed on exactly these, so a client generated from the OpenAPI document knows each.
+ */
+export interface ProviderInfo {
+  /** Prefix of the remote system's ids or URLs. */
+  remoteSystemPrefix?: string;
+  /** Locales of the data (metadata values); `dataLocale` takes one of their ids. */
+  dataLocales?: { id: string; name: string; displayName: string; default: boolean }[];
+  /** Filters the provider offers, labelled in the requested uiLocale. */
+  filters?: { id: string; name: string }[];
+  /** Named renditions (conversions) the provider can serve. */
+  renditions?: string[];
+}
+
 export interface ProviderCapabilities {
   browse: boolean;
   search: boolean;
@@ -140,7 +155,7 @@ export interface Provider {
   /** Renews DAM credentials; absent when capabilities.refresh is false. */
   refresh?(credentials: ProviderCredentials): Promise<ProviderCredentials>;
   /** Runtime details for GET /system/providerInfo. */
-  providerInfo?(session: ProviderSession, opts: { uiLocale: string }): Promise<Record<string, unknown>>;
+  providerInfo?(session: ProviderSession, opts: { uiLocale: string }): Promise<ProviderInfo>;
   /** Checks the credentials are still good (account removed at the DAM → integration-auth-failed). */
   validate?(session: ProviderSession): Promise<void>;
 

@@ -5,6 +5,19 @@ import { damOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
 import { callOnSession } from '../providers/deadline.js';
 
+/** Closed: exactly the fields of ProviderInfo (src/providers/contract.ts), each optional. */
+const ProviderInfoSchema = Type.Object({
+  remoteSystemPrefix: Type.Optional(Type.String({ description: "prefix of the remote system's ids or URLs" })),
+  dataLocales: Type.Optional(Type.Array(Type.Object({
+    id: Type.String({ description: 'what the dataLocale parameter takes' }),
+    name: Type.String(),
+    displayName: Type.String(),
+    default: Type.Boolean(),
+  }, { additionalProperties: false }), { description: 'locales of the data (metadata values)' })),
+  filters: Type.Optional(Type.Array(Type.Object({ id: Type.String(), name: Type.String({ description: 'label in the requested uiLocale' }) }, { additionalProperties: false }), { description: 'filters the provider offers' })),
+  renditions: Type.Optional(Type.Array(Type.String(), { description: 'named renditions (conversions) the provider can serve' })),
+}, { additionalProperties: false, description: 'runtime details of the connected provider; {} when it has none' });
+
 export async function systemRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
   app.get('/system/providerInfo', {
@@ -14,7 +27,7 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
       summary: 'Runtime details of the connected provider ({} when it has none)',
       security: ContentAuth,
       querystring: Type.Object({ uiLocale: Type.Optional(UiLocaleSchema) }),
-      response: responses(Type.Object({}, { additionalProperties: true })),
+      response: responses(ProviderInfoSchema),
     },
   }, async (req) => {
     const dam = damOf(req);

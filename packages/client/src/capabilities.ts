@@ -55,19 +55,11 @@ export function pageSizeFor(p: Pick<ProviderListItem, 'paging'> | null | undefin
   return Math.min(requested, paging.maxSize);
 }
 
-export interface DataLocale {
-  id: string;
-  name?: string;
-  displayName?: string;
-  default?: boolean;
-}
+/** One data locale of GET /system/providerInfo. */
+export type DataLocale = NonNullable<ProviderInfoResult['dataLocales']>[number];
 
-/** Known fields of GET /system/providerInfo (SPEC.md section 2); providers may add more. */
-export interface ProviderInfo extends ProviderInfoResult {
-  remoteSystemPrefix?: string;
-  dataLocales?: DataLocale[];
-  filters?: unknown;
-}
+/** GET /system/providerInfo: its fields are the generated type's (the schema is closed). */
+export type ProviderInfo = ProviderInfoResult;
 
 /** The data locales the provider lists (empty when it has no data localization). */
 export function dataLocalesOf(info: ProviderInfoResult | null | undefined): DataLocale[] {

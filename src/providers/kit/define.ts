@@ -11,7 +11,7 @@ import type { KeyRing } from '../../auth/keys.js';
 import type { ProviderCredentials } from '../../auth/provider-tokens.js';
 import { hubError, integrationError } from '../../errors.js';
 import type {
-  ListOptions, LoginHost, LoginStart, Provider, ProviderCapabilities, ProviderDescriptor, ProviderSession, SearchQuery,
+  ListOptions, LoginHost, LoginStart, Provider, ProviderCapabilities, ProviderDescriptor, ProviderInfo, ProviderSession, SearchQuery,
 } from '../contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
@@ -60,7 +60,7 @@ export interface ConnectorHooks<C> {
   asset?(ctx: CallContext<C>, assetId: string, opts: { uiLocale: string; timeZone: string | null }): Promise<Asset>;
   versions?(ctx: CallContext<C>, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList>;
   validate?(ctx: CallContext<C>): Promise<void>;
-  providerInfo?(ctx: CallContext<C>, opts: { uiLocale: string }): Promise<Record<string, unknown>>;
+  providerInfo?(ctx: CallContext<C>, opts: { uiLocale: string }): Promise<ProviderInfo>;
   refresh?(cred: C, http: UpstreamClient): Promise<C>;
   /** Bytes of an item named in a download URL; the answer is relayed (status, length, type, etag). */
   download?(req: DownloadRequest<C>): Promise<UpstreamResponse>;

@@ -262,7 +262,26 @@ export interface LoginPoll {
 }
 
 /** Response of GET /system/providerInfo. */
-export type ProviderInfoResult = Record<string, unknown>;
+export interface ProviderInfoResult {
+  /** prefix of the remote system's ids or URLs */
+  remoteSystemPrefix?: string;
+  /** locales of the data (metadata values) */
+  dataLocales?: {
+    /** what the dataLocale parameter takes */
+    id: string;
+    name: string;
+    displayName: string;
+    default: boolean;
+  }[];
+  /** filters the provider offers */
+  filters?: {
+    id: string;
+    /** label in the requested uiLocale */
+    name: string;
+  }[];
+  /** named renditions (conversions) the provider can serve */
+  renditions?: string[];
+}
 
 /** Query parameters of GET /assets/folder/{folderId}. */
 export interface FolderQuery {
