@@ -5,25 +5,11 @@
 import { clientError } from './errors.js';
 import type { ProviderInfoResult, ProviderListItem } from './generated/types.js';
 
-/** The capability flags damhub declares per provider. Unknown keys are kept; missing ones read false. */
-export interface ProviderCapabilities {
-  browse: boolean;
-  search: boolean;
-  /** Search by reference image (POST /assets/search). */
-  similarSearch: boolean;
-  versions: boolean;
-  /** The DAM connection can be renewed without a new login. */
-  refresh: boolean;
-  filters: boolean;
-  dataLocalization: boolean;
-  timeZone: boolean;
-  /** The DAM login asks for a server URL. */
-  serverUrl: boolean;
-  /** Subfolders are repeated on every page of a folder browse. */
-  foldersOnEveryPage: boolean;
-  /** The hash field the provider always reports (e.g. "Sha256"), or null. */
-  assetHashAlgorithm: string | null;
-}
+/**
+ * The capability flags damhub declares per provider: the generated type of the providers listing
+ * (its schema is closed, so every flag is there). Missing ones read false (capabilitiesOf).
+ */
+export type ProviderCapabilities = ProviderListItem['capabilities'];
 
 export type Capability = Exclude<keyof ProviderCapabilities, 'assetHashAlgorithm'>;
 
