@@ -286,7 +286,7 @@ describe('DAM connection tokens on content calls', () => {
     assert.equal(res.statusCode, 200, res.body);
     const body = res.json();
     assert.equal(body.remoteSystemPrefix, 'test:alice');
-    assert.equal(body.uiLocale, 'en');
+    assert.deepEqual(body.filters, [{ id: 'kind', name: 'kind (en)' }]);
     assert.deepEqual(body.dataLocales, [{ id: 'en', name: 'English', displayName: 'English', default: true }]);
   });
 
@@ -330,7 +330,7 @@ describe('DAM connection tokens on content calls', () => {
     assert.match(body.error.details, /uiLocale/);
     const de = await providerInfo(t, access_token, dam.access_token, '?uiLocale=de');
     assert.equal(de.statusCode, 200, de.body);
-    assert.equal(de.json().uiLocale, 'de');
+    assert.equal(de.json().filters[0].name, 'kind (de)');
   });
 
   test('a DAM token expires after 24 h → 403 provider-access-token-invalid (with a fresh hub token)', async () => {

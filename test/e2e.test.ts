@@ -4,6 +4,7 @@
  * then a graceful SIGTERM.
  */
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { tempDir } from './helpers/hub.js';
 import { JwksServer, makeKey, signPartnerJwt, type TestKey } from './helpers/partner.js';
@@ -79,8 +80,22 @@ test('exchange → check → refresh → logout over HTTP against the real proce
 });
 
 test('SIGTERM drains an in-flight request and exits 0', async () => {
-  const inflight = fetch(`${server.url}/api/v1/openapi.json`).then((r) => r.status);
-  const code = await server.stop('SIGTERM');
-  assert.equal(await inflight, 200);
-  assert.equal(code, 0);
+  // A request whose body is still to come when the signal arrives. `Expect: 100-continue` makes
+  // the hub say when it has read the headers (its 100 Continue), so the request is surely in
+  // flight there: a request merely sent before the signal may not have been read yet, and a
+  // connection with nothing read is idle, which a drain rightly closes.
+  const req = http.request(`${server.url}/api/v1/auth/exchangeToken`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '2', expect: '100-continue' },
+  });
+  const inflight = new Promise<number>((resolve, reject) => {
+    req.on('response', (r) => { r.resume(); r.on('end', () => resolve(r.statusCode!)); });
+    req.on('error', reject);
+  });
+  req.flushHeaders();
+  await new Promise<void>((resolve, reject) => { req.once('continue', resolve); req.once('error', reject); });
+  const stopped = server.stop('SIGTERM');
+  req.end('{}');
+  // The drain let it finish normally (no partner JWT: 401 in the envelope), not a cut socket.
+  assert.equal(await inflight, 401);
+  assert.equal(await stopped, 0);
 });

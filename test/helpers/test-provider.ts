@@ -48,7 +48,8 @@ export function testProvider(opts: { id?: string; refreshable?: boolean; serverU
       return { ...cred, refreshedAt: p.refreshCalls };
     },
     async providerInfo(session, { uiLocale }) {
-      return { remoteSystemPrefix: `test:${session.credentials.account}`, uiLocale, dataLocales: [{ id: 'en', name: 'English', displayName: 'English', default: true }] };
+      // The filter's label shows the uiLocale the route passed on (the schema is closed: no echo field).
+      return { remoteSystemPrefix: `test:${session.credentials.account}`, filters: [{ id: 'kind', name: `kind (${uiLocale})` }], dataLocales: [{ id: 'en', name: 'English', displayName: 'English', default: true }] };
     },
   };
   if (!opts.refreshable && opts.refreshable !== undefined) delete p.refresh;
