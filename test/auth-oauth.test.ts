@@ -29,10 +29,7 @@ function oidcTestProvider(now: () => number): Provider {
   return {
     descriptor: {
       id: 'oidctest', name: 'OIDC Test DAM', version: '1.0.0', logo: '/logo.svg', glyph: 'O',
-      capabilities: {
-        browse: false, search: false, similarSearch: false, versions: false, refresh: true, filters: false,
-        dataLocalization: false, timeZone: false, serverUrl: true, foldersOnEveryPage: false, assetHashAlgorithm: null,
-      },
+      features: { serverUrl: true },
       paging: { defaultSize: 25, maxSize: 100 },
     },
     ...oauthLogin(flow),

@@ -40,10 +40,7 @@ function pagerProvider(id: string, image: boolean): Provider {
   return {
     descriptor: {
       id, name: `Pager ${id}`, version: '1.0.0', logo: `/api/v1/auth/${id}/logo.svg`, glyph: 'P',
-      capabilities: {
-        browse: true, search: false, similarSearch: image, versions: false, refresh: false, filters: false,
-        dataLocalization: false, timeZone: false, serverUrl: false, foldersOnEveryPage: true, assetHashAlgorithm: null,
-      },
+      features: { foldersOnEveryPage: true },
       paging: { defaultSize: 4, maxSize: 4 },
     },
     async beginLogin({ state }, host) {

@@ -8,6 +8,8 @@ import { ManualClock } from '../src/clock.js';
 import { isHubError } from '../src/errors.js';
 import type { ListOptions } from '../src/providers/contract.js';
 import { callOnSession } from '../src/providers/deadline.js';
+import { operation } from '../src/providers/capabilities.js';
+import { ProviderRegistry } from '../src/providers/registry.js';
 import { connectorsFromEnv, knownConnectors } from '../src/providers/kit/catalog.js';
 import { defineProvider } from '../src/providers/kit/define.js';
 import { codeForStatus, parseRetryAfter } from '../src/providers/kit/upstream-errors.js';
@@ -18,11 +20,25 @@ const base = {
   signIn: { kind: 'form' as const, title: 't', fields: [], verify: async () => ({ credentials: {}, accountId: 'a', displayName: 'a' }) },
 };
 
-test('a declared capability without its hook, or a hook without its capability, is refused at definition', () => {
-  assert.throws(() => defineProvider({ ...base, capabilities: { browse: true }, hooks: {} }), /capability browse is true but hook browse is missing/);
-  assert.throws(() => defineProvider({ ...base, capabilities: {}, hooks: { search: async () => ({ assets: [], folders: [], filters: [], totalAssetsCount: 0 }) } }), /capability search is false but hook search is given/);
-  assert.throws(() => defineProvider({ ...base, id: 'Bad Id', capabilities: {}, hooks: {} }), /lower-case/);
-  assert.doesNotThrow(() => defineProvider({ ...base, capabilities: {}, hooks: {} }));
+test('what a connector can do follows from the hooks it gives; a capability cannot be declared apart from its operation', async () => {
+  const deps = { clock: new ManualClock(), keys: KeyRing.generate(0), publicUrl: 'http://hub.test' };
+  const empty = async () => ({ assets: [], folders: [], filters: [], totalAssetsCount: 0 });
+  const none = defineProvider({ ...base, hooks: {} })(deps);
+  const some = defineProvider({ ...base, id: 'some', features: { filters: true }, hooks: { search: empty, refresh: async (c) => c } })(deps);
+  const registry = new ProviderRegistry();
+  registry.register(none);
+  registry.register(some);
+  const ops = (id: string) => { const c = registry.capabilities(id)!; return { browse: c.browse, search: c.search, similarSearch: c.similarSearch, versions: c.versions, refresh: c.refresh, filters: c.filters }; };
+  assert.deepEqual(ops('example'), { browse: false, search: false, similarSearch: false, versions: false, refresh: false, filters: false });
+  assert.deepEqual(ops('some'), { browse: false, search: true, similarSearch: false, versions: false, refresh: true, filters: true });
+  // Asking for an operation that is not there is the seed's 501, named; one that is there is bound to its provider.
+  assert.throws(() => operation(none, 'browse', 'folder browsing'), (e: unknown) => isHubError(e) && e.status === 501 && e.code === 'integration-not-supported' && /does not support folder browsing/.test(e.message));
+  assert.equal(typeof operation(some, 'search', 'keyword search'), 'function');
+  // An operation capability declared as a feature is refused at registration, whatever the provider.
+  assert.throws(() => new ProviderRegistry().register({ ...none, descriptor: { ...none.descriptor, features: { browse: true } as never } }), /unknown feature "browse"/);
+  assert.throws(() => defineProvider({ ...base, id: 'Bad Id', hooks: {} }), /lower-case/);
+  await none.close();
+  await some.close();
 });
 
 test('DAMHUB_CONNECTORS enables known connectors with the shared overrides; an unknown id is refused', () => {
@@ -59,7 +75,7 @@ test('a connector call past the hub deadline ends its upstream request: the dead
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   try {
     const provider = defineProvider({
-      ...base, capabilities: { browse: true }, upstream: { allowHosts: ['127.0.0.1'], timeoutMs: 60_000, retries: 3 },
+      ...base, upstream: { allowHosts: ['127.0.0.1'], timeoutMs: 60_000, retries: 3 },
       hooks: {
         browse: async (ctx) => {
           await ctx.http.text({ method: 'GET', url: `${url}/folder` });
@@ -71,7 +87,7 @@ test('a connector call past the hub deadline ends its upstream request: the dead
     const session = { providerId: 'example', userId: 'u', partnerId: 'p', credentials: {} };
     const opts: ListOptions = { size: 10, more: null, filters: [], timeZone: null, dataLocale: null, uiLocale: 'en' };
     const started = Date.now();
-    const e = await callOnSession(provider, 50, session, (s) => provider.browse!(s, 'root', opts)).then(() => null, (x: unknown) => x);
+    const e = await callOnSession(provider, 50, session, (s) => operation(provider, 'browse', 'folder browsing')(s, 'root', opts)).then(() => null, (x: unknown) => x);
     assert.ok(isHubError(e) && e.status === 504 && e.code === 'integration-unavailable', String(e));
     // Let go at the hub's 50 ms deadline, not at the connector's own 60 s.
     await Promise.race([upstreamClosed, new Promise((_, reject) => setTimeout(() => reject(new Error('the upstream request was not ended')), 10_000).unref())]);

@@ -16,7 +16,7 @@ runProviderConformance('library', async () => {
   lib = await startLibraryHub(files);
   const l = lib;
   return {
-    descriptor: l.t.hub.library!.descriptor,
+    provider: l.t.hub.providers.require('library'),
     bigFolderId: '/Photos',
     knownAssetId: assetIdFor('Photos/photo 03.jpg'),
     pageSize: 7,

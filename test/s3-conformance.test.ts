@@ -22,7 +22,7 @@ runProviderConformance('s3', async () => {
   h = await startS3Hub(s3);
   const w = h;
   return {
-    descriptor: w.t.hub.providers.require('s3').descriptor,
+    provider: w.t.hub.providers.require('s3'),
     bigFolderId: 'Photos/',
     knownAssetId: 'Photos/photo 03.jpg',
     pageSize: 7,

@@ -176,7 +176,7 @@ function gatedConnector() {
     return g;
   };
   const factory = defineProvider({
-    id: 'gated', name: 'Gated', version: '1', glyph: 'G', paging: { defaultSize: 10, maxSize: 20 }, capabilities: {},
+    id: 'gated', name: 'Gated', version: '1', glyph: 'G', paging: { defaultSize: 10, maxSize: 20 },
     credentials: (raw) => raw,
     signIn: {
       kind: 'form', title: 'Sign in to Gated',

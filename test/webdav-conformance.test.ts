@@ -33,7 +33,7 @@ for (const [name, startDav] of [['webdav (Apache mod_dav)', startApacheDav], ['w
     r.dav = await startDav(await files());
     const w = (r.h = await startWebdavHub(r.dav));
     return {
-      descriptor: w.t.hub.providers.require('webdav').descriptor,
+      provider: w.t.hub.providers.require('webdav'),
       bigFolderId: '/Photos',
       knownAssetId: '/Photos/photo 03.jpg',
       pageSize: 7,

@@ -12,6 +12,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { hubError } from '../errors.js';
 import type { LoginHost, LoginIdentity } from '../providers/contract.js';
+import { featuresOf } from '../providers/capabilities.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Stores } from '../stores/types.js';
 import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, type ProviderTokens } from './provider-tokens.js';
@@ -62,7 +63,7 @@ export class DamLogin implements LoginHost {
   async start(p: Pick<HubPrincipal, 'user' | 'partner'>, providerId: string, serverUrl: string | null): Promise<{ redirect_uri: string; state: string }> {
     const provider = this.providers.require(providerId);
     if (serverUrl !== null) {
-      if (!provider.descriptor.capabilities.serverUrl) throw hubError('hub-validation-error', `provider ${providerId} does not take a serverUrl`);
+      if (!featuresOf(provider).serverUrl) throw hubError('hub-validation-error', `provider ${providerId} does not take a serverUrl`);
       let u: URL;
       try {
         u = new URL(serverUrl);
@@ -129,7 +130,7 @@ export class DamLogin implements LoginHost {
       expires_in: this.opts.accessTtlSec,
       userHash: this.userHash(s.partnerId, s.providerId, identity.accountId),
     };
-    if (provider.descriptor.capabilities.refresh) {
+    if (provider.refresh) {
       result.refresh_token = await this.tokens.issue({ ...base, typ: DAM_REFRESH_TYP }, this.opts.refreshTtlSec);
     }
     if (!(await this.stores.logins.settle(state, 'completed', result, null))) throw hubError('hub-validation-error', 'the login was settled concurrently');

@@ -38,7 +38,7 @@ export class ProviderConnections {
     if (c.sub !== access.sub || c.pid !== access.pid) throw hubError('provider-access-token-invalid', 'the DAM refresh token was issued to another user');
     const provider = this.providers.get(c.prv);
     if (!provider) throw hubError('provider-access-token-invalid', `the provider ${c.prv} of this token is no longer served`);
-    if (!provider.refresh || !provider.descriptor.capabilities.refresh) {
+    if (!provider.refresh) {
       throw integrationError('integration-not-supported', c.prv, `${provider.descriptor.name} connections cannot be refreshed; sign in again`);
     }
     let cred;

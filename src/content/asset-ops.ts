@@ -9,7 +9,7 @@ import { integrationError, validationError } from '../errors.js';
 import { callOnSession, callProvider } from '../providers/deadline.js';
 import type { ListOptions, Provider, ProviderSession } from '../providers/contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../providers/model.js';
-import { requireCapability } from '../providers/registry.js';
+import { operation } from '../providers/capabilities.js';
 import { CursorSealer } from './cursors.js';
 import { decodeReference, referenceBytes } from './image-reference.js';
 
@@ -69,19 +69,19 @@ export class AssetOps {
 
   async browse(dam: ProviderSession, folderId: string, q: ListQuery): Promise<FolderPage> {
     const provider = this.providerOf(dam);
-    requireCapability(provider.descriptor, 'browse', 'folder browsing');
+    const browse = operation(provider, 'browse', 'folder browsing');
     const id = idParam(folderId, 'folderId');
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['folder', id]);
-    return this.sealPage(await this.onSession(provider, dam, (s) => provider.browse!(s, id, opts)), binding);
+    return this.sealPage(await this.onSession(provider, dam, (s) => browse(s, id, opts)), binding);
   }
 
   async search(dam: ProviderSession, s: { query?: string; parentId?: string }, q: ListQuery): Promise<AssetPage> {
     const provider = this.providerOf(dam);
-    requireCapability(provider.descriptor, 'search', 'keyword search');
+    const search = operation(provider, 'search', 'keyword search');
     const query = (s.query ?? '').trim();
     const parentId = s.parentId ? idParam(s.parentId, 'parentId') : null;
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['search', query, parentId]);
-    return this.sealPage(await this.onSession(provider, dam, (s) => provider.search!(s, { query, parentId }, opts)), binding);
+    return this.sealPage(await this.onSession(provider, dam, (s) => search(s, { query, parentId }, opts)), binding);
   }
 
   /**
@@ -91,30 +91,31 @@ export class AssetOps {
    */
   async searchByImage(dam: ProviderSession, reference: string, q: ListQuery, signal?: AbortSignal): Promise<AssetPage> {
     const provider = this.providerOf(dam);
-    requireCapability(provider.descriptor, 'similarSearch', 'search by image');
+    const searchByImage = operation(provider, 'similarSearch', 'search by image');
     const bytes = await referenceBytes(reference, this.hub);
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([bytes.toString('base64')])]);
     const outputs = provider.referenceOutputs?.() ?? [];
     return this.sealPage(await this.onSession(provider, dam, async (s) => {
       const stop = signal && s.signal ? AbortSignal.any([s.signal, signal]) : (s.signal ?? signal);
       const image = await decodeReference(bytes, this.hub, { outputs, signal: stop });
-      return provider.searchByImage!(s, image, opts);
+      return searchByImage(s, image, opts);
     }), binding);
   }
 
   async asset(dam: ProviderSession, assetId: string, q: { uiLocale?: string; timeZone?: string }): Promise<Asset> {
     const provider = this.providerOf(dam);
-    if (!provider.asset) throw integrationError('integration-not-implemented', provider.descriptor.id, 'reading one asset');
+    const asset = provider.asset?.bind(provider);
+    if (!asset) throw integrationError('integration-not-implemented', provider.descriptor.id, 'reading one asset');
     const id = idParam(assetId, 'assetId');
     if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
-    return this.onSession(provider, dam, (s) => provider.asset!(s, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
+    return this.onSession(provider, dam, (s) => asset(s, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
   }
 
   async versions(dam: ProviderSession, assetId: string, q: { withMaster?: boolean; uiLocale?: string }): Promise<VersionList> {
     const provider = this.providerOf(dam);
-    requireCapability(provider.descriptor, 'versions', 'asset versions');
+    const versions = operation(provider, 'versions', 'asset versions');
     const id = idParam(assetId, 'assetId');
-    return this.onSession(provider, dam, (s) => provider.versions!(s, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
+    return this.onSession(provider, dam, (s) => versions(s, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
   }
 }
 

@@ -61,7 +61,7 @@ export class McpConnections {
       if (!isHubError(e) || e.code !== 'provider-access-token-invalid') throw e;
       // An expired connection is renewed with its refresh token where the DAM allows it.
       const provider = this.hub.providers.get(providerId);
-      if (row.refreshToken && provider?.descriptor.capabilities.refresh) {
+      if (row.refreshToken && provider?.refresh) {
         const renewed = await this.hub.connections.refresh(row.refreshToken, { sub: id.user.id, pid: id.partner.id });
         this.store.connect(id.user.id, providerId, renewed.access_token, renewed.refresh_token ?? row.refreshToken, this.hub.clock.now());
         return this.hub.connections.open(`Bearer ${renewed.access_token}`, who);

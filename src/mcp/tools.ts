@@ -84,7 +84,7 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
         providers.push({
           id: d.id, name: d.name, isDefault: d.id === hub.providers.defaultId(), connected: st.status === 'connected',
           ...(st.status === 'pending' ? { signInUrl: st.signInUrl } : {}),
-          capabilities: Object.entries(d.capabilities).filter(([, v]) => v === true).map(([k]) => k),
+          capabilities: Object.entries(hub.providers.capabilities(d.id) ?? {}).filter(([, v]) => v === true).map(([k]) => k),
           maxPageSize: d.paging.maxSize,
         });
       }

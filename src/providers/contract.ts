@@ -1,7 +1,7 @@
 /**
- * The provider interface: what every DAM behind the hub declares and implements. A provider
- * declares its capabilities once; the providers listing, the 501 answers for missing operations
- * and the picker's affordances are all derived from that declaration (see registry.ts).
+ * The provider interface: what every DAM behind the hub declares and implements. Its operations
+ * are optional methods; what it can do is derived from which ones it implements plus the features
+ * it declares (capabilities.ts), so capability has one source of truth.
  */
 import type { OutputSpec, ReferenceImage } from '../images/jobs.js';
 import type { FastifyInstance } from 'fastify';
@@ -24,14 +24,8 @@ export interface ProviderInfo {
   renditions?: string[];
 }
 
-export interface ProviderCapabilities {
-  browse: boolean;
-  search: boolean;
-  /** Search by reference image (POST /assets/search). */
-  similarSearch: boolean;
-  versions: boolean;
-  /** The DAM connection can be renewed without a new login. */
-  refresh: boolean;
+/** What a provider declares beyond its operations; undeclared: false (null for the hash). */
+export interface ProviderFeatures {
   filters: boolean;
   dataLocalization: boolean;
   timeZone: boolean;
@@ -43,6 +37,17 @@ export interface ProviderCapabilities {
   assetHashAlgorithm: string | null;
 }
 
+/** GET /auth/providers' capabilities: the features plus one flag per implemented operation (capabilities.ts). */
+export interface ProviderCapabilities extends ProviderFeatures {
+  browse: boolean;
+  search: boolean;
+  /** Search by reference image (POST /assets/search). */
+  similarSearch: boolean;
+  versions: boolean;
+  /** The DAM connection can be renewed without a new login. */
+  refresh: boolean;
+}
+
 export interface ProviderDescriptor {
   id: string;
   name: string;
@@ -51,7 +56,8 @@ export interface ProviderDescriptor {
   logo: string;
   /** A single-character or short glyph for compact pickers. */
   glyph: string;
-  capabilities: ProviderCapabilities;
+  /** Declared features; operation capabilities are derived from the methods (capabilities.ts). */
+  features: Partial<ProviderFeatures>;
   paging: { defaultSize: number; maxSize: number };
   isDefault?: boolean;
 }
@@ -152,14 +158,20 @@ export interface Provider {
   beginLogin(start: LoginStart, host: LoginHost): Promise<{ redirectUri: string }>;
   /** Routes the provider serves (sign-in forms, OAuth callbacks); mounted with the hub's hooks. */
   routes?(app: FastifyInstance, host: LoginHost): void | Promise<void>;
-  /** Renews DAM credentials; absent when capabilities.refresh is false. */
+  /**
+   * Work before serving (the library's rescan and watcher) and on shutdown; the hub calls every
+   * registered provider's, in registration order and in reverse.
+   */
+  start?(): Promise<unknown>;
+  close?(): Promise<void>;
+  /** Renews DAM credentials (capability refresh). */
   refresh?(credentials: ProviderCredentials): Promise<ProviderCredentials>;
   /** Runtime details for GET /system/providerInfo. */
   providerInfo?(session: ProviderSession, opts: { uiLocale: string }): Promise<ProviderInfo>;
   /** Checks the credentials are still good (account removed at the DAM → integration-auth-failed). */
   validate?(session: ProviderSession): Promise<void>;
 
-  // Content operations: present exactly when the matching capability is declared.
+  // Content operations: each one present is a capability (capabilities.ts OPERATIONS).
   browse?(session: ProviderSession, folderId: string, opts: ListOptions): Promise<FolderPage>;
   search?(session: ProviderSession, q: SearchQuery, opts: ListOptions): Promise<AssetPage>;
   /**

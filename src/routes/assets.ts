@@ -14,7 +14,7 @@ import { damOf, principalOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
 import type { MediaFile } from '../providers/contract.js';
 import type { AssetPage } from '../providers/model.js';
-import { requireCapability } from '../providers/registry.js';
+import { operation } from '../providers/capabilities.js';
 
 const ListQuery = Type.Object({
   size: Type.Optional(Type.Integer({ minimum: 0, description: 'assets per page; clamped to the provider maximum; 0 = provider default' })),
@@ -52,12 +52,13 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
   }, async (req, reply) => {
     const dam = damOf(req);
     const provider = ops.providerOf(dam);
-    requireCapability(provider.descriptor, 'browse', 'folder browsing');
+    const browse = operation(provider, 'browse', 'folder browsing');
     const folderId = idParam((req.params as { '*': string })['*'], 'folderId');
     const { opts, binding } = ops.listOptions(dam.userId, provider, req.query as ListQueryT, ['folder', folderId]);
     // Repeated pages come from the page cache while the provider's view of this session, the
     // request and the media-URL validity are unchanged (see src/content/page-cache.ts).
-    const version = pages.enabled && provider.viewVersion ? await ops.onSession(provider, dam, async (s) => provider.viewVersion!(s), 'any') : null;
+    const viewVersion = provider.viewVersion?.bind(provider);
+    const version = pages.enabled && viewVersion ? await ops.onSession(provider, dam, async (s) => viewVersion(s), 'any') : null;
     const key = version === null ? null : PageCache.key([
       principalOf(req).user.id, provider.descriptor.id, version, folderId, opts.size, (req.query as ListQueryT).more ?? null,
       opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, hub.mediaUrls.validity(),
@@ -65,7 +66,7 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     const hit = key === null ? undefined : pages.get(key);
     reply.type(JSON_UTF8);
     if (hit) return reply.send(hit);
-    const page = await ops.onSession(provider, dam, (s) => provider.browse!(s, folderId, opts));
+    const page = await ops.onSession(provider, dam, (s) => browse(s, folderId, opts));
     const body = serialized(reply, { ...ops.sealPage(page, binding), capabilities: FOLDER_CAPABILITIES });
     if (key !== null) pages.set(key, body);
     return reply.send(body);
@@ -145,8 +146,9 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     // Signature, expiry, and the partner and account it was made for still live (cached ≤ 30 s).
     await hub.mediaUrls.verify(req.url.split('?')[0]!, req.query as Record<string, string>, p.provider);
     const provider = hub.providers.get(p.provider);
-    if (!provider?.media) throw integrationError('integration-not-available', p.provider, 'no media for this provider');
-    const media = await ops.call(provider, () => provider.media!({ assetId: p.assetId, version: p.version, rendition: p.rendition ?? 'original' }));
+    const serve = provider?.media?.bind(provider);
+    if (!provider || !serve) throw integrationError('integration-not-available', p.provider, 'no media for this provider');
+    const media = await ops.call(provider, () => serve({ assetId: p.assetId, version: p.version, rendition: p.rendition ?? 'original' }));
     return sendMedia(req, reply, media, p.rendition ? 'inline' : 'attachment');
   };
   app.get('/assets/download/:provider/:assetId/:version', { config: { auth: 'none' }, schema: { tags: ['assets'], summary: 'Original bytes (signed URL from downloadUrl)', params: originalParams, querystring: mediaQuery } }, serveMedia);

@@ -140,7 +140,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       version: d.version,
       logo: absolute(hub.damLogin.publicUrl, d.logo),
       glyph: d.glyph,
-      capabilities: d.capabilities,
+      capabilities: hub.providers.capabilities(d.id),
       loginUrl: `${hub.damLogin.publicUrl}/api/v1/auth/login?provider=${encodeURIComponent(d.id)}&polling=true`,
       isDefault: d.id === def,
       paging: d.paging,

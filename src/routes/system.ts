@@ -33,6 +33,7 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
     const dam = damOf(req);
     const provider = hub.providers.get(dam.providerId)!;
     const { uiLocale = 'en' } = req.query as { uiLocale?: string };
-    return provider.providerInfo ? callOnSession(provider, hub.config.providerTimeoutMs, dam, (s) => provider.providerInfo!(s, { uiLocale })) : {};
+    const providerInfo = provider.providerInfo?.bind(provider);
+    return providerInfo ? callOnSession(provider, hub.config.providerTimeoutMs, dam, (s) => providerInfo(s, { uiLocale })) : {};
   });
 }

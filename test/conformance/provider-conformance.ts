@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ProviderDescriptor } from '../../src/providers/contract.js';
+import { capabilitiesOf } from '../../src/providers/capabilities.js';
+import type { Provider } from '../../src/providers/contract.js';
 
 export interface ConformanceResponse {
   status: number;
@@ -13,7 +14,8 @@ export interface ConformanceResponse {
 }
 
 export interface ConformanceHarness {
-  descriptor: ProviderDescriptor;
+  /** The provider under test, as the hub registered it. */
+  provider: Provider;
   /** GET/POST relative to /api/v1 with both credentials attached. */
   request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ConformanceResponse>;
   /** A folder id holding more assets than `pageSize` (and at least one subfolder). */
@@ -56,11 +58,11 @@ async function traverse(h: ConformanceHarness, path: string, params: Record<stri
 
 export function runProviderConformance(name: string, setup: () => Promise<ConformanceHarness>): void {
   let h: ConformanceHarness;
-  const id = () => h.descriptor.id;
+  const id = () => h.provider.descriptor.id;
 
   test(`${name} conformance: setup`, async () => {
     h = await setup();
-    assert.ok(h.descriptor.paging.defaultSize >= 1 && h.descriptor.paging.maxSize >= h.descriptor.paging.defaultSize);
+    assert.ok(h.provider.descriptor.paging.defaultSize >= 1 && h.provider.descriptor.paging.maxSize >= h.provider.descriptor.paging.defaultSize);
   });
 
   test(`${name} conformance: browse follows more to the end without duplicates or gaps (rules 1, 3, 4)`, async () => {
@@ -69,7 +71,7 @@ export function runProviderConformance(name: string, setup: () => Promise<Confor
     const ids = pages.flatMap((p) => p.assets.map((a: any) => a.id));
     assert.equal(new Set(ids).size, ids.length, 'no asset appears twice');
     assert.equal(ids.length, pages[0].totalAssetsCount, 'totalAssetsCount is exact');
-    const all = await h.request('GET', `/assets/folder/${encodeURIComponent(h.bigFolderId)}?size=${h.descriptor.paging.maxSize}`);
+    const all = await h.request('GET', `/assets/folder/${encodeURIComponent(h.bigFolderId)}?size=${h.provider.descriptor.paging.maxSize}`);
     if (all.body.more === undefined) assert.deepEqual(new Set(all.body.assets.map((a: any) => a.id)), new Set(ids), 'paged and unpaged listings agree');
     assert.equal(pages.at(-1).more, undefined, 'the last page has no more');
   });
@@ -78,7 +80,7 @@ export function runProviderConformance(name: string, setup: () => Promise<Confor
     const pages = await traverse(h, `/assets/folder/${encodeURIComponent(h.bigFolderId)}`, { size: h.pageSize });
     assert.ok(pages[0].folders.length > 0, 'the big folder has subfolders on the first page');
     for (const p of pages.slice(1)) {
-      if (h.descriptor.capabilities.foldersOnEveryPage) assert.deepEqual(p.folders, pages[0].folders);
+      if (capabilitiesOf(h.provider).foldersOnEveryPage) assert.deepEqual(p.folders, pages[0].folders);
       else assert.deepEqual(p.folders, [], 'folders are not repeated when the provider says so');
     }
     for (const f of pages[0].folders) {
@@ -91,7 +93,7 @@ export function runProviderConformance(name: string, setup: () => Promise<Confor
   test(`${name} conformance: size above the maximum is clamped, not rejected (rule 5); bad size is a 400`, async () => {
     const r = await h.request('GET', `/assets/folder/${encodeURIComponent(h.bigFolderId)}?size=1000000`);
     assert.equal(r.status, 200);
-    assert.ok(r.body.assets.length <= h.descriptor.paging.maxSize);
+    assert.ok(r.body.assets.length <= h.provider.descriptor.paging.maxSize);
     for (const bad of ['-1', 'abc', '1.5']) {
       const b = await h.request('GET', `/assets/folder/root?size=${bad}`);
       assert.equal(b.status, 400, `size=${bad}`);
@@ -112,7 +114,7 @@ export function runProviderConformance(name: string, setup: () => Promise<Confor
   });
 
   test(`${name} conformance: search pages like browse and carries capabilities`, async () => {
-    if (!h.descriptor.capabilities.search) {
+    if (!capabilitiesOf(h.provider).search) {
       assertIntegrationError(await h.request('GET', '/assets/search?query=x'), 'integration-not-supported', 501, id());
       return;
     }
@@ -125,7 +127,7 @@ export function runProviderConformance(name: string, setup: () => Promise<Confor
   });
 
   test(`${name} conformance: capabilities are honest`, async () => {
-    const caps = h.descriptor.capabilities;
+    const caps = capabilitiesOf(h.provider);
     const img = await h.request('POST', '/assets/search', { dataBase64: 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==' });
     if (!caps.similarSearch) assertIntegrationError(img, 'integration-not-supported', 501, id());
     else assert.notEqual(img.status, 501);
@@ -146,7 +148,7 @@ export function runProviderConformance(name: string, setup: () => Promise<Confor
     assert.equal(a.id, h.knownAssetId);
     assert.equal(typeof a.name, 'string');
     for (const u of [a.thumbnailUrl, a.downloadUrl].filter(Boolean)) assert.match(u, /^https?:\/\/|\$[a-zA-Z]+\$/);
-    const alg = h.descriptor.capabilities.assetHashAlgorithm;
+    const alg = capabilitiesOf(h.provider).assetHashAlgorithm;
     if (alg) assert.match(a[`downloadHash${alg}`], /^[0-9a-f]+$/, `downloadHash${alg} is always reported`);
   });
 }

@@ -35,7 +35,7 @@ export function faultProvider(id = 'faulty'): FaultProvider {
     slowMs: 20,
     calls: 0,
     hanging: 0,
-    descriptor: { ...base.descriptor, name: 'Faulty DAM', capabilities: { ...base.descriptor.capabilities, browse: true, search: true } },
+    descriptor: { ...base.descriptor, name: 'Faulty DAM', },
   };
   const answer = async <T>(value: () => T): Promise<T> => {
     p.calls++;

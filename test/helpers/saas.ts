@@ -71,7 +71,7 @@ export function runSaasConformance(id: string, startReplay: (tree: string[], rev
     const access = (await hub.login()).access_token;
     const dam = (await oauthSignIn(hub, id, access)).access_token;
     return {
-      descriptor: built.connector.descriptor,
+      provider: built.connector,
       bigFolderId: r.ids['Photos']!,
       knownAssetId: r.ids['Photos/photo 03.jpg']!,
       pageSize: 7,

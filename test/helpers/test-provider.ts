@@ -16,10 +16,7 @@ export function testProvider(opts: { id?: string; refreshable?: boolean; serverU
       version: '1.0.0',
       logo: `/api/v1/auth/${id}/logo.svg`,
       glyph: 'T',
-      capabilities: {
-        browse: true, search: true, similarSearch: false, versions: false, refresh: opts.refreshable ?? true, filters: false,
-        dataLocalization: false, timeZone: false, serverUrl: opts.serverUrl ?? false, foldersOnEveryPage: false, assetHashAlgorithm: null,
-      },
+      features: { serverUrl: opts.serverUrl ?? false },
       paging: { defaultSize: 25, maxSize: 100 },
     },
     async beginLogin({ state }, host) {

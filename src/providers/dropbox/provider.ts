@@ -63,7 +63,7 @@ export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => De
     const login = oauthLogin(flow);
     return defineProvider<OAuthCredentials>({
       id: ID, name: 'Dropbox', version: '1.0.0', glyph: 'D', logo: LOGO,
-      capabilities: { browse: true, search: true, versions: true, refresh: true, assetHashAlgorithm: 'Sha256Split4MB' },
+      features: { assetHashAlgorithm: 'Sha256Split4MB' },
       paging: { defaultSize: 50, maxSize: 200 },
       errorMessage: dropboxErrorMessage,
       credentials: oauthCredentials,

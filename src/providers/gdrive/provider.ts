@@ -80,7 +80,7 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
     return defineProvider<OAuthCredentials>({
       id: ID, name: 'Google Drive', version: '1.0.0', glyph: 'G', logo: LOGO,
       // Google-native documents have no checksum, so no hash is always reported (assetHashAlgorithm null).
-      capabilities: { browse: true, search: true, versions: true, refresh: true },
+      features: {},
       paging: { defaultSize: 50, maxSize: 200 },
       errorMessage: driveErrorMessage,
       credentials: oauthCredentials,

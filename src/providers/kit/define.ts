@@ -3,7 +3,7 @@
  * remote DAM needs and no connector should write again: the upstream client (timeouts, retries,
  * Retry-After, circuit breaker, error mapping), typed credentials out of the DAM connection token,
  * a sign-in form on the hub's login state machine, encrypted download links streamed through the
- * hub, and a check that the declared capabilities match the hooks given.
+ * hub. What the connector can do follows from the hooks it gives (src/providers/capabilities.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../../clock.js';
@@ -11,7 +11,7 @@ import type { KeyRing } from '../../auth/keys.js';
 import type { ProviderCredentials } from '../../auth/provider-tokens.js';
 import { hubError, integrationError } from '../../errors.js';
 import type {
-  ListOptions, LoginHost, LoginStart, Provider, ProviderCapabilities, ProviderDescriptor, ProviderInfo, ProviderSession, SearchQuery,
+  ListOptions, LoginHost, LoginStart, Provider, ProviderDescriptor, ProviderFeatures, ProviderInfo, ProviderSession, SearchQuery,
 } from '../contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
@@ -73,8 +73,8 @@ export interface ConnectorSpec<C extends ProviderCredentials> {
   glyph: string;
   /** Defaults to a glyph badge served by the kit. */
   logo?: string;
-  /** Undeclared capabilities are false. */
-  capabilities: Partial<ProviderCapabilities>;
+  /** Declared features (undeclared: false); operations are capabilities by being given as hooks. */
+  features?: Partial<ProviderFeatures>;
   paging: { defaultSize: number; maxSize: number };
   /** Per-connector defaults for the upstream client (the hub config overrides them). */
   upstream?: Partial<UpstreamSettings>;
@@ -89,26 +89,10 @@ export interface ConnectorSpec<C extends ProviderCredentials> {
   hooks: ConnectorHooks<C>;
 }
 
-const NO_CAPS: ProviderCapabilities = {
-  browse: false, search: false, similarSearch: false, versions: false, refresh: false, filters: false,
-  dataLocalization: false, timeZone: false, serverUrl: false, foldersOnEveryPage: false, assetHashAlgorithm: null,
-};
-
-/** Capability → the hook that must exist exactly when it is declared. */
-const CAPABILITY_HOOKS: [keyof ProviderCapabilities, keyof ConnectorHooks<unknown>][] = [
-  ['browse', 'browse'], ['search', 'search'], ['versions', 'versions'], ['refresh', 'refresh'],
-];
-
 export type DefinedConnector = Provider & { readonly http: UpstreamClient; close(): Promise<void> };
 
 export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpec<C>): (deps: ConnectorDeps) => DefinedConnector {
   if (!/^[a-z][a-z0-9-]{1,30}$/.test(spec.id)) throw new Error(`connector id ${JSON.stringify(spec.id)}: lower-case letters, digits and dashes`);
-  const capabilities: ProviderCapabilities = { ...NO_CAPS, ...spec.capabilities, similarSearch: false };
-  for (const [cap, hook] of CAPABILITY_HOOKS) {
-    if (capabilities[cap] !== (typeof spec.hooks[hook] === 'function')) {
-      throw new Error(`connector ${spec.id}: capability ${cap} is ${capabilities[cap]} but hook ${hook} is ${spec.hooks[hook] ? 'given' : 'missing'}`);
-    }
-  }
   if (spec.paging.defaultSize < 1 || spec.paging.maxSize < spec.paging.defaultSize) throw new Error(`connector ${spec.id}: paging sizes`);
 
   return (deps) => {
@@ -119,7 +103,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
     const descriptor: ProviderDescriptor = {
       id: spec.id, name: spec.name, version: spec.version, glyph: spec.glyph,
       logo: spec.logo ?? `/api/v1/connectors/${spec.id}/logo.svg`,
-      capabilities, paging: spec.paging,
+      features: { ...spec.features }, paging: spec.paging,
     };
 
     const cred = (session: ProviderSession): C => {

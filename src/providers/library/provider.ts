@@ -60,12 +60,8 @@ const descriptor: ProviderDescriptor = {
   version: '1.0.0',
   logo: '/api/v1/auth/library/logo.svg',
   glyph: 'L',
-  capabilities: {
-    browse: true,
-    search: true,
-    similarSearch: true,
-    versions: true,
-    refresh: true,
+  // Browse, search, search by image, versions and refresh: the methods below (capabilities.ts).
+  features: {
     filters: true,
     dataLocalization: false,
     timeZone: true,

@@ -89,7 +89,7 @@ export const s3Connector = defineProvider<S3Cred>({
   name: 'S3',
   version: '1.0.0',
   glyph: 'S3',
-  capabilities: { browse: true, search: true, versions: true, refresh: true, serverUrl: true, assetHashAlgorithm: null },
+  features: { serverUrl: true },
   paging: { defaultSize: 50, maxSize: 1000 },
   errorMessage: s3ErrorMessage,
   credentials: parseCred,

@@ -85,7 +85,7 @@ export const webdavConnector = defineProvider<WebdavCred>({
   name: 'WebDAV',
   version: '1.0.0',
   glyph: 'W',
-  capabilities: { browse: true, search: true, refresh: true, serverUrl: true, assetHashAlgorithm: null },
+  features: { serverUrl: true },
   paging: { defaultSize: 50, maxSize: 500 },
   errorMessage: davErrorMessage,
   credentials: parseCred,
