@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { KeyRing } from '../src/auth/keys.js';
 import { createPgPool, migratePg } from '../src/stores/postgres/index.js';
-import { loadSharedSecrets, readSharedKeys, rotateSharedKeys, SharedKeyFollower } from '../src/stores/postgres/secrets.js';
+import { loadSharedSecrets, readSharedKeys, rotateSharedKeys, SharedKeyFollower } from '../src/auth/cluster-secrets.js';
 import { clusterEnv, type ClusterEnv } from './stores-env.js';
 
 describe('secrets shared in PostgreSQL', () => {

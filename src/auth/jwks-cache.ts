@@ -5,14 +5,9 @@
  */
 import { createLocalJWKSet, type JSONWebKeySet, type JWK } from 'jose';
 import type { Clock } from '../clock.js';
-import type { Partner } from '../stores/types.js';
+import type { JwksEntry, Partner, SharedJwksCache } from '../stores/types.js';
 
-export interface JwksEntry {
-  jwks: JSONWebKeySet;
-  fetchedAt: number;
-  /** partner.updatedAt when fetched: an edited registration invalidates the entry. */
-  version: number;
-}
+export type { JwksEntry, SharedJwksCache };
 
 export class JwksError extends Error {
   constructor(message: string) {
@@ -27,16 +22,6 @@ export interface JwksCacheOptions {
   maxBytes: number;
   /** Minimum time between two refetches triggered by unknown kids. */
   cooldownMs?: number;
-}
-
-/**
- * A cache every node shares (Redis in cluster mode): a JWKS one node fetched serves all nodes, so
- * a partner sees one fetch per TTL from the whole cluster, not one per node. Best effort: when it
- * fails the node fetches for itself.
- */
-export interface SharedJwksCache {
-  get(partnerId: string): Promise<JwksEntry | null>;
-  set(partnerId: string, entry: JwksEntry, ttlMs: number): Promise<void>;
 }
 
 export class JwksCache {

@@ -10,7 +10,7 @@ import { partnerInput, partnerView } from '../auth/partners.js';
 import { rotateKeyRing } from '../auth/keys.js';
 import { isHubError } from '../errors.js';
 import { ClusterStores, clusterMode, openStores, StoreConfigError } from '../stores/index.js';
-import { rotateSharedKeys } from '../stores/postgres/secrets.js';
+import { rotateSharedKeys } from '../auth/cluster-secrets.js';
 import { connectorsFromEnv } from '../providers/kit/catalog.js';
 import { migratePg, createPgPool } from '../stores/postgres/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';

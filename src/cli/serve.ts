@@ -7,7 +7,7 @@ import { ensurePrivateDir } from '../stores/private-files.js';
 import { KeyRing } from '../auth/keys.js';
 import { ClusterStores, openStores } from '../stores/index.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
-import { loadSharedSecrets, SharedKeyFollower } from '../stores/postgres/secrets.js';
+import { loadSharedSecrets, SharedKeyFollower } from '../auth/cluster-secrets.js';
 
 /** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
 export async function serve(config: HubConfig): Promise<number> {

@@ -6,13 +6,12 @@
  * states) would look like a cluster and behave like separate hubs.
  */
 import { EventEmitter } from 'node:events';
-import type { SharedJwksCache } from '../auth/jwks-cache.js';
 import path from 'node:path';
 import { createPgPool, PgDurableStores, type PgOptions } from './postgres/index.js';
 import { createRedis, RedisShortLivedStores, type RedisStoreOptions } from './redis/index.js';
 import { SqliteStores } from './sqlite/index.js';
 import { ensurePrivateDir } from './private-files.js';
-import type { LoginStateStore, PartnerStore, RateLimitStore, ReplayStore, SessionStore, Stores, UserStore } from './types.js';
+import type { LoginStateStore, SharedJwksCache, PartnerStore, RateLimitStore, ReplayStore, SessionStore, Stores, UserStore } from './types.js';
 
 export class StoreConfigError extends Error {
   constructor(message: string) {

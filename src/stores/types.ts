@@ -5,7 +5,6 @@
  * (rotate, consume, hit) so that implementations can make it atomic.
  */
 import type { JSONWebKeySet } from 'jose';
-import type { SharedJwksCache } from '../auth/jwks-cache.js';
 import { HubError } from '../errors.js';
 
 export interface Partner {
@@ -141,6 +140,24 @@ export interface RateLimitStore {
   hit(key: string, limit: number, periodMs: number, now: number): Promise<RateLimitDecision>;
   /** Gives back one request of an earlier allowed hit (src/stores/gcra.ts gcraRefund). */
   refund(key: string, limit: number, periodMs: number, now: number): Promise<void>;
+}
+
+/** A partner's JWKS as fetched (src/auth/jwks-cache.ts). */
+export interface JwksEntry {
+  jwks: JSONWebKeySet;
+  fetchedAt: number;
+  /** partner.updatedAt when fetched: an edited registration invalidates the entry. */
+  version: number;
+}
+
+/**
+ * A cache every node shares (Redis in cluster mode): a JWKS one node fetched serves all nodes, so
+ * a partner sees one fetch per TTL from the whole cluster, not one per node. Best effort: when it
+ * fails the node fetches for itself.
+ */
+export interface SharedJwksCache {
+  get(partnerId: string): Promise<JwksEntry | null>;
+  set(partnerId: string, entry: JwksEntry, ttlMs: number): Promise<void>;
 }
 
 export interface Stores {

@@ -10,7 +10,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Redis, type RedisOptions } from 'ioredis';
-import type { JwksEntry, SharedJwksCache } from '../../auth/jwks-cache.js';
 import {
   StoreConflictError,
   StoreUnavailableError,
@@ -21,6 +20,8 @@ import {
   type RateLimitDecision,
   type RateLimitStore,
   type ReplayStore,
+  type JwksEntry,
+  type SharedJwksCache,
 } from '../types.js';
 
 export interface RedisStoreOptions {

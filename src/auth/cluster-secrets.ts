@@ -9,8 +9,8 @@
  * when the rotation's invalidation message arrives, and once a minute in case they missed it.
  */
 import type pg from 'pg';
-import { KeyRing, newSecret, rotatedKeys, type StoredKey } from '../../auth/keys.js';
-import { StoreUnavailableError } from '../types.js';
+import { KeyRing, newSecret, rotatedKeys, type StoredKey } from './keys.js';
+import { StoreUnavailableError } from '../stores/types.js';
 
 const KEYS = 'keys.json';
 const ADMIN = 'admin.key';
