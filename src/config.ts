@@ -58,7 +58,7 @@ export interface HubConfig {
   jwksCacheSec: number;
   logLevel: string;
   /**
-   * Reference images of search by image fetched from http(s) URLs (content/safe-fetch.ts): host
+   * Reference images of search by image fetched from http(s) URLs (net/safe-fetch.ts): host
    * names, IPs or CIDR ranges that may be reached although not public (loopback, private, ...).
    */
   imageFetchAllow: string[];

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { AddressPolicy, FetchError, safeFetch } from '../src/content/safe-fetch.js';
+import { AddressPolicy, FetchError, safeFetch } from '../src/net/safe-fetch.js';
 import { assertError } from './helpers/hub.js';
 import { startLibraryHub, type LibraryHarness } from './helpers/library.js';
 import { sceneJpeg } from './helpers/scenes.js';

@@ -17,7 +17,7 @@ import { StoreConflictError, type Stores } from '../stores/types.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
 import { serve } from './serve.js';
 import { indexCommand, usersCommand } from './library.js';
-import { AddressPolicy } from '../content/safe-fetch.js';
+import { AddressPolicy } from '../net/safe-fetch.js';
 import { runStdio } from '../mcp/stdio.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
 

@@ -3,7 +3,7 @@
  * - a base64 data URI (`data:image/<type>;base64,<data>`), strictly validated;
  * - the downloadUrl (or thumbnailUrl, conversion URL) of an asset this hub issued: resolved
  *   internally (signature checked, no network round trip);
- * - any other http(s) URL: fetched with SSRF protection (safe-fetch.ts).
+ * - any other http(s) URL: fetched with SSRF protection (src/net/safe-fetch.ts).
  * Whatever the source, the bytes must decode as a raster image (not SVG: a document that may
  * reference others) within the pixel limit and the decode budget; the Content-Type or media type
  * a client claims is not trusted.
@@ -19,7 +19,7 @@ import { hubError, isHubError, validationError } from '../errors.js';
 import type { Hub } from '../hub.js';
 import type { OutputSpec, ReferenceImage } from '../images/jobs.js';
 import { ImageJobError } from '../images/pool.js';
-import { FetchError, safeFetch } from './safe-fetch.js';
+import { FetchError, safeFetch } from '../net/safe-fetch.js';
 
 const DATA_URI = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]*={0,2})$/i;
 

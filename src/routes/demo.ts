@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { DemoPartner } from '../demo/partner.js';
-import { sendHtml } from '../http/security-headers.js';
+import { sendHtml } from '../http/html.js';
 
 const REPO = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const STATIC = path.join(REPO, 'src', 'demo', 'static');

@@ -137,7 +137,10 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         return { redirectUri: `${host.publicUrl}/api/v1${signInPath(spec.id)}?state=${encodeURIComponent(start.state)}` };
       },
       async routes(app, host) {
-        if (spec.signIn.kind === 'form') formSignInRoutes(app, host, spec.id, spec.signIn, http);
+        if (spec.signIn.kind === 'form') {
+          const form = spec.signIn;
+          formSignInRoutes(app, host, spec.id, { ...form, verify: (values) => form.verify(values, http) });
+        }
         else await spec.signIn.routes(app, host, http);
         app.get(`/connectors/${spec.id}/logo.svg`, { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
           reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(badge(spec.glyph)));

@@ -12,7 +12,7 @@ import type { Readable } from 'node:stream';
 import type { Agent } from 'undici';
 import type { Clock } from '../../clock.js';
 import { integrationError, isHubError, type HubError } from '../../errors.js';
-import { AddressPolicy } from '../../content/safe-fetch.js';
+import { AddressPolicy } from '../../net/safe-fetch.js';
 import { CircuitBreakers, type BreakerOptions } from './breaker.js';
 import { malformed, parseRetryAfter, statusError, unavailable, upstreamText } from './upstream-errors.js';
 

@@ -1,15 +1,15 @@
 /**
  * A generic sign-in form for connectors that sign in with typed credentials (server URL, user,
  * password or key) rather than a redirect to the DAM. It drives the hub's DAM login state machine
- * (src/auth/dam-login.ts) exactly like the library's form: GET shows the form for a pending state,
- * POST verifies against the upstream, then completes, or after five failures fails, the state.
+ * (src/content/dam-login.ts): GET shows the form for a pending state, POST verifies (against the
+ * upstream, or the library's accounts), then completes, or after five failures fails, the state.
  * Cancel settles it as cancelled. Secrets never leave in an answer or a log line. Every attempt is
  * reserved with the hub's sign-in throttle (src/auth/signin-throttle.ts) before the upstream sees it.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { throttledText } from '../../auth/signin-throttle.js';
 import { isHubError } from '../../errors.js';
-import { sendHtml } from '../../http/security-headers.js';
+import { esc, htmlPage, sendHtml, SIGNIN_CSS } from '../../http/html.js';
 import type { LoginHost } from '../contract.js';
 import type { UpstreamClient } from './http.js';
 
@@ -21,6 +21,8 @@ export interface FormField {
   placeholder?: string;
   /** Filled from the login's serverUrl (POST /auth/login?serverUrl=...). */
   fromServerUrl?: boolean;
+  /** The browser's autocomplete token (e.g. "username"); password fields get "current-password". */
+  autocomplete?: string;
 }
 
 export interface SignInResult<C> {
@@ -34,45 +36,48 @@ export interface SignInResult<C> {
 export interface FormSignIn<C> {
   title: string;
   fields: FormField[];
-  /** Checks the values against the upstream; a HubError's message is shown on the form. */
+  /** Checks the values (against the upstream, or the provider's own accounts); a HubError's message is shown on the form. */
   verify(values: Record<string, string>, http: UpstreamClient): Promise<SignInResult<C>>;
+  /** A plain-text note above the form (the demo account's credentials in demo mode). */
+  hint?: string;
+  /** What the form says when verify answers integration-auth-failed or -forbidden. */
+  rejectedText?: string;
+  /** The success page's sentence before "You can close this window…"; default "You are signed in as {displayName}." */
+  signedInText?(result: SignInResult<C>): string;
 }
-
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
-const CSS = 'body{font:15px/1.5 system-ui,sans-serif;background:#f3f5f8;color:#1d2330;display:flex;justify-content:center;padding:3rem 1rem;margin:0}main{background:#fff;border:1px solid #d5d9e0;border-radius:10px;padding:2rem;max-width:24rem;width:100%}h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.8rem 0 .2rem}input{width:100%;box-sizing:border-box;padding:.5rem;font:inherit}.row{display:flex;gap:.5rem;margin-top:1.2rem}button{flex:1;padding:.55rem;font:inherit;cursor:pointer}.error{color:#b00020}'
-  // The same dark palette as the picker's theme="auto", so the popup matches the page that opened it.
-  + ':root{color-scheme:light dark}@media (prefers-color-scheme:dark){body{background:#161a21;color:#e8ebf1}main{background:#20252e;border-color:#3a4150}.error{color:#ff8a80}a{color:#7fb0ff}}';
 
 /** The stylesheet is its own file: the hub's CSP (style-src 'self') refuses inline styles. */
-function page(providerId: string, title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(title)}</title><link rel="stylesheet" href="/api/v1/connectors/${providerId}/signin.css"></head><body><main>${body}</main></body></html>`;
-}
+const page = (providerId: string, title: string, body: string) => htmlPage(title, body, `/api/v1/connectors/${providerId}/signin.css`);
 
 export function signInPath(providerId: string): string {
   return `/auth/${providerId}/signin`;
 }
 
-/** Mounts GET/POST /auth/{provider}/signin. */
-export function formSignInRoutes<C extends Record<string, unknown>>(app: FastifyInstance, host: LoginHost, providerId: string, form: FormSignIn<C>, http: UpstreamClient): void {
+/** The form as mounted: `verify` already holds whatever it checks against (the connector's upstream client). */
+export type MountedForm<C> = Omit<FormSignIn<C>, 'verify'> & { verify(values: Record<string, string>): Promise<SignInResult<C>> };
+
+/** Mounts GET/POST /auth/{provider}/signin and the form's stylesheet. */
+export function formSignInRoutes<C extends Record<string, unknown>>(app: FastifyInstance, host: LoginHost, providerId: string, form: MountedForm<C>): void {
   const action = `/api/v1${signInPath(providerId)}`;
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16384 }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
 
+  const firstEmpty = (values: Record<string, string>) => form.fields.findIndex((f) => !values[f.name]);
   const render = (state: string, error: string | null, values: Record<string, string>) => page(providerId, form.title, `
     <h1>${esc(form.title)}</h1>
     ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
+    ${form.hint ? `<p class="hint">${esc(form.hint)}</p>` : ''}
     <form method="post" action="${action}">
       <input type="hidden" name="state" value="${esc(state)}">
-      ${form.fields.map((f) => `<label for="${esc(f.name)}">${esc(f.label)}</label><input id="${esc(f.name)}" name="${esc(f.name)}" type="${f.type ?? 'text'}"${f.required === false ? '' : ' required'}${f.placeholder ? ` placeholder="${esc(f.placeholder)}"` : ''}${f.type === 'password' ? ' autocomplete="current-password"' : ` value="${esc(values[f.name] ?? '')}"`}>`).join('\n      ')}
+      ${form.fields.map((f, i) => `<label for="${esc(f.name)}">${esc(f.label)}</label><input id="${esc(f.name)}" name="${esc(f.name)}" type="${f.type ?? 'text'}"${f.required === false ? '' : ' required'}${f.placeholder ? ` placeholder="${esc(f.placeholder)}"` : ''}${f.type === 'password' ? ' autocomplete="current-password"' : `${f.autocomplete ? ` autocomplete="${esc(f.autocomplete)}"` : ''} value="${esc(values[f.name] ?? '')}"`}${i === firstEmpty(values) ? ' autofocus' : ''}>`).join('\n      ')}
       <div class="row"><button type="submit">Sign in</button><button type="submit" name="cancel" value="1" formnovalidate>Cancel</button></div>
     </form>`);
   const message = (reply: FastifyReply, status: number, title: string, text: string, error = false) =>
     sendHtml(reply, status, page(providerId, title, `<h1>${esc(title)}</h1><p${error ? ' class="error"' : ''}>${esc(text)}</p>`));
 
   app.get(`/connectors/${providerId}/signin.css`, { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
-    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=86400').send(CSS));
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=86400').send(SIGNIN_CSS));
 
   app.get(signInPath(providerId), { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
     const state = String((req.query as { state?: string }).state ?? '');
@@ -115,7 +120,7 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
     };
     let result: SignInResult<C>;
     try {
-      result = await form.verify(values, http);
+      result = await form.verify(values);
     } catch (e) {
       if (!isHubError(e)) throw e;
       if (attempt.lastForState) {
@@ -125,7 +130,7 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
       const answer = await settled();
       if (answer) return answer;
       const text = e.code === 'integration-auth-failed' || e.code === 'integration-forbidden'
-        ? 'The server did not accept these credentials.'
+        ? (form.rejectedText ?? 'The server did not accept these credentials.')
         : `The server could not be used: ${e.message}`;
       return sendHtml(reply, e.code === 'integration-auth-failed' ? 401 : 400, render(state, text, shown));
     }
@@ -137,6 +142,7 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
       throw e;
     }
     await attempt.succeeded();
-    return message(reply, 200, 'Signed in', `You are signed in as ${result.displayName}. You can close this window and return to the application.`);
+    const signedIn = form.signedInText?.(result) ?? `You are signed in as ${result.displayName}.`;
+    return message(reply, 200, 'Signed in', `${signedIn} You can close this window and return to the application.`);
   });
 }

@@ -20,7 +20,8 @@ import { iconSvg, Renditions, RENDITIONS, type RenditionName } from './rendition
 import { isInside, LibraryScanner, type ScanReport } from './scanner.js';
 import { tokenize, type EngineQuery, type RankParams } from './search-engine.js';
 import { isWithin } from './paths.js';
-import { signinRoutes } from './signin.js';
+import { librarySignInForm } from './signin.js';
+import { formSignInRoutes, signInPath } from '../kit/signin-form.js';
 import { referenceOutputs, searchByImage } from './similarity/search.js';
 import type { OutputSpec, ReferenceImage } from '../../images/jobs.js';
 import { defaultImageWork, type ImageWork } from '../../images/pool.js';
@@ -53,6 +54,8 @@ export interface LibraryOptions {
   /** The image pool and per-file decode budget of indexing (src/images/pool.ts); default a small shared one. */
   images?: ImageWork;
 }
+
+const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" width="64" height="64"><rect width="64" height="64" rx="14" fill="#2f6fde"/><path d="M18 16h8v26h20v7H18z" fill="#fff"/></svg>`;
 
 const descriptor: ProviderDescriptor = {
   id: LIBRARY_ID,
@@ -190,13 +193,14 @@ export class LibraryProvider implements Provider {
     }
   }
 
-  // ── login ────────────────────────────────────────────────────────────────────────────────
+  // ── login: the connector kit's sign-in form over the library's accounts (signin.ts) ──────
   async beginLogin({ state }: { state: string }, host: LoginHost) {
-    return { redirectUri: `${host.publicUrl}/api/v1/auth/library/signin?state=${encodeURIComponent(state)}` };
+    return { redirectUri: `${host.publicUrl}/api/v1${signInPath(LIBRARY_ID)}?state=${encodeURIComponent(state)}` };
   }
 
   routes(app: import('fastify').FastifyInstance, host: LoginHost) {
-    signinRoutes(app, host, this.index, this.opts.demoAccount ?? null);
+    formSignInRoutes(app, host, LIBRARY_ID, librarySignInForm(LIBRARY_ID, this.index, this.opts.demoAccount ?? null));
+    app.get('/auth/library/logo.svg', { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) => reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(LOGO));
   }
 
   private async account(session: ProviderSession): Promise<AccountRow> {
