@@ -1,7 +1,10 @@
 import path from 'node:path';
-import type { ConnectorsConfig } from './providers/kit/catalog.js';
+import type { ConnectorsConfig } from './providers/kit/define.js';
 
 /** One typed configuration for a hub node; built from flags and environment by the CLI, or by tests directly. */
+/** The issuer of MCP users when no OAuth server is configured (`damhub mcp`, local tokens). */
+export const LOCAL_MCP_ISSUER = 'urn:damhub:mcp-local';
+
 export interface HubConfig {
   host: string;
   port: number;
@@ -101,7 +104,7 @@ export interface HubConfig {
   mcpJwksUrl: string | null;
   /** Deadline of one call into a provider (browse, search, refresh, ...): past it the caller gets 504 integration-unavailable. */
   providerTimeoutMs: number;
-  /** OAuth apps of the SaaS connectors (src/providers/saas/register.ts); a connector is served when its app is configured. */
+  /** OAuth apps of the SaaS connectors (src/catalog.ts); a connector is served when its app is configured. */
   dropboxApp: { clientId: string; clientSecret: string | null } | null;
   googleDriveApp: { clientId: string; clientSecret: string | null } | null;
   /** Secret PKCE verifiers are derived from; every node of a cluster needs the same (generated into the data dir when not given). */

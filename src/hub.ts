@@ -1,32 +1,30 @@
 /**
  * The composition root: one Hub per node, holding configuration, the clock, the stores and the
- * services built on them. Routes receive it as `app.hub`; tests build it with their own clock.
+ * services built on them, and the providers the catalog (src/catalog.ts) builds from the
+ * configuration. Routes receive it as `app.hub`; tests build it with their own clock.
  */
 import path from 'node:path';
 import type { Clock } from './clock.js';
 import { systemClock } from './clock.js';
 import type { HubConfig } from './config.js';
-import { DamLogin } from './auth/dam-login.js';
+import { DamLogin } from './content/dam-login.js';
 import { TokenExchange } from './auth/exchange.js';
 import { HubTokens } from './auth/hub-tokens.js';
 import { JwksCache } from './auth/jwks-cache.js';
 import { loadOrCreateKeyRing, loadOrCreateSecret, type KeyRing } from './auth/keys.js';
-import { ProviderConnections } from './auth/provider-connections.js';
+import { ProviderConnections } from './content/provider-connections.js';
 import { ProviderTokens } from './auth/provider-tokens.js';
 import { SessionService } from './auth/sessions.js';
 import { MediaAccess } from './content/media-access.js';
-import { LOCAL_ISSUER } from './mcp/identity.js';
+import { LOCAL_MCP_ISSUER } from './config.js';
 import { SignedMediaUrls } from './content/media-urls.js';
 import type { Provider } from './providers/contract.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
 import { ensurePrivateDir } from './stores/private-files.js';
-import { LibraryProvider } from './providers/library/provider.js';
-import { sharedLibraryIndex } from './providers/library/shared-index.js';
-import { saasConnectors } from './providers/saas/register.js';
 import type { Stores } from './stores/types.js';
-import { buildConnectors } from './providers/kit/catalog.js';
-import type { DefinedConnector } from './providers/kit/define.js';
+import { buildProviders, embeddedLibrary } from './catalog.js';
+import type { LibraryProvider } from './providers/library/provider.js';
 import { ImagePool } from './images/pool.js';
 
 export interface HubDeps {
@@ -36,6 +34,7 @@ export interface HubDeps {
   /** Secrets shared by every node (cluster mode); by default from the data dir. */
   adminKey?: string;
   userHashKey?: string;
+  /** Providers besides the catalog's (tests register their own). */
   providers?: Provider[];
   /** Watch the library folder for changes (tests turn it off and rescan explicitly). */
   watchLibrary?: boolean;
@@ -49,8 +48,6 @@ function openSqliteStores(dataDir: string): Stores {
     throw new Error(`cannot open the hub database in ${dataDir} (is the data directory read-only or full?): ${(e as Error).message}`, { cause: e });
   }
 }
-
-export const DEMO_LIBRARY_ACCOUNT = { name: 'demo', password: 'demo-password' };
 
 export class Hub {
   readonly clock: Clock;
@@ -67,10 +64,6 @@ export class Hub {
   readonly connections: ProviderConnections;
   readonly mediaUrls: SignedMediaUrls;
   readonly mediaAccess: MediaAccess;
-  /** The embedded library, when a library folder is configured. */
-  readonly library: LibraryProvider | null = null;
-  /** Remote connectors enabled in config.connectors (src/providers/kit/). */
-  readonly connectors: DefinedConnector[];
   /** Child processes that decode untrusted images, under a budget (src/images/pool.ts). */
   readonly imagePool: ImagePool;
 
@@ -85,7 +78,6 @@ export class Hub {
     this.stores = deps.stores ?? openSqliteStores(config.dataDir);
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = config.adminKey ?? deps.adminKey ?? loadOrCreateSecret(config.dataDir, 'admin.key', null);
-    for (const p of deps.providers ?? []) this.providers.register(p);
     this.imagePool = new ImagePool({ size: config.imagePoolSize, queueMax: config.imagePoolQueue, timeoutMs: config.imageDecodeTimeoutMs });
     // Media URLs and download links end with the access they came from (docs/security.md).
     this.mediaAccess = new MediaAccess({
@@ -93,7 +85,7 @@ export class Hub {
         const p = await this.stores.partners.get(id);
         // The row owning MCP users is disabled by design (an MCP token must not reach
         // /auth/exchangeToken); its users' URLs live while the hub still trusts that issuer.
-        return p !== null && (p.enabled || p.issuer === (this.config.mcpIssuer ?? LOCAL_ISSUER));
+        return p !== null && (p.enabled || p.issuer === (this.config.mcpIssuer ?? LOCAL_MCP_ISSUER));
       },
       userLive: async (id) => (await this.stores.users.get(id)) !== null,
       accountLive: async (providerId, id) => {
@@ -103,28 +95,12 @@ export class Hub {
     }, this.clock);
     this.stores.onInvalidate(() => this.mediaAccess.invalidate());
     this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''), this.mediaAccess);
-    if (config.libraryDir) {
-      this.library = new LibraryProvider({
-        root: config.libraryDir,
-        dataDir: path.join(config.dataDir, 'library'),
-        clock: this.clock,
-        urls: this.mediaUrls,
-        demoAccount: config.demo ? DEMO_LIBRARY_ACCOUNT : null,
-        watch: deps.watchLibrary ?? true,
-        imageModel: config.imageModel,
-        imageModelWeight: config.imageModelWeight,
-        images: { pool: this.imagePool, budget: config.imageIndexDecodeBudget, timeoutMs: config.imageIndexDecodeTimeoutMs },
-        sharedIndex: sharedLibraryIndex(this.stores, this.clock, config),
-      });
-      this.providers.register(this.library);
-    }
-    const connectorDeps = { clock: this.clock, keys: this.keys, publicUrl: config.publicUrl, access: this.mediaAccess };
-    this.connectors = buildConnectors(config.connectors, connectorDeps);
-    if (config.dropboxApp || config.googleDriveApp) {
-      const pkceSecret = loadOrCreateSecret(config.dataDir, 'oauth-pkce.key', config.oauthPkceSecret);
-      this.connectors.push(...saasConnectors(config, connectorDeps, pkceSecret));
-    }
-    for (const c of this.connectors) this.providers.register(c);
+    const built = buildProviders({
+      config, clock: this.clock, keys: this.keys, stores: this.stores, mediaUrls: this.mediaUrls, access: this.mediaAccess,
+      imagePool: this.imagePool, watchLibrary: deps.watchLibrary ?? true,
+      secret: (name, configured) => loadOrCreateSecret(config.dataDir, name, configured),
+    });
+    for (const p of [...built, ...(deps.providers ?? [])]) this.providers.register(p);
 
     this.jwks = new JwksCache(this.clock, { ttlMs: config.jwksCacheSec * 1000, timeoutMs: config.jwksTimeoutMs, maxBytes: config.jwksMaxBytes }, this.stores.jwksCache ?? null);
     this.hubTokens = new HubTokens(this.keys, this.clock, config.accessTokenTtlSec, config.refreshTokenTtlSec);
@@ -150,17 +126,18 @@ export class Hub {
     this.connections = new ProviderConnections(this.providerTokens, this.providers, config.providerTokenTtlSec, config.providerRefreshTtlSec, config.providerTimeoutMs);
   }
 
-  /** Work that must finish before serving: the library's cheap rescan, the demo account. */
+  /** The embedded library, when a library folder is configured (a view into the registry). */
+  get library(): LibraryProvider | null {
+    return embeddedLibrary(this.providers);
+  }
+
+  /** Work that must finish before serving: each provider's start() (the library's demo account and cheap rescan). */
   async start(): Promise<void> {
-    if (this.library) {
-      await this.library.ensureDemoAccount();
-      await this.library.start();
-    }
+    await this.providers.start();
   }
 
   async close(): Promise<void> {
-    await this.library?.close();
-    await Promise.all(this.connectors.map((c) => c.close()));
+    await this.providers.close();
     await this.stores.close();
     await this.imagePool.close();
   }

@@ -10,7 +10,7 @@ import type { ListOptions } from '../src/providers/contract.js';
 import { callOnSession } from '../src/providers/deadline.js';
 import { operation } from '../src/providers/capabilities.js';
 import { ProviderRegistry } from '../src/providers/registry.js';
-import { connectorsFromEnv, knownConnectors } from '../src/providers/kit/catalog.js';
+import { connectorsFromEnv, knownConnectors } from '../src/catalog.js';
 import { defineProvider } from '../src/providers/kit/define.js';
 import { codeForStatus, parseRetryAfter } from '../src/providers/kit/upstream-errors.js';
 
@@ -32,7 +32,7 @@ test('what a connector can do follows from the hooks it gives; a capability cann
   assert.deepEqual(ops('example'), { browse: false, search: false, similarSearch: false, versions: false, refresh: false, filters: false });
   assert.deepEqual(ops('some'), { browse: false, search: true, similarSearch: false, versions: false, refresh: true, filters: true });
   // Asking for an operation that is not there is the seed's 501, named; one that is there is bound to its provider.
-  assert.throws(() => operation(none, 'browse', 'folder browsing'), (e: unknown) => isHubError(e) && e.status === 501 && e.code === 'integration-not-supported' && /does not support folder browsing/.test(e.message));
+  assert.throws(() => operation(none, 'browse', 'folder browsing'), (e: unknown) => isHubError(e) && e.status === 501 && e.code === 'integration-not-supported' && /does not support folder browsing/.test(String(e.details)));
   assert.equal(typeof operation(some, 'search', 'keyword search'), 'function');
   // An operation capability declared as a feature is refused at registration, whatever the provider.
   assert.throws(() => new ProviderRegistry().register({ ...none, descriptor: { ...none.descriptor, features: { browse: true } as never } }), /unknown feature "browse"/);

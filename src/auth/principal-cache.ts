@@ -6,8 +6,19 @@
  * bounds staleness for changes made behind the hub's back (a CLI writing the database directly).
  */
 import type { Clock } from '../clock.js';
+import type { Partner, Session, User } from '../stores/types.js';
 import { ExpiringCache } from './expiring-cache.js';
-import type { HubPrincipal } from './sessions.js';
+import type { HubClaims } from './hub-tokens.js';
+
+/** Who an authenticated request acts for (src/auth/sessions.ts authenticates). */
+export interface HubPrincipal {
+  user: User;
+  partner: Partner;
+  session: Session;
+  claims: HubClaims;
+  /** Stable opaque hash of (partner, sub), computed once per authentication. */
+  userHash: string;
+}
 
 export class PrincipalCache extends ExpiringCache<HubPrincipal> {
   constructor(clock: Clock, ttlMs: number, maxEntries = 10_000) {

@@ -8,16 +8,9 @@ import { hubError, isHubError } from '../errors.js';
 import type { Partner, Session, Stores, User } from '../stores/types.js';
 import { bearer, type TokenPair } from './exchange.js';
 import { ACCESS_TYP, HubTokenError, REFRESH_TYP, type HubClaims, type HubTokens } from './hub-tokens.js';
-import { PrincipalCache } from './principal-cache.js';
+import { PrincipalCache, type HubPrincipal } from './principal-cache.js';
 
-export interface HubPrincipal {
-  user: User;
-  partner: Partner;
-  session: Session;
-  claims: HubClaims;
-  /** Stable opaque hash of (partner, sub), computed once per authentication. */
-  userHash: string;
-}
+export type { HubPrincipal };
 
 export class SessionService {
   private readonly cache: PrincipalCache;

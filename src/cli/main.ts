@@ -11,7 +11,7 @@ import { rotateKeyRing } from '../auth/keys.js';
 import { isHubError } from '../errors.js';
 import { ClusterStores, clusterMode, openStores, StoreConfigError } from '../stores/index.js';
 import { rotateSharedKeys } from '../auth/cluster-secrets.js';
-import { connectorsFromEnv } from '../providers/kit/catalog.js';
+import { connectorsFromEnv } from '../catalog.js';
 import { migratePg, createPgPool } from '../stores/postgres/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';
 import { ensurePrivateDir } from '../stores/private-files.js';

@@ -11,7 +11,7 @@ import { errors as joseErrors, importJWK, jwtVerify, type JWTPayload } from 'jos
 import type { Hub } from '../hub.js';
 import type { Partner, User } from '../stores/types.js';
 
-export const LOCAL_ISSUER = 'urn:damhub:mcp-local';
+export { LOCAL_MCP_ISSUER as LOCAL_ISSUER } from '../config.js';
 
 export interface McpIdentity {
   user: User;

@@ -15,16 +15,26 @@ import type {
 } from '../contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
-import type { MediaAccess } from '../../content/media-access.js';
 import { MediaGrants } from './media-grants.js';
 import { formSignInRoutes, signInPath, type FormSignIn } from './signin-form.js';
 
-/** What the hub hands a connector when it builds it (src/providers/kit/catalog.ts). */
+/** Enabled connectors and their upstream overrides (timeouts, retries, allowHosts, ...), by id. */
+export type ConnectorsConfig = Record<string, Partial<UpstreamSettings>>;
+
+/**
+ * Refuses a download link whose partner or user is no longer live (the hub's MediaAccess,
+ * src/content/media-access.ts, implements it): the link ends with the access it came from.
+ */
+export interface LinkAccess {
+  check(binding: { partnerId: string; userId: string }, what: string): void | Promise<void>;
+}
+
+/** What the hub hands a connector when it builds it (src/catalog.ts). */
 export interface ConnectorDeps {
   clock: Clock;
   keys: KeyRing;
-  /** Whether a download link's partner and user are still live (src/content/media-access.ts); absent in unit tests of the kit. */
-  access?: MediaAccess;
+  /** Absent in unit tests of the kit. */
+  access?: LinkAccess;
   /** The hub's public base URL, without trailing slash. */
   publicUrl: string;
   /** Overrides of the upstream settings from the hub config. */

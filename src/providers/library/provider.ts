@@ -109,9 +109,11 @@ export class LibraryProvider implements Provider {
   /**
    * Cheap rescan (size/mtime) after a restart, then a watcher that rescans on changes. With a
    * shared index only the node holding the indexer lease scans and watches (from whenever it
-   * takes the lease); the others build their search engine and serve reads.
+   * takes the lease); the others build their search engine and serve reads. The demo account
+   * (demo mode) is made first.
    */
   async start(): Promise<ScanReport> {
+    await this.ensureDemoAccount();
     if (this.opts.imageModel && !this.similarity.embedder) {
       // A missing, corrupt or unsuitable model stops the start here (EmbedderError), never a request.
       await this.similarity.useEmbedder(await ImageEmbedder.load(this.opts.imageModel), this.opts.imageModelWeight);

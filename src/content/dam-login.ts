@@ -15,9 +15,9 @@ import type { LoginHost, LoginIdentity } from '../providers/contract.js';
 import { featuresOf } from '../providers/capabilities.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Stores } from '../stores/types.js';
-import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, type ProviderTokens } from './provider-tokens.js';
-import { DEFAULT_SIGNIN_LIMITS, SignInThrottle, type SignInLimits, type SignInReservation, type SignInSubject } from './signin-throttle.js';
-import type { HubPrincipal } from './sessions.js';
+import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, type ProviderTokens } from '../auth/provider-tokens.js';
+import { DEFAULT_SIGNIN_LIMITS, SignInThrottle, type SignInLimits, type SignInReservation, type SignInSubject } from '../auth/signin-throttle.js';
+import type { HubPrincipal } from '../auth/sessions.js';
 
 const COLLECT_GRACE_MS = 60_000;
 

@@ -1,13 +1,13 @@
 /**
  * Opening and renewing DAM connections from the `provider-authorization` header.
  */
-import type { HubClaims } from './hub-tokens.js';
+import type { HubClaims } from '../auth/hub-tokens.js';
 import { hubError, integrationError, isHubError } from '../errors.js';
 import type { ProviderSession } from '../providers/contract.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import { bearer } from './exchange.js';
+import { bearer } from '../auth/exchange.js';
 import { providerDeadline, withDeadline } from '../providers/deadline.js';
-import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, ProviderTokenError, type ProviderTokens } from './provider-tokens.js';
+import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, ProviderTokenError, type ProviderTokens } from '../auth/provider-tokens.js';
 
 export class ProviderConnections {
   constructor(
