@@ -134,7 +134,10 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     await api.register(assetRoutes);
     await api.register(adminRoutes);
     api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-    for (const p of hub.providers.list()) if (p.routes) await api.register(async (scope) => p.routes!(scope, hub.damLogin));
+    for (const p of hub.providers.list()) {
+      const routes = p.routes?.bind(p);
+      if (routes) await api.register(async (scope) => routes(scope, hub.damLogin));
+    }
   }, { prefix: API_PREFIX });
 
   app.get('/favicon.ico', { logLevel: 'warn', schema: { hide: true } }, async (_req, reply) =>

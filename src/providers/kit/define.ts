@@ -136,7 +136,8 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         },
       };
     };
-    const h = spec.hooks;
+    // Each hook given becomes the provider's operation (and so its capability: src/providers/capabilities.ts).
+    const { refresh, validate, providerInfo, browse, search, asset, versions, download } = spec.hooks;
 
     const provider: DefinedConnector = {
       descriptor,
@@ -154,8 +155,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         else await spec.signIn.routes(app, host, http);
         app.get(`/connectors/${spec.id}/logo.svg`, { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
           reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(badge(spec.glyph)));
-        if (h.download) {
-          const download = h.download;
+        if (download) {
           app.get(`/connectors/${spec.id}/download/:name`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
             const token = (req.query as { g?: unknown }).g;
             if (typeof token !== 'string' || !token) throw hubError('hub-access-denied', 'download link check failed: the link carries no grant');
@@ -185,15 +185,15 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
           });
         }
       },
-      ...(h.refresh ? { refresh: async (raw: ProviderCredentials) => (await h.refresh!(spec.credentials(raw), http)) as ProviderCredentials } : {}),
-      ...(h.validate ? { validate: (s: ProviderSession) => h.validate!(ctx(s)) } : {}),
-      ...(h.providerInfo ? { providerInfo: (s: ProviderSession, o: { uiLocale: string }) => h.providerInfo!(ctx(s), o) } : {}),
-      ...(h.browse ? { browse: (s: ProviderSession, id: string, o: ListOptions) => h.browse!(ctx(s), id, o) } : {}),
-      ...(h.search ? { search: (s: ProviderSession, q: SearchQuery, o: ListOptions) => h.search!(ctx(s), q, o) } : {}),
-      ...(h.asset
-        ? { asset: (s: ProviderSession, id: string, o: { uiLocale: string; timeZone: string | null }) => h.asset!(ctx(s), id, o) }
+      ...(refresh ? { refresh: async (raw: ProviderCredentials) => (await refresh(spec.credentials(raw), http)) as ProviderCredentials } : {}),
+      ...(validate ? { validate: (s: ProviderSession) => validate(ctx(s)) } : {}),
+      ...(providerInfo ? { providerInfo: (s: ProviderSession, o: { uiLocale: string }) => providerInfo(ctx(s), o) } : {}),
+      ...(browse ? { browse: (s: ProviderSession, id: string, o: ListOptions) => browse(ctx(s), id, o) } : {}),
+      ...(search ? { search: (s: ProviderSession, q: SearchQuery, o: ListOptions) => search(ctx(s), q, o) } : {}),
+      ...(asset
+        ? { asset: (s: ProviderSession, id: string, o: { uiLocale: string; timeZone: string | null }) => asset(ctx(s), id, o) }
         : { asset: async () => { throw integrationError('integration-not-implemented', spec.id, `${spec.name}: reading one asset`); } }),
-      ...(h.versions ? { versions: (s: ProviderSession, id: string, o: { withMaster: boolean; uiLocale: string }) => h.versions!(ctx(s), id, o) } : {}),
+      ...(versions ? { versions: (s: ProviderSession, id: string, o: { withMaster: boolean; uiLocale: string }) => versions(ctx(s), id, o) } : {}),
     };
     return provider;
   };
