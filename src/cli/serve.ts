@@ -3,6 +3,7 @@ import { buildApp } from '../app.js';
 import { ensureDemoLibrary } from '../demo/library.js';
 import type { HubConfig } from '../config.js';
 import { Hub } from '../hub.js';
+import { DEMO_LIBRARY_ACCOUNT, embeddedLibrary } from '../catalog.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
 import { KeyRing } from '../auth/keys.js';
 import { ClusterStores, openStores } from '../stores/index.js';
@@ -69,12 +70,13 @@ export async function serve(config: HubConfig): Promise<number> {
   sweep.unref();
 
   const base = config.publicUrl;
+  const library = embeddedLibrary(hub.providers);
   process.stdout.write([
     `damhub listening on ${address}`,
     `  stores:         ${config.databaseUrl ? 'PostgreSQL + Redis (cluster mode)' : `SQLite in ${config.dataDir}`}`,
     config.demo ? `  demo page:      ${base}/demo` : null,
-    config.libraryDir ? `  library:        ${config.libraryDir} (${(await hub.library?.index.fileStates())?.size ?? 0} files indexed${hub.library?.isIndexer === false ? ', another node is the indexer' : ''})` : null,
-    config.demo && hub.library ? `  library login:  demo / demo-password` : null,
+    config.libraryDir ? `  library:        ${config.libraryDir} (${(await library?.index.fileStates())?.size ?? 0} files indexed${library?.isIndexer === false ? ', another node is the indexer' : ''})` : null,
+    config.demo && library ? `  library login:  ${DEMO_LIBRARY_ACCOUNT.name} / ${DEMO_LIBRARY_ACCOUNT.password}` : null,
     `  API reference:  ${base}/api/v1/docs`,
     `  OpenAPI:        ${base}/api/v1/openapi.json`,
     `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics${config.metricsToken ? ' (bearer DAMHUB_METRICS_TOKEN)' : ' (open; set DAMHUB_METRICS_TOKEN to protect it)'}`,
