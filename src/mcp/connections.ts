@@ -46,8 +46,9 @@ export class McpConnections {
     if (row?.pendingState) {
       const answer = await this.hub.damLogin.poll(row.pendingState);
       if ('access_token' in answer) {
-        await this.store.completeSignIn(id.user.id, providerId, row.pendingState, answer.access_token, answer.refresh_token ?? null, this.hub.clock.now());
-        return { status: 'connected' };
+        const stored = await this.store.completeSignIn(id.user.id, providerId, row.pendingState, answer.access_token, answer.refresh_token ?? null, this.hub.clock.now());
+        // Not stored: the connection was removed while this call collected it.
+        return stored ? { status: 'connected' } : { status: 'none' };
       }
       if ('error' in answer) {
         if (!(await this.store.dropSignIn(id.user.id, providerId, row.pendingState))) {
