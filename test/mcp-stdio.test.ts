@@ -36,14 +36,13 @@ before(async () => {
   const acc = await addAccount(hub.library!.index, 'carol', 'carol-password', ['brand'], Date.now());
   const partner = await mcpPartner(hub, LOCAL_ISSUER, null);
   const user = await identityFor(hub, partner, 'carol-sub');
-  const ctx = toolContext(hub);
+  const ctx = await toolContext(hub);
   const id = { user, partner, scopes: [], clientId: 'test' };
   await ctx.connections.start(id, 'library', null);
-  const pending = ctx.connections.store.get(user.id, 'library')!;
+  const pending = (await hub.stores.mcpConnections.get(user.id, 'library'))!;
   await hub.damLogin.complete(pending.pendingState!, { credentials: { acc: acc.id }, accountId: acc.id });
   assert.deepEqual(await ctx.connections.state(id, 'library'), { status: 'connected' });
-  oldKid = decodeProtectedHeader(ctx.connections.store.get(user.id, 'library')!.accessToken!).kid!;
-  ctx.close();
+  oldKid = decodeProtectedHeader((await hub.stores.mcpConnections.get(user.id, 'library'))!.accessToken!).kid!;
   await hub.close();
 
   const rotated = await runCli(['keys', 'rotate', '--data', dataDir]);

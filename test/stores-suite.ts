@@ -7,9 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, test, before, after } from 'node:test';
 import { gcra, gcraRefund } from '../src/stores/gcra.js';
-import { StoreConflictError, type LoginState, type PartnerInput, type Stores } from '../src/stores/types.js';
+import { importLegacyMcpConnections, LEGACY_MCP_FILE } from '../src/stores/legacy-mcp-file.js';
+import { StoreConflictError, type LoginState, type McpConnection, type PartnerInput, type Stores } from '../src/stores/types.js';
+import { writeLegacyMcpFile } from './helpers/legacy-mcp.js';
 
 export interface StorePair {
   a: Stores;
@@ -378,6 +383,124 @@ export function storeSuite(name: string, factory: PairFactory): void {
       assert.deepEqual(full, { created: false, limit: 'total', retryAt: late + 300_000 });
       // Without caps (existing callers), create still just inserts.
       assert.equal((await a.logins.create(mk(third.id, late))).created, true);
+    });
+
+    it('mcp connections: a sign-in started on one node is collected on the other; renewal is a compare-and-set', async () => {
+      const { u } = await seedUser();
+      assert.equal(await a.mcpConnections.get(u.id, 'library'), null);
+      await a.mcpConnections.startSignIn(u.id, 'library', 's1', 'https://hub.example/signin?state=s1', T0);
+      const pending: McpConnection = { userId: u.id, providerId: 'library', accessToken: null, refreshToken: null, pendingState: 's1', pendingUrl: 'https://hub.example/signin?state=s1', updatedAt: T0 };
+      assert.deepEqual(await b.mcpConnections.get(u.id, 'library'), pending);
+      assert.equal(await b.mcpConnections.get(u.id, 'other'), null, 'keyed by (user, provider)');
+
+      assert.equal(await b.mcpConnections.completeSignIn(u.id, 'library', 's1', 'at1', 'rt1', T0 + 1000), true);
+      const connected = { ...pending, accessToken: 'at1', refreshToken: 'rt1', pendingState: null, pendingUrl: null, updatedAt: T0 + 1000 };
+      assert.deepEqual(await a.mcpConnections.get(u.id, 'library'), connected);
+
+      // A new sign-in keeps the held connection usable until it completes.
+      await a.mcpConnections.startSignIn(u.id, 'library', 's2', 'https://hub.example/signin?state=s2', T0 + 2000);
+      assert.deepEqual(await b.mcpConnections.get(u.id, 'library'), { ...connected, pendingState: 's2', pendingUrl: 'https://hub.example/signin?state=s2', updatedAt: T0 + 2000 });
+      assert.equal(await b.mcpConnections.dropSignIn(u.id, 'library', 's1'), false, 'only the pending sign-in itself is dropped');
+      assert.equal(await b.mcpConnections.dropSignIn(u.id, 'library', 's2'), true);
+      assert.deepEqual(await a.mcpConnections.get(u.id, 'library'), { ...connected, updatedAt: T0 + 2000 });
+      assert.equal(await a.mcpConnections.dropSignIn(u.id, 'library', 's2'), false);
+
+      // Renewal: only while the row still holds the expected access token; a pending sign-in is left alone.
+      await b.mcpConnections.startSignIn(u.id, 'library', 's3', 'https://hub.example/signin?state=s3', T0 + 3000);
+      assert.equal(await a.mcpConnections.renew(u.id, 'library', 'stale', 'at2', 'rt2', T0 + 4000), false);
+      assert.equal(await a.mcpConnections.renew(u.id, 'library', 'at1', 'at2', null, T0 + 4000), true);
+      assert.deepEqual(await b.mcpConnections.get(u.id, 'library'), { ...connected, accessToken: 'at2', refreshToken: null, pendingState: 's3', pendingUrl: 'https://hub.example/signin?state=s3', updatedAt: T0 + 4000 });
+      assert.equal(await b.mcpConnections.renew(u.id, 'library', 'at1', 'at3', 'rt3', T0 + 5000), false, 'a renewal of the old token loses');
+
+      assert.equal(await b.mcpConnections.remove(u.id, 'library'), true);
+      assert.equal(await a.mcpConnections.get(u.id, 'library'), null);
+      assert.equal(await a.mcpConnections.remove(u.id, 'library'), false);
+      // No conditional write brings a removed connection back.
+      assert.equal(await a.mcpConnections.renew(u.id, 'library', 'at2', 'at4', 'rt4', T0 + 6000), false);
+      assert.equal(await b.mcpConnections.completeSignIn(u.id, 'library', 's3', 'at5', 'rt5', T0 + 6000), false);
+      assert.equal(await a.mcpConnections.dropSignIn(u.id, 'library', 's3'), false);
+      assert.equal(await b.mcpConnections.get(u.id, 'library'), null);
+    });
+
+    it('mcp connections: collecting an older sign-in sets the tokens and leaves a newer sign-in pending', async () => {
+      const { u } = await seedUser();
+      await a.mcpConnections.startSignIn(u.id, 'library', 'old', 'https://hub.example/old', T0);
+      await b.mcpConnections.startSignIn(u.id, 'library', 'new', 'https://hub.example/new', T0 + 1);
+      assert.equal(await a.mcpConnections.completeSignIn(u.id, 'library', 'old', 'at', null, T0 + 2), true);
+      const row = (await b.mcpConnections.get(u.id, 'library'))!;
+      assert.deepEqual([row.accessToken, row.refreshToken, row.pendingState, row.pendingUrl], ['at', null, 'new', 'https://hub.example/new']);
+    });
+
+    it('mcp connections: of concurrent renewals of the same token on two nodes, exactly one wins', async () => {
+      const { u } = await seedUser();
+      for (let i = 0; i < 10; i++) {
+        const pid = `dam-${i}`;
+        await a.mcpConnections.startSignIn(u.id, pid, 's', 'https://hub.example/s', T0);
+        await b.mcpConnections.completeSignIn(u.id, pid, 's', 'expired', 'rt', T0);
+        const renewals = ['a1', 'b1', 'a2', 'b2'];
+        const results = await Promise.all(renewals.map((at, j) => (j % 2 ? b : a).mcpConnections.renew(u.id, pid, 'expired', at, `rt-${at}`, T0 + 1)));
+        assert.equal(results.filter(Boolean).length, 1, `round ${i}: ${results}`);
+        const winner = renewals[results.indexOf(true)]!;
+        const row = (await a.mcpConnections.get(u.id, pid))!;
+        assert.deepEqual([row.accessToken, row.refreshToken], [winner, `rt-${winner}`]);
+      }
+    });
+
+    it('mcp connections: removing the user or the partner removes the connections held for the user', async () => {
+      const { p, u } = await seedUser();
+      const { u: other } = await seedUser(`${p.id}-other`);
+      for (const user of [u, other]) {
+        await a.mcpConnections.startSignIn(user.id, 'library', 's', 'https://hub.example/s', T0);
+        await a.mcpConnections.completeSignIn(user.id, 'library', 's', 'at', 'rt', T0);
+      }
+      await b.users.remove(u.id);
+      assert.equal(await a.mcpConnections.get(u.id, 'library'), null);
+      assert.ok(await a.mcpConnections.get(other.id, 'library'));
+      await b.partners.remove(`${p.id}-other`);
+      assert.equal(await a.mcpConnections.get(other.id, 'library'), null);
+    });
+
+    it('mcp connections: the per-node file of earlier versions is taken over once; of two rows the newer is kept', async () => {
+      const { u } = await seedUser();
+      const { u: v } = await seedUser();
+      const row = (o: Partial<McpConnection>): McpConnection => ({ userId: u.id, providerId: 'library', accessToken: 'at', refreshToken: 'rt', pendingState: null, pendingUrl: null, updatedAt: T0, ...o });
+      // The store already holds a connection for (u, library), renewed after the file's copy was written.
+      await a.mcpConnections.startSignIn(u.id, 'library', 's', 'https://hub.example/s', T0);
+      await a.mcpConnections.completeSignIn(u.id, 'library', 's', 'held', 'held-rt', T0 + 5000);
+      const dirA = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-legacy-mcp-'));
+      const dirB = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-legacy-mcp-'));
+      try {
+        // Node A's file: an older copy of the held row, a pending sign-in, a row of a user that is gone.
+        writeLegacyMcpFile(dirA, [
+          row({ accessToken: 'older', updatedAt: T0 + 1000 }),
+          row({ providerId: 'dropbox', accessToken: null, refreshToken: null, pendingState: 'st', pendingUrl: 'https://hub.example/st', updatedAt: T0 }),
+          row({ userId: 'no-such-user', providerId: 'library' }),
+        ]);
+        // Node B's file: v's connection, made through B and never through A.
+        writeLegacyMcpFile(dirB, [row({ userId: v.id, accessToken: 'v-at', refreshToken: null, updatedAt: T0 + 2000 })]);
+
+        const fromA = await importLegacyMcpConnections(dirA, a.mcpConnections);
+        assert.deepEqual(fromA, { file: path.join(dirA, LEGACY_MCP_FILE), read: 3, imported: 1 });
+        assert.deepEqual(fs.readdirSync(dirA), [], 'the file (and its WAL and SHM) is removed');
+        assert.equal(await importLegacyMcpConnections(dirA, a.mcpConnections), null, 'once');
+        const fromB = await importLegacyMcpConnections(dirB, b.mcpConnections);
+        assert.equal(fromB!.imported, 1);
+
+        assert.deepEqual(await b.mcpConnections.get(u.id, 'library'), row({ accessToken: 'held', refreshToken: 'held-rt', updatedAt: T0 + 5000 }), 'the newer row is kept');
+        assert.deepEqual(await b.mcpConnections.get(u.id, 'dropbox'), row({ providerId: 'dropbox', accessToken: null, refreshToken: null, pendingState: 'st', pendingUrl: 'https://hub.example/st' }));
+        assert.deepEqual(await a.mcpConnections.get(v.id, 'library'), row({ userId: v.id, accessToken: 'v-at', refreshToken: null, updatedAt: T0 + 2000 }));
+        assert.equal(await a.mcpConnections.get('no-such-user', 'library'), null);
+
+        // A newer copy replaces an older one; importing the same rows again changes nothing.
+        const newer = row({ accessToken: 'newest', updatedAt: T0 + 9000 });
+        assert.equal(await a.mcpConnections.importRows([newer, row({ accessToken: 'in-between', updatedAt: T0 + 8000 })]), 1);
+        assert.deepEqual(await b.mcpConnections.get(u.id, 'library'), newer);
+        assert.equal(await b.mcpConnections.importRows([newer]), 0);
+        assert.equal(await b.mcpConnections.importRows([]), 0);
+      } finally {
+        fs.rmSync(dirA, { recursive: true, force: true });
+        fs.rmSync(dirB, { recursive: true, force: true });
+      }
     });
 
     it('invalidation: revocations, user and partner changes reach the listeners', async () => {

@@ -24,8 +24,8 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   const resource = mcpResource(publicUrl);
   const metadataUrl = `${publicUrl}${PROTECTED_RESOURCE_PATH}/mcp`;
   const verifier = new McpTokenVerifier(hub, mcpIssuer, mcpJwksUrl);
-  const ctx = toolContext(hub);
-  app.addHook('onClose', async () => ctx.close());
+  const ctx = await toolContext(hub);
+  if (ctx.upgraded) app.log.info(ctx.upgraded, 'MCP connections moved from the data dir\'s own file into the hub\'s store');
 
   const metadata = {
     resource,

@@ -6,7 +6,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { AssetOps } from '../content/asset-ops.js';
 import type { Hub } from '../hub.js';
-import { McpConnectionStore } from './connection-store.js';
+import { importLegacyMcpConnections, type LegacyImport } from '../stores/legacy-mcp-file.js';
 import { McpConnections } from './connections.js';
 import type { McpIdentity } from './identity.js';
 import { registerTools, type ToolContext } from './tools.js';
@@ -18,9 +18,13 @@ Start with list_providers; if not connected, call connect_provider and give the 
 Listings are paged: pass a result's "more" back unchanged for the next page.
 Errors carry error.source: "hub" means damhub refused, "integration" means the asset library refused.`;
 
-export function toolContext(hub: Hub): ToolContext & { close(): void } {
-  const store = McpConnectionStore.open(hub.config.dataDir);
-  return { hub, ops: new AssetOps(hub), connections: new McpConnections(hub, store), close: () => store.close() };
+/**
+ * What the tools of every caller share. Held DAM connections live in the hub's stores; a data dir
+ * upgraded from a version that kept them in a file of its own has them taken over here, once.
+ */
+export async function toolContext(hub: Hub): Promise<ToolContext & { upgraded: LegacyImport | null }> {
+  const upgraded = await importLegacyMcpConnections(hub.config.dataDir, hub.stores.mcpConnections);
+  return { hub, ops: new AssetOps(hub), connections: new McpConnections(hub), upgraded };
 }
 
 export function createMcpServer(ctx: ToolContext, id: McpIdentity): McpServer {

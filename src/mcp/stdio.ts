@@ -19,7 +19,7 @@ export async function runStdio(config: HubConfig, sub: string): Promise<number> 
   await hub.start();
   const partner = await mcpPartner(hub, config.mcpIssuer ?? LOCAL_ISSUER, config.mcpJwksUrl);
   const user = await identityFor(hub, partner, sub);
-  const ctx = toolContext(hub);
+  const ctx = await toolContext(hub);
   const server = createMcpServer(ctx, { user, partner, scopes: [], clientId: 'stdio' });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
@@ -31,7 +31,6 @@ export async function runStdio(config: HubConfig, sub: string): Promise<number> 
   await server.connect(transport);
   await closed;
   await server.close().catch(() => undefined);
-  ctx.close();
   await hub.close();
   return 0;
 }

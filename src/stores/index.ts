@@ -11,7 +11,7 @@ import { createPgPool, PgDurableStores, type PgOptions } from './postgres/index.
 import { createRedis, RedisShortLivedStores, type RedisStoreOptions } from './redis/index.js';
 import { SqliteStores } from './sqlite/index.js';
 import { ensurePrivateDir } from './private-files.js';
-import type { LoginStateStore, SharedJwksCache, PartnerStore, RateLimitStore, ReplayStore, SessionStore, Stores, UserStore } from './types.js';
+import type { LoginStateStore, McpConnectionStore, SharedJwksCache, PartnerStore, RateLimitStore, ReplayStore, SessionStore, Stores, UserStore } from './types.js';
 
 export class StoreConfigError extends Error {
   constructor(message: string) {
@@ -33,6 +33,7 @@ export class ClusterStores implements Stores {
   readonly replay: ReplayStore;
   readonly logins: LoginStateStore;
   readonly rateLimits: RateLimitStore;
+  readonly mcpConnections: McpConnectionStore;
   readonly jwksCache: SharedJwksCache;
   readonly pg: PgDurableStores;
   readonly redis: RedisShortLivedStores;
@@ -52,6 +53,7 @@ export class ClusterStores implements Stores {
     this.partners = this.pg.partners;
     this.users = this.pg.users;
     this.sessions = this.pg.sessions;
+    this.mcpConnections = this.pg.mcpConnections;
     this.replay = this.redis.replay;
     this.logins = this.redis.logins;
     this.rateLimits = this.redis.rateLimits;

@@ -4,7 +4,7 @@
  *
  * - the CLI sets the process umask to 077 before any command runs (src/cli/main.ts), so whatever
  *   the process creates (the demo library, the library index and its renditions, SQLite's WAL and
- *   SHM files, the MCP connection store) is owner-only without each writer having to ask;
+ *   SHM files) is owner-only without each writer having to ask;
  * - `ensurePrivateDir` creates the directory 0700 and tightens an existing looser one (a
  *   directory created by an older version, by hand, or by another tool), and the top-level files in
  *   it; when it cannot (another owner) it says why, for the start to report;

@@ -2,7 +2,7 @@
  * Row → record mappers shared by the SQL stores (SQLite and PostgreSQL name and type these
  * columns alike; partners differ — JSON text vs JSONB, 0/1 vs boolean — and map apart).
  */
-import type { Session, User } from './types.js';
+import type { McpConnection, Session, User } from './types.js';
 
 type Row = Record<string, unknown>;
 
@@ -31,5 +31,17 @@ export function toSession(r: Row): Session {
     createdAt: r.created_at as number,
     expiresAt: r.expires_at as number,
     revokedAt: (r.revoked_at as number | null) ?? null,
+  };
+}
+
+export function toMcpConnection(r: Row): McpConnection {
+  return {
+    userId: r.user_id as string,
+    providerId: r.provider_id as string,
+    accessToken: (r.access_token as string | null) ?? null,
+    refreshToken: (r.refresh_token as string | null) ?? null,
+    pendingState: (r.pending_state as string | null) ?? null,
+    pendingUrl: (r.pending_url as string | null) ?? null,
+    updatedAt: r.updated_at as number,
   };
 }

@@ -160,6 +160,55 @@ export interface SharedJwksCache {
   set(partnerId: string, entry: JwksEntry, ttlMs: number): Promise<void>;
 }
 
+/**
+ * A DAM connection the hub holds for a hub user's MCP sessions (src/mcp/connections.ts), keyed by
+ * (user, provider): an assistant cannot carry `provider-authorization` the way a partner app does.
+ * The tokens are the hub's own DAM connection tokens, sealed (JWE) by the caller before they get
+ * here, so the rows are encrypted at rest; the store treats them as opaque strings.
+ */
+export interface McpConnection {
+  userId: string;
+  providerId: string;
+  accessToken: string | null;
+  refreshToken: string | null;
+  /** A DAM login started by connect_provider and not yet collected. */
+  pendingState: string | null;
+  pendingUrl: string | null;
+  updatedAt: number;
+}
+
+/**
+ * Every write that must agree with what the caller read is one conditional call, so two nodes (or
+ * two concurrent tool calls on one node) acting on the same row cannot undo each other's work.
+ * Removing the user (or the partner) removes the user's held connections.
+ */
+export interface McpConnectionStore {
+  get(userId: string, providerId: string): Promise<McpConnection | null>;
+  /** A sign-in started (creates the row if needed); a held connection stays usable until it completes. */
+  startSignIn(userId: string, providerId: string, state: string, url: string, now: number): Promise<void>;
+  /**
+   * The sign-in `state` collected: sets the tokens, and clears the pending sign-in only while it is
+   * still `state` (a newer one started meanwhile stays pending). false: the row was removed meanwhile.
+   */
+  completeSignIn(userId: string, providerId: string, state: string, accessToken: string, refreshToken: string | null, now: number): Promise<boolean>;
+  /** Clears the pending sign-in only while it is still `state`; false when the row moved on (collected, restarted or removed). */
+  dropSignIn(userId: string, providerId: string, state: string): Promise<boolean>;
+  /**
+   * Compare-and-set for a renewed connection: replaces the tokens only while the access token is
+   * still `expectedAccessToken`; a pending sign-in is left alone. false: another node renewed it, a
+   * sign-in replaced it or it was removed, and the caller's renewal is dropped.
+   */
+  renew(userId: string, providerId: string, expectedAccessToken: string, accessToken: string, refreshToken: string | null, now: number): Promise<boolean>;
+  remove(userId: string, providerId: string): Promise<boolean>;
+  /**
+   * Takes over rows kept elsewhere (the per-node file of earlier versions). Of two rows for the same
+   * (user, provider) the more recently updated one is kept, so importing is idempotent and nodes
+   * importing their own files in any order agree; rows of users that no longer exist are skipped.
+   * Returns how many rows were written.
+   */
+  importRows(rows: McpConnection[]): Promise<number>;
+}
+
 export interface Stores {
   partners: PartnerStore;
   users: UserStore;
@@ -167,6 +216,8 @@ export interface Stores {
   replay: ReplayStore;
   logins: LoginStateStore;
   rateLimits: RateLimitStore;
+  /** DAM connections held for MCP sessions (durable: SQLite, or PostgreSQL in cluster mode). */
+  mcpConnections: McpConnectionStore;
   /** Partner JWKS fetched by any node (cluster mode); absent: each node caches its own fetches. */
   jwksCache?: SharedJwksCache;
   /**

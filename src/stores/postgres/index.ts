@@ -10,6 +10,7 @@ import pg from 'pg';
 import {
   StoreConflictError,
   StoreUnavailableError,
+  type McpConnectionStore,
   type Partner,
   type PartnerInput,
   type PartnerPatch,
@@ -22,6 +23,7 @@ import {
 import { MIGRATION_LOCK_KEY, PG_MIGRATIONS } from './migrations.js';
 import { migrateLibraryPg } from './library-migrations.js';
 import { toSession, toUser } from '../rows.js';
+import { PgMcpConnections } from './mcp-connections.js';
 
 type Row = Record<string, unknown>;
 type Notify = () => void;
@@ -275,11 +277,12 @@ class PgSessions implements SessionStore {
   }
 }
 
-/** Partners, users and sessions in PostgreSQL. `changed` is called after each invalidating write. */
+/** Partners, users, sessions and held MCP connections in PostgreSQL. `changed` is called after each invalidating write. */
 export class PgDurableStores {
   readonly partners: PartnerStore;
   readonly users: UserStore;
   readonly sessions: SessionStore;
+  readonly mcpConnections: McpConnectionStore;
   private readonly db: Db;
   private closed = false;
 
@@ -288,6 +291,7 @@ export class PgDurableStores {
     this.partners = new PgPartners(this.db, changed);
     this.users = new PgUsers(this.db, changed);
     this.sessions = new PgSessions(this.db, changed);
+    this.mcpConnections = new PgMcpConnections(this.db);
   }
 
   migrate(now?: number): Promise<number[]> {

@@ -1,7 +1,8 @@
 /**
  * Versioned schema of the PostgreSQL store; a migration never changes once released, a change is
  * a new version. Times are epoch milliseconds in BIGINT (as in the SQLite store), JSON in JSONB.
- * Only the durable state lives here; login states, replay keys and rate-limit counters are in Redis.
+ * Only the durable state lives here (including the DAM connections held for MCP sessions); login
+ * states, replay keys and rate-limit counters are in Redis.
  */
 export const PG_MIGRATIONS: { version: number; name: string; sql: string }[] = [
   {
@@ -60,6 +61,22 @@ export const PG_MIGRATIONS: { version: number; name: string; sql: string }[] = [
         name TEXT PRIMARY KEY,
         value TEXT NOT NULL,
         updated_at BIGINT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 21,
+    name: 'DAM connections held for MCP sessions',
+    sql: `
+      CREATE TABLE mcp_connections (
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        provider_id TEXT NOT NULL,
+        access_token TEXT,
+        refresh_token TEXT,
+        pending_state TEXT,
+        pending_url TEXT,
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (user_id, provider_id)
       );
     `,
   },

@@ -9,13 +9,15 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { gcra, gcraRefund } from '../gcra.js';
 import { MIGRATIONS } from './migrations.js';
-import { toSession, toUser } from '../rows.js';
+import { toMcpConnection, toSession, toUser } from '../rows.js';
 import {
   StoreConflictError,
   type LoginCaps,
   type LoginCreateResult,
   type LoginState,
   type LoginStateStore,
+  type McpConnection,
+  type McpConnectionStore,
   type Partner,
   type PartnerInput,
   type PartnerPatch,
@@ -141,7 +143,7 @@ class SqlitePartners implements PartnerStore {
     return this.get(id);
   }
   async remove(id: string) {
-    // ON DELETE CASCADE removes the partner's users, sessions and pending logins in the same transaction.
+    // ON DELETE CASCADE removes the partner's users, sessions, pending logins and held MCP connections in the same transaction.
     const removed = this.db.prepare('DELETE FROM partners WHERE id = ?').run(id).changes > 0;
     if (removed) this.changed();
     return removed;
@@ -299,6 +301,68 @@ class SqliteRateLimits implements RateLimitStore {
   }
 }
 
+class SqliteMcpConnections implements McpConnectionStore {
+  private readonly byKey;
+  private readonly importTx;
+  constructor(private readonly db: BetterSqlite3.Database) {
+    this.byKey = db.prepare('SELECT * FROM mcp_connections WHERE user_id = ? AND provider_id = ?');
+    // The newer row wins; a row of a user who no longer exists is skipped (it could never be read).
+    const importOne = db.prepare(
+      `INSERT INTO mcp_connections (user_id, provider_id, access_token, refresh_token, pending_state, pending_url, updated_at)
+       SELECT @userId, @providerId, @accessToken, @refreshToken, @pendingState, @pendingUrl, @updatedAt WHERE EXISTS (SELECT 1 FROM users WHERE id = @userId)
+       ON CONFLICT (user_id, provider_id) DO UPDATE SET access_token = excluded.access_token, refresh_token = excluded.refresh_token,
+         pending_state = excluded.pending_state, pending_url = excluded.pending_url, updated_at = excluded.updated_at
+       WHERE mcp_connections.updated_at < excluded.updated_at`,
+    );
+    this.importTx = db.transaction((rows: McpConnection[]) => rows.reduce((n, r) => n + importOne.run(r).changes, 0));
+  }
+  async get(userId: string, providerId: string) {
+    const r = this.byKey.get(userId, providerId) as Row | undefined;
+    return r ? toMcpConnection(r) : null;
+  }
+  async startSignIn(userId: string, providerId: string, state: string, url: string, now: number) {
+    this.db
+      .prepare(
+        `INSERT INTO mcp_connections (user_id, provider_id, access_token, refresh_token, pending_state, pending_url, updated_at)
+         VALUES (?, ?, NULL, NULL, ?, ?, ?)
+         ON CONFLICT (user_id, provider_id) DO UPDATE SET pending_state = excluded.pending_state, pending_url = excluded.pending_url, updated_at = excluded.updated_at`,
+      )
+      .run(userId, providerId, state, url, now);
+  }
+  async completeSignIn(userId: string, providerId: string, state: string, accessToken: string, refreshToken: string | null, now: number) {
+    return (
+      this.db
+        .prepare(
+          `UPDATE mcp_connections SET access_token = @accessToken, refresh_token = @refreshToken, updated_at = @now,
+             pending_url = CASE WHEN pending_state = @state THEN NULL ELSE pending_url END,
+             pending_state = CASE WHEN pending_state = @state THEN NULL ELSE pending_state END
+           WHERE user_id = @userId AND provider_id = @providerId`,
+        )
+        .run({ userId, providerId, state, accessToken, refreshToken, now }).changes === 1
+    );
+  }
+  async dropSignIn(userId: string, providerId: string, state: string) {
+    return (
+      this.db
+        .prepare('UPDATE mcp_connections SET pending_state = NULL, pending_url = NULL WHERE user_id = ? AND provider_id = ? AND pending_state = ?')
+        .run(userId, providerId, state).changes === 1
+    );
+  }
+  async renew(userId: string, providerId: string, expectedAccessToken: string, accessToken: string, refreshToken: string | null, now: number) {
+    return (
+      this.db
+        .prepare('UPDATE mcp_connections SET access_token = ?, refresh_token = ?, updated_at = ? WHERE user_id = ? AND provider_id = ? AND access_token = ?')
+        .run(accessToken, refreshToken, now, userId, providerId, expectedAccessToken).changes === 1
+    );
+  }
+  async remove(userId: string, providerId: string) {
+    return this.db.prepare('DELETE FROM mcp_connections WHERE user_id = ? AND provider_id = ?').run(userId, providerId).changes === 1;
+  }
+  async importRows(rows: McpConnection[]) {
+    return this.importTx.immediate(rows);
+  }
+}
+
 export class SqliteStores implements Stores {
   readonly partners: PartnerStore;
   readonly users: UserStore;
@@ -306,6 +370,7 @@ export class SqliteStores implements Stores {
   readonly replay: ReplayStore;
   readonly logins: LoginStateStore;
   readonly rateLimits: RateLimitStore;
+  readonly mcpConnections: McpConnectionStore;
 
   private readonly events = new EventEmitter();
 
@@ -317,6 +382,7 @@ export class SqliteStores implements Stores {
     this.replay = new SqliteReplay(db);
     this.logins = new SqliteLogins(db);
     this.rateLimits = new SqliteRateLimits(db);
+    this.mcpConnections = new SqliteMcpConnections(db);
   }
 
   static open(file: string): SqliteStores {

@@ -65,4 +65,22 @@ export const MIGRATIONS: { version: number; sql: string }[] = [
       CREATE INDEX login_states_pending ON login_states(status, expires_at);
     `,
   },
+  {
+    // DAM connections held for MCP sessions, formerly a private file per node (<data>/mcp.sqlite,
+    // imported once at start: src/stores/legacy-mcp-file.ts). Same columns as that file; removing
+    // a user removes the connections held for it.
+    version: 3,
+    sql: `
+      CREATE TABLE mcp_connections (
+        user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        provider_id TEXT NOT NULL,
+        access_token TEXT,
+        refresh_token TEXT,
+        pending_state TEXT,
+        pending_url TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, provider_id)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
