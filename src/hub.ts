@@ -11,7 +11,9 @@ import { DamLogin } from './content/dam-login.js';
 import { TokenExchange } from './auth/exchange.js';
 import { HubTokens } from './auth/hub-tokens.js';
 import { JwksCache } from './auth/jwks-cache.js';
-import { loadOrCreateKeyRing, loadOrCreateSecret, type KeyRing } from './auth/keys.js';
+import { KeyRing, loadOrCreateKeyRing, loadOrCreateSecret } from './auth/keys.js';
+import { loadSharedSecrets, SharedKeyFollower } from './auth/cluster-secrets.js';
+import { ClusterStores, openStores } from './stores/index.js';
 import { ProviderConnections } from './content/provider-connections.js';
 import { ProviderTokens } from './auth/provider-tokens.js';
 import { SessionService } from './auth/sessions.js';
@@ -140,5 +142,38 @@ export class Hub {
     await this.providers.close();
     await this.stores.close();
     await this.imagePool.close();
+  }
+}
+
+/** A node's hub on the configured stores, and whether its keys follow the cluster's. */
+export interface OpenedHub {
+  hub: Hub;
+  /** Cluster mode: the shared key ring's follower (stop it on shutdown); null with the embedded stores. */
+  follower: SharedKeyFollower | null;
+}
+
+/**
+ * Opens the stores the configuration names (SQLite in the data dir, or PostgreSQL + Redis,
+ * connected and migrated) and builds the hub on them. In cluster mode the key ring, the admin key
+ * and the user-hash key come from PostgreSQL, so every node — `damhub serve` and `damhub mcp`
+ * alike — verifies every node's tokens and opens every node's DAM connections.
+ */
+export async function openHub(config: HubConfig, deps: Pick<HubDeps, 'clock' | 'watchLibrary'> = {}): Promise<OpenedHub> {
+  const stores = await openStores(config, { keyPrefix: config.redisKeyPrefix });
+  let follower: SharedKeyFollower | null = null;
+  try {
+    if (stores instanceof ClusterStores) {
+      const secrets = await loadSharedSecrets(stores.pg.pool, Date.now());
+      const keys = new KeyRing(secrets.keys);
+      const f = new SharedKeyFollower(stores.pg.pool, keys);
+      follower = f;
+      stores.onInvalidate(() => void f.reload());
+      return { hub: new Hub(config, { ...deps, stores, keys, adminKey: secrets.adminKey, userHashKey: secrets.userHashKey }), follower };
+    }
+    return { hub: new Hub(config, { ...deps, stores }), follower: null };
+  } catch (e) {
+    follower?.close();
+    await stores.close();
+    throw e;
   }
 }

@@ -3,11 +3,16 @@
  * a rotation keeps the old keys verifying, and a node's ring follows the shared one in place.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { KeyRing } from '../src/auth/keys.js';
 import { createPgPool, migratePg } from '../src/stores/postgres/index.js';
 import { loadSharedSecrets, readSharedKeys, rotateSharedKeys, SharedKeyFollower } from '../src/auth/cluster-secrets.js';
 import { clusterEnv, type ClusterEnv } from './stores-env.js';
+import { defaultConfig } from '../src/config.js';
+import { openHub } from '../src/hub.js';
 
 describe('secrets shared in PostgreSQL', () => {
   let env: ClusterEnv | null = null;
@@ -62,5 +67,41 @@ describe('secrets shared in PostgreSQL', () => {
     assert.throws(() => ring.replace(before.filter((k) => k.use === 'sig')), /no enc key/);
     assert.deepEqual(ring.toJSON(), before);
     assert.ok(ring.find(ring.active('enc').kid, 'enc'));
+  });
+});
+
+describe('every cluster process opens the hub with the shared keys', () => {
+  let env: ClusterEnv | null = null;
+  before(async () => {
+    env = await clusterEnv();
+  });
+  after(async () => {
+    await env?.cleanup();
+  });
+
+  // `damhub mcp` (stdio) used to build its hub on the data dir's own key ring: in cluster mode the
+  // DAM connections MCP users made over HTTP on any node did not open there. Both it and `damhub
+  // serve` now open the hub through openHub().
+  test('openHub in cluster mode: the shared ring, admin key and user-hash key; nothing written to the data dir', async (t) => {
+    if (!env) return t.skip('backing services unavailable');
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-openhub-'));
+    const config = defaultConfig({ dataDir, databaseUrl: env.databaseUrl, redisUrl: env.redisUrl, redisKeyPrefix: env.keyPrefix });
+    const { hub, follower } = await openHub(config, { watchLibrary: false });
+    try {
+      assert.ok(follower, 'the ring follows the shared one');
+      const pool = createPgPool(env.databaseUrl);
+      try {
+        const shared = await loadSharedSecrets(pool, Date.now());
+        assert.deepEqual(hub.keys.toJSON(), new KeyRing(shared.keys).toJSON());
+        assert.equal(hub.adminKey, shared.adminKey);
+      } finally {
+        await pool.end();
+      }
+      for (const f of ['keys.json', 'admin.key', 'user-hash.key']) assert.equal(fs.existsSync(path.join(dataDir, f)), false, `${f} is not created in the data dir`);
+    } finally {
+      follower?.close();
+      await hub.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

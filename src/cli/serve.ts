@@ -2,13 +2,10 @@ import path from 'node:path';
 import { buildApp } from '../app.js';
 import { ensureDemoLibrary } from '../demo/library.js';
 import type { HubConfig } from '../config.js';
-import { Hub } from '../hub.js';
+import { openHub } from '../hub.js';
 import { DEMO_LIBRARY_ACCOUNT, embeddedLibrary } from '../catalog.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
-import { KeyRing } from '../auth/keys.js';
-import { ClusterStores, openStores } from '../stores/index.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
-import { loadSharedSecrets, SharedKeyFollower } from '../auth/cluster-secrets.js';
 
 /** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
 export async function serve(config: HubConfig): Promise<number> {
@@ -24,30 +21,14 @@ export async function serve(config: HubConfig): Promise<number> {
   }
   // One data directory, one library: refused here, before anything re-indexes another folder.
   if (config.libraryDir) claimLibraryRoot(config.dataDir, config.libraryDir);
-  // SQLite in the data dir, or PostgreSQL + Redis (connected and migrated here, before serving).
-  const stores = await openStores(config, { keyPrefix: config.redisKeyPrefix });
-  let hub: Hub;
-  let follower: SharedKeyFollower | null = null;
-  try {
-    if (stores instanceof ClusterStores) {
-      // Cluster mode: keys and secrets from PostgreSQL, so every node verifies every node's tokens.
-      const secrets = await loadSharedSecrets(stores.pg.pool, Date.now());
-      const keys = new KeyRing(secrets.keys);
-      follower = new SharedKeyFollower(stores.pg.pool, keys);
-      stores.onInvalidate(() => void follower!.reload());
-      hub = new Hub(config, { stores, keys, adminKey: secrets.adminKey, userHashKey: secrets.userHashKey });
-    } else {
-      hub = new Hub(config, { stores });
-    }
-  } catch (e) {
-    follower?.close();
-    await stores.close();
-    throw e;
-  }
+  // SQLite in the data dir, or PostgreSQL + Redis with the cluster's shared keys (connected and
+  // migrated here, before serving).
+  const { hub, follower } = await openHub(config);
   try {
     await hub.start();
   } catch (e) {
     // e.g. an unusable image model: stop before listening, with the cause as the message.
+    follower?.close();
     await hub.close().catch(() => undefined);
     throw e;
   }
@@ -57,6 +38,7 @@ export async function serve(config: HubConfig): Promise<number> {
     address = await app.listen({ host: config.host, port: config.port });
   } catch (e) {
     await app.close().catch(() => undefined);
+    follower?.close();
     await hub.close().catch(() => undefined);
     throw listenError(e, config);
   }

@@ -8,14 +8,14 @@
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { HubConfig } from '../config.js';
-import { Hub } from '../hub.js';
-import { openStores } from '../stores/index.js';
+import { openHub } from '../hub.js';
 import { identityFor, LOCAL_ISSUER, mcpPartner } from './identity.js';
 import { createMcpServer, toolContext } from './server.js';
 
 export async function runStdio(config: HubConfig, sub: string): Promise<number> {
-  const stores = await openStores(config, { keyPrefix: config.redisKeyPrefix });
-  const hub = new Hub(config, { stores, watchLibrary: false });
+  // In cluster mode with the cluster's shared keys, as `damhub serve` does: connections made over
+  // HTTP on any node open here too.
+  const { hub, follower } = await openHub(config, { watchLibrary: false });
   await hub.start();
   const partner = await mcpPartner(hub, config.mcpIssuer ?? LOCAL_ISSUER, config.mcpJwksUrl);
   const user = await identityFor(hub, partner, sub);
@@ -31,6 +31,7 @@ export async function runStdio(config: HubConfig, sub: string): Promise<number> 
   await server.connect(transport);
   await closed;
   await server.close().catch(() => undefined);
+  follower?.close();
   await hub.close();
   return 0;
 }
