@@ -7,7 +7,7 @@ import { randomInt } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Database } from '../../stores/sqlite/driver.js';
 import type { FileHashes } from './hashes.js';
-import type { ExtractedMetadata } from './metadata.js';
+import type { ExtractedMetadata } from '../metadata/index.js';
 import type { LibraryIndexStore } from './index-contract.js';
 import { SearchEngine, type SearchDoc, type SearchField } from './search-engine.js';
 import { readSnapshot, writeSnapshot } from './search-snapshot.js';

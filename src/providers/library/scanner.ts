@@ -12,7 +12,7 @@ import type { Clock } from '../../clock.js';
 import { hashBytes, hashFile, type FileHashes } from './hashes.js';
 import type { AssetRow, VersionRow } from './index-store.js';
 import type { LibraryIndexStore } from './index-contract.js';
-import { extractMetadata } from './metadata.js';
+import { extractMetadata } from '../metadata/index.js';
 import type { Renditions } from './renditions.js';
 
 export interface ScanReport {
