@@ -12,7 +12,7 @@ import { createPgPool, migratePg } from '../stores/postgres/index.js';
 import { Renditions } from '../providers/library/renditions.js';
 import { DEFAULT_SCAN_CONCURRENCY, LibraryScanner } from '../providers/library/scanner.js';
 import { ImageSimilarity, librarySources } from '../providers/library/similarity/index.js';
-import { dataOpt, parse, UsageError } from './main.js';
+import { dataOpt, parse, UsageError } from './args.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
 import { defaultConfig } from '../config.js';
 import { ImagePool, type ImageWork } from '../images/pool.js';
