@@ -10,7 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { ManualClock } from '../src/clock.js';
 import { addAccount } from '../src/providers/library/accounts.js';
-import { PgLibraryIndex } from '../src/providers/library/index-store-pg.js';
+import { PgLibraryIndex } from '../src/providers/library/index/postgres.js';
+import { migrateLibraryPg } from '../src/providers/library/index/postgres-schema.js';
 import { IndexerLease } from '../src/providers/library/indexer-lease.js';
 import { ClusterStores } from '../src/stores/index.js';
 import { createPgPool, migratePg } from '../src/stores/postgres/index.js';
@@ -28,6 +29,7 @@ describe('indexer lease', () => {
     if (!env) return;
     pool = createPgPool(env.databaseUrl);
     await migratePg(pool);
+    await migrateLibraryPg(pool);
   });
   after(async () => {
     await pool?.end();

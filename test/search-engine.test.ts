@@ -6,9 +6,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'node:test';
-import { LibraryIndex, type ActiveFilters, type AssetRow, type FacetKey } from '../src/providers/library/index-store.js';
-import { DateOrder } from '../src/providers/library/search-aggregates.js';
-import { FIELD_WEIGHTS, SearchEngine, tokenize, type EngineQuery, type SearchDoc, type SearchField } from '../src/providers/library/search-engine.js';
+import type { ActiveFilters, AssetRow, FacetKey } from '../src/providers/library/index/contract.js';
+import { LibraryIndex } from '../src/providers/library/index/sqlite.js';
+import { DateOrder } from '../src/providers/library/search/aggregates.js';
+import { SearchEngine } from '../src/providers/library/search/engine.js';
+import { tokenize } from '../src/providers/library/search/tokenize.js';
+import { FIELD_WEIGHTS, type EngineQuery, type SearchDoc, type SearchField } from '../src/providers/library/search/types.js';
 import { tempDir } from './helpers/hub.js';
 import { mulberry32 } from './helpers/random.js';
 

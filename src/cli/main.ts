@@ -20,6 +20,7 @@ import { dataOpt, parse, UsageError } from './args.js';
 import { AddressPolicy } from '../content/safe-fetch.js';
 import { runStdio } from '../mcp/stdio.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
+import { migrateLibraryPg } from '../providers/library/index/postgres-schema.js';
 
 /** Each command's usage, so that a usage error prints the lines of the command that was run. */
 const COMMAND_USAGE: Record<string, string> = {
@@ -238,6 +239,8 @@ async function migrateCommand(args: string[]): Promise<number> {
   const pool = createPgPool(url);
   try {
     const applied = await migratePg(pool);
+    // The library's tables too (its index would apply them on first use: src/providers/library/index/postgres-schema.ts).
+    await migrateLibraryPg(pool);
     process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'PostgreSQL schema is up to date\n');
   } finally {
     await pool.end();

@@ -9,7 +9,7 @@ import type { Clock } from '../../clock.js';
 import type { HubConfig } from '../../config.js';
 import { ClusterStores } from '../../stores/index.js';
 import type { Stores } from '../../stores/types.js';
-import { PgLibraryIndex } from './index-store-pg.js';
+import { PgLibraryIndex } from './index/postgres.js';
 import { IndexerLease } from './indexer-lease.js';
 
 export function sharedLibraryIndex(stores: Stores, clock: Clock, config: Pick<HubConfig, 'libraryLeaseSec' | 'libraryRescanSec'>) {

@@ -9,7 +9,7 @@ import { throttledText } from '../../auth/signin-throttle.js';
 import { sendHtml } from '../../http/security-headers.js';
 import type { LoginHost } from '../contract.js';
 import { dummyHash, verifyPassword } from './accounts.js';
-import type { LibraryIndexStore } from './index-contract.js';
+import type { LibraryIndexStore } from './index/contract.js';
 
 const CSS = `body{font:15px/1.5 system-ui,sans-serif;background:#f3f5f8;color:#1d2330;display:flex;justify-content:center;padding:3rem 1rem;margin:0}
 main{background:#fff;border:1px solid #d5d9e0;border-radius:10px;padding:2rem;max-width:22rem;width:100%}
