@@ -103,6 +103,31 @@ describe('indexer lease', () => {
   });
 });
 
+describe('the library applies its own PostgreSQL schema', () => {
+  test('migratePg leaves the library tables alone; the index creates them on its first use, once', async (t) => {
+    const env = await cindexEnv();
+    if (!env) return t.skip('PostgreSQL or Redis unreachable');
+    const pool = createPgPool(env.databaseUrl);
+    try {
+      const tables = async () => (await pool.query("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name LIKE 'library\\_%'")).rows[0].n as number;
+      await migratePg(pool);
+      assert.equal(await tables(), 0, 'the stores migrate their own tables only');
+      const index = new PgLibraryIndex(pool);
+      const lease = new IndexerLease(pool, 'node-a', { now: () => Date.now() }, 10_000);
+      // Concurrent first uses share one migration.
+      const [accounts, current] = await Promise.all([index.listAccounts(), lease.current()]);
+      assert.deepEqual(accounts, []);
+      assert.equal(current, null);
+      assert.ok((await tables()) >= 10, 'the library tables exist');
+      assert.deepEqual(await migrateLibraryPg(pool), [], 'nothing left to apply');
+      assert.deepEqual((await pool.query('SELECT version FROM library_schema_migrations ORDER BY version')).rows.map((r) => r.version), [1]);
+    } finally {
+      await pool.end();
+      await env.cleanup();
+    }
+  });
+});
+
 /**
  * Two nodes, one database, one library folder. Waiting for the cluster to converge is done by
  * polling a condition with a generous bound (the lease is 5 s here), never by asserting a time.

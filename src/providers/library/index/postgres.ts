@@ -8,8 +8,9 @@
  *   commit order: a reader that has applied everything up to N never misses a later commit with
  *   a smaller number (a plain sequence object would not promise that).
  * - Every node keeps its own in-memory keyword engine (search/engine.ts) and catches it up from
- *   that sequence before each search (search/catch-up.ts), in one REPEATABLE READ snapshot; idle, that is one indexed
- *   read. Keyword search is not a tsvector/GIN query: docs/library.md ("Cluster mode") says why.
+ *   that sequence before each search (search/catch-up.ts), in one REPEATABLE READ snapshot; idle,
+ *   that is one indexed read. Keyword search is not a tsvector/GIN query: docs/library.md
+ *   ("Cluster mode") says why.
  * - Image descriptors and their change log live here too (DescriptorBackend), logged with the same
  *   counter, and are dropped in the transaction that removes an asset or changes its content.
  */
