@@ -18,7 +18,7 @@ export const COMBO_MASK = (1 << COMBO_BITS) - 1;
 const MAX_KEYWORDS = 1000;
 
 /** Facet values ↔ small integer codes; code 0 is "no value". */
-export class Dictionary {
+class Dictionary {
   readonly codes = new Map<string, number>();
   readonly values: string[] = [''];
 
