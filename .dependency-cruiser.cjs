@@ -84,16 +84,16 @@ module.exports = {
     {
       name: 'providers-stay-in-their-folder',
       severity: 'error',
-      comment: 'One folder per provider: a provider reaches another only through the shared kit (kit/, oauth/, saas/) and the contract.',
+      comment: 'One folder per provider: a provider reaches another only through the shared kit (kit/, oauth/, saas/, metadata/) and the contract.',
       from: { path: '^src/providers/([^/]+)/' },
-      to: { path: '^src/providers/[^/]+/', pathNot: '^src/providers/($1|kit|oauth|saas)/' },
+      to: { path: '^src/providers/[^/]+/', pathNot: '^src/providers/($1|kit|oauth|saas|metadata)/' },
     },
     {
       name: 'shared-kit-knows-no-provider',
       severity: 'error',
       comment: 'The kit serves providers; a provider registers in src/catalog.ts, never in the kit.',
-      from: { path: '^src/providers/(kit|oauth|saas)/|^src/providers/[^/]+\\.ts$' },
-      to: { path: '^src/providers/[^/]+/', pathNot: '^src/providers/(kit|oauth|saas)/' },
+      from: { path: '^src/providers/(kit|oauth|saas|metadata)/|^src/providers/[^/]+\\.ts$' },
+      to: { path: '^src/providers/[^/]+/', pathNot: '^src/providers/(kit|oauth|saas|metadata)/' },
     },
     {
       name: 'src-not-to-tests',

@@ -21,7 +21,7 @@ import { DIM, describeImage, hamming, SCALE, type Descriptor } from '../src/prov
 import { DEFAULT_CUTOFF, MAX_BOOST, NEAR_DUPLICATE_BITS } from '../src/providers/library/similarity/vector-index.js';
 import { rng, sceneJpeg, transform } from '../test/helpers/scenes.js';
 import { startLibraryHub } from '../test/helpers/library.js';
-import type { LibraryIndex } from '../src/providers/library/index-store.js';
+import type { LibraryIndex } from '../src/providers/library/index/sqlite.js';
 
 const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' }, queries: { type: 'string', default: '60' } } });
 const sizes = values.sizes!.split(',').map(Number);

@@ -175,7 +175,7 @@ function listFiles(root: string): string[] {
 }
 
 async function childLibrary(root: string, out: string, concurrency: number): Promise<SideResult> {
-  const { LibraryIndex } = await import('../src/providers/library/index-store.js');
+  const { LibraryIndex } = await import('../src/providers/library/index/sqlite.js');
   const { Renditions } = await import('../src/providers/library/renditions.js');
   const { LibraryScanner } = await import('../src/providers/library/scanner.js');
   const { systemClock } = await import('../src/clock.js');
@@ -281,7 +281,7 @@ async function main(): Promise<void> {
   if (args.child) {
     const fn = args.child === 'library' ? childLibrary : childSharp;
     // Module loading is not timed.
-    await Promise.all(['index-store', 'renditions', 'scanner'].map((m) => import(`../src/providers/library/${m}.js`)));
+    await Promise.all(['index/sqlite', 'renditions', 'scanner'].map((m) => import(`../src/providers/library/${m}.js`)));
     const u0 = process.resourceUsage();
     cpuAtStart = u0.userCPUTime + u0.systemCPUTime;
     const r = await fn(args.root!, args.out!, Number(args.concurrency ?? DEFAULT_SCAN_CONCURRENCY));

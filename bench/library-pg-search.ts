@@ -13,8 +13,9 @@
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { PgLibraryIndex } from '../src/providers/library/index-store-pg.js';
-import { searchText } from '../src/providers/library/index-store.js';
+import { PgLibraryIndex } from '../src/providers/library/index/postgres.js';
+import { searchText } from '../src/providers/library/index/rows.js';
+import { migrateLibraryPg } from '../src/providers/library/index/postgres-schema.js';
 import { createPgPool, migratePg } from '../src/stores/postgres/index.js';
 import { mulberry32 } from '../test/helpers/random.js';
 import { median } from './lib.js';
@@ -62,6 +63,7 @@ u.pathname = `/${dbName}`;
 const pool = createPgPool(u.toString(), { statementTimeoutMs: 600_000 });
 try {
   await migratePg(pool);
+  await migrateLibraryPg(pool);
   // ── the library: N assets in 200 folders; "photo" in half the names ─────────────────────
   const t0 = performance.now();
   const BATCH = 5000;

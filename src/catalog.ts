@@ -21,7 +21,7 @@ import { s3Connector } from './providers/s3/provider.js';
 import { dropboxConnector } from './providers/dropbox/provider.js';
 import { googleDriveConnector } from './providers/gdrive/provider.js';
 import { LibraryProvider } from './providers/library/provider.js';
-import { PgLibraryIndex } from './providers/library/index-store-pg.js';
+import { PgLibraryIndex } from './providers/library/index/postgres.js';
 import { IndexerLease } from './providers/library/indexer-lease.js';
 import { ClusterStores } from './stores/index.js';
 import type { Stores } from './stores/types.js';

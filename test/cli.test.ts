@@ -413,7 +413,7 @@ describe('users passwd', () => {
     const r = await runCli(['users', 'passwd', 'ann', '--password-stdin', '--data', data], {}, 'second-password\n');
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^changed the password of ann/);
-    const { LibraryIndex } = await import('../src/providers/library/index-store.js');
+    const { LibraryIndex } = await import('../src/providers/library/index/sqlite.js');
     const { verifyPassword } = await import('../src/providers/library/accounts.js');
     const index = new LibraryIndex(path.join(data, 'library', 'library.sqlite'));
     try {

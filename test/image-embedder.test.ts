@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import type { LibraryIndex } from '../src/providers/library/index-store.js';
+import type { LibraryIndex } from '../src/providers/library/index/sqlite.js';
 import { assetIdFor } from '../src/providers/library/scanner.js';
 import { CLIP_MEAN, CLIP_STD, EmbedderError, ImageEmbedder, quantise } from '../src/providers/library/similarity/embedder.js';
 import { cosine } from '../src/providers/library/similarity/descriptor.js';
@@ -143,7 +143,7 @@ describe('with a model', () => {
     assert.notEqual(e.modelId, oldId);
     // A second ImageSimilarity over the same database, as a restart with the new model would make.
     const { ImageSimilarity } = await import('../src/providers/library/similarity/index.js');
-    const sim = new ImageSimilarity((lp.index as LibraryIndex).db, {
+    const sim = new ImageSimilarity(lp.index.descriptors(), {
       preview: (id, version) => (lp.renditions.has(id, version, 'preview') ? lp.renditions.file(id, version, 'preview') : null),
       blob: (blob) => lp.scanner.blobPath(blob),
     }, lib.t.clock);

@@ -14,7 +14,7 @@ import sharp from 'sharp';
 import { decodeCost } from '../src/images/budget.js';
 import { ImageJobError, ImagePool } from '../src/images/pool.js';
 import { ManualClock } from '../src/clock.js';
-import { LibraryIndex } from '../src/providers/library/index-store.js';
+import { LibraryIndex } from '../src/providers/library/index/sqlite.js';
 import { Renditions } from '../src/providers/library/renditions.js';
 import { assetIdFor, LibraryScanner } from '../src/providers/library/scanner.js';
 import { assertError, tempDir } from './helpers/hub.js';

@@ -10,7 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { ManualClock } from '../src/clock.js';
 import { addAccount } from '../src/providers/library/accounts.js';
-import { PgLibraryIndex } from '../src/providers/library/index-store-pg.js';
+import { PgLibraryIndex } from '../src/providers/library/index/postgres.js';
+import { migrateLibraryPg } from '../src/providers/library/index/postgres-schema.js';
 import { IndexerLease } from '../src/providers/library/indexer-lease.js';
 import { ClusterStores } from '../src/stores/index.js';
 import { createPgPool, migratePg } from '../src/stores/postgres/index.js';
@@ -28,6 +29,7 @@ describe('indexer lease', () => {
     if (!env) return;
     pool = createPgPool(env.databaseUrl);
     await migratePg(pool);
+    await migrateLibraryPg(pool);
   });
   after(async () => {
     await pool?.end();
@@ -98,6 +100,31 @@ describe('indexer lease', () => {
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /serving-node is the library's indexer/);
     await node.release();
+  });
+});
+
+describe('the library applies its own PostgreSQL schema', () => {
+  test('migratePg leaves the library tables alone; the index creates them on its first use, once', async (t) => {
+    const env = await cindexEnv();
+    if (!env) return t.skip('PostgreSQL or Redis unreachable');
+    const pool = createPgPool(env.databaseUrl);
+    try {
+      const tables = async () => (await pool.query("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name LIKE 'library\\_%'")).rows[0].n as number;
+      await migratePg(pool);
+      assert.equal(await tables(), 0, 'the stores migrate their own tables only');
+      const index = new PgLibraryIndex(pool);
+      const lease = new IndexerLease(pool, 'node-a', { now: () => Date.now() }, 10_000);
+      // Concurrent first uses share one migration.
+      const [accounts, current] = await Promise.all([index.listAccounts(), lease.current()]);
+      assert.deepEqual(accounts, []);
+      assert.equal(current, null);
+      assert.ok((await tables()) >= 10, 'the library tables exist');
+      assert.deepEqual(await migrateLibraryPg(pool), [], 'nothing left to apply');
+      assert.deepEqual((await pool.query('SELECT version FROM library_schema_migrations ORDER BY version')).rows.map((r) => r.version), [1]);
+    } finally {
+      await pool.end();
+      await env.cleanup();
+    }
   });
 });
 

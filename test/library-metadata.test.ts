@@ -12,7 +12,7 @@ import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import exifr from 'exifr';
 import { fileAttributesHash, hashBytes, hashFile, hashStream } from '../src/providers/library/hashes.js';
-import { extractMetadata, formatResolution, kindOf, parseExifDateTime } from '../src/providers/library/metadata.js';
+import { extractMetadata, formatResolution, kindOf, parseExifDateTime } from '../src/providers/metadata/index.js';
 import {
   insertJpegSegment, jpegWithMetadata, photoshopIptcSegment, iptcIim, pngWithMetadata, webpWithMetadata, writeTree, xmpPacket,
   type JpegFixture,

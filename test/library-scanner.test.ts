@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
-import { LibraryIndex } from '../src/providers/library/index-store.js';
+import { LibraryIndex } from '../src/providers/library/index/sqlite.js';
 import { Renditions } from '../src/providers/library/renditions.js';
 import { assetIdFor, LibraryScanner } from '../src/providers/library/scanner.js';
 import { tempDir } from './helpers/hub.js';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { addAccount } from '../src/providers/library/accounts.js';
-import { LibraryIndex } from '../src/providers/library/index-store.js';
+import { LibraryIndex } from '../src/providers/library/index/sqlite.js';
 import { PageCache } from '../src/content/page-cache.js';
 import { ManualClock } from '../src/clock.js';
 import { signInToLibrary, solidJpeg, startLibraryHub, writeFiles, type LibraryHarness } from './helpers/library.js';

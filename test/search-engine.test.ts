@@ -6,9 +6,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'node:test';
-import { LibraryIndex, type ActiveFilters, type AssetRow, type FacetKey } from '../src/providers/library/index-store.js';
-import { DateOrder } from '../src/providers/library/search-aggregates.js';
-import { FIELD_WEIGHTS, SearchEngine, tokenize, type EngineQuery, type SearchDoc, type SearchField } from '../src/providers/library/search-engine.js';
+import type { ActiveFilters, AssetRow, FacetKey } from '../src/providers/library/index/contract.js';
+import { LibraryIndex } from '../src/providers/library/index/sqlite.js';
+import { DateOrder } from '../src/providers/library/search/aggregates.js';
+import { SearchEngine } from '../src/providers/library/search/engine.js';
+import { tokenize } from '../src/providers/library/search/tokenize.js';
+import { FIELD_WEIGHTS, type EngineQuery, type SearchDoc, type SearchField } from '../src/providers/library/search/types.js';
 import { tempDir } from './helpers/hub.js';
 import { mulberry32 } from './helpers/random.js';
 
@@ -377,6 +380,43 @@ test('the index feeds the engine through its change sequence, also from another 
   assert.equal(search(writer, []).total, 1);
   writer.close();
   reader.close();
+});
+
+test('one call to the index answers a search: account, scope, the engine\'s answer and the page\'s rows', async () => {
+  const index = new LibraryIndex(path.join(tempDir('damhub-engine-'), 'library.sqlite'));
+  const row = (i: number, folder: string, name: string): AssetRow => ({
+    id: `asset${String(i).padStart(17, '0')}`, relPath: `${folder}/${name}`, folderPath: folder, name, ext: 'jpg', size: 1, mtimeMs: i, createdMs: i,
+    mimeType: 'image/jpeg', kind: 'image', width: 2, height: 1, version: 1, versionComment: null,
+    meta: { keywords: [], categories: [], iptc: {}, xmp: {} } as unknown as AssetRow['meta'], hashes: null, blob: null, indexedAt: i,
+  });
+  for (let i = 1; i <= 5; i++) index.upsertAsset(row(i, i % 2 ? 'A' : 'B', `harbour ${i}.jpg`), null);
+  index.addAccount({ id: 'acc1', name: 'ann', passwordHash: 'x', folders: ['A'], createdAt: 0 });
+  const query: EngineQuery = { words: ['harb'], folderPath: 'A', allowedRoots: ['A'], filters: {}, limit: 3, after: null, params: null };
+  const seen: [string | null, boolean][] = [];
+  const answer = await index.search({
+    accountId: 'acc1', scope: 'A', pageSize: 2,
+    query: (account, scopeExists) => {
+      seen.push([account?.name ?? null, scopeExists]);
+      return query;
+    },
+  });
+  assert.deepEqual(seen, [['ann', true]]);
+  const expected = index.searchEngine().search(query);
+  assert.deepEqual(answer.result, expected);
+  assert.deepEqual(answer.rows, index.assetsByRowids(expected.rowids.slice(0, 2)));
+  assert.deepEqual(answer.rows.map((r) => r.relPath), ['A/harbour 1.jpg', 'A/harbour 3.jpg']);
+  // What the query function is told, and a refusal: it throws, and nothing more happens.
+  const told = (accountId: string, scope: string | null) => {
+    let got: [string | null, boolean] = ['?', false];
+    assert.throws(() => index.search({ accountId, scope, pageSize: 1, query: (account, scopeExists) => {
+      got = [account?.name ?? null, scopeExists];
+      throw new Error('refused');
+    } }), /refused/);
+    return got;
+  };
+  assert.deepEqual(told('nobody', null), [null, true]);
+  assert.deepEqual(told('acc1', 'C'), ['ann', false]);
+  index.close();
 });
 
 test('a search snapshot restores the engine exactly, catches up, and is ignored when it does not fit', async () => {

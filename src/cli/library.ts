@@ -4,15 +4,16 @@ import { availableParallelism, hostname } from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../clock.js';
 import { addAccount, changePassword } from '../providers/library/accounts.js';
-import { LibraryIndex } from '../providers/library/index-store.js';
-import type { LibraryIndexStore } from '../providers/library/index-contract.js';
-import { PgLibraryIndex } from '../providers/library/index-store-pg.js';
+import type { LibraryIndexStore } from '../providers/library/index/contract.js';
+import { PgLibraryIndex } from '../providers/library/index/postgres.js';
+import { libraryPgSchema } from '../providers/library/index/postgres-schema.js';
+import { LibraryIndex } from '../providers/library/index/sqlite.js';
 import { IndexerLease } from '../providers/library/indexer-lease.js';
 import { createPgPool, migratePg } from '../stores/postgres/index.js';
 import { Renditions } from '../providers/library/renditions.js';
 import { DEFAULT_SCAN_CONCURRENCY, LibraryScanner } from '../providers/library/scanner.js';
 import { ImageSimilarity, librarySources } from '../providers/library/similarity/index.js';
-import { dataOpt, parse, UsageError } from './main.js';
+import { dataOpt, parse, UsageError } from './args.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
 import { defaultConfig } from '../config.js';
 import { ImagePool, type ImageWork } from '../images/pool.js';
@@ -36,6 +37,7 @@ async function openIndex(values: { data?: string; 'database-url'?: string }): Pr
     const pool = createPgPool(url);
     try {
       await migratePg(pool);
+      await libraryPgSchema(pool);
     } catch (e) {
       await pool.end();
       throw e;
@@ -171,7 +173,7 @@ export async function indexCommand(args: string[]): Promise<number> {
     });
     if (tty) process.stderr.write('\n');
     // Descriptors for search by image, from the previews the scan just made.
-    const similarity = new ImageSimilarity(index instanceof LibraryIndex ? index.db : index.descriptors(), librarySources(renditions, scanner), systemClock, { concurrency, load: false, images });
+    const similarity = new ImageSimilarity(index.descriptors(), librarySources(renditions, scanner), systemClock, { concurrency, load: false, images });
     const described = await similarity.refresh();
     if (described) process.stdout.write(`described ${described} images for search by image\n`);
     process.stdout.write(`indexed ${report.files} files: ${report.added} added, ${report.updated} updated, ${report.unchanged} unchanged, ${report.removed} removed, ${report.failed.length} failed\n`);

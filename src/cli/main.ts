@@ -4,7 +4,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { defaultConfig, type HubConfig } from '../config.js';
 import { partnerInput, partnerView } from '../auth/partners.js';
 import { rotateKeyRing } from '../auth/keys.js';
@@ -17,11 +16,11 @@ import { StoreConflictError, type Stores } from '../stores/types.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
 import { serve } from './serve.js';
 import { indexCommand, usersCommand } from './library.js';
+import { dataOpt, parse, UsageError } from './args.js';
 import { AddressPolicy } from '../net/safe-fetch.js';
 import { runStdio } from '../mcp/stdio.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
-
-export class UsageError extends Error {}
+import { migrateLibraryPg } from '../providers/library/index/postgres-schema.js';
 
 /** Each command's usage, so that a usage error prints the lines of the command that was run. */
 const COMMAND_USAGE: Record<string, string> = {
@@ -91,12 +90,6 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
 }
-
-export function parse<T extends ParseArgsConfig['options']>(args: string[], options: T, allowPositionals = false) {
-  return parseArgs({ args, options, allowPositionals, strict: true });
-}
-
-export const dataOpt = { data: { type: 'string' } } as const;
 
 /** Flags win over environment variables, which win over defaults. */
 export function configFrom(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): HubConfig {
@@ -246,6 +239,8 @@ async function migrateCommand(args: string[]): Promise<number> {
   const pool = createPgPool(url);
   try {
     const applied = await migratePg(pool);
+    // The library's tables too (its index would apply them on first use: src/providers/library/index/postgres-schema.ts).
+    await migrateLibraryPg(pool);
     process.stdout.write(applied.length ? `applied migrations ${applied.join(', ')}\n` : 'PostgreSQL schema is up to date\n');
   } finally {
     await pool.end();

@@ -3,8 +3,7 @@
  * optionally limited to sub-folders of the library.
  */
 import { randomBytes, randomUUID, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import type { AccountRow } from './index-store.js';
-import type { LibraryIndexStore } from './index-contract.js';
+import type { AccountRow, LibraryIndexStore } from './index/contract.js';
 
 // N=2^15, r=8: 32 MiB and ~50-100 ms per hash on this class of machine.
 const PARAMS: ScryptOptions = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };

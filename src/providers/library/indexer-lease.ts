@@ -12,7 +12,7 @@
  */
 import type pg from 'pg';
 import type { Clock } from '../../clock.js';
-import { Db } from '../../stores/postgres/index.js';
+import { LibraryDb } from './index/postgres-schema.js';
 
 export interface LeaseEvents {
   /** This node became the indexer. */
@@ -24,14 +24,14 @@ export interface LeaseEvents {
 const NAME = 'indexer';
 
 export class IndexerLease {
-  private readonly db: Db;
+  private readonly db: LibraryDb;
   private held = false;
   private timer: NodeJS.Timeout | null = null;
   private beating: Promise<void> | null = null;
   private events: LeaseEvents | null = null;
 
   constructor(pool: pg.Pool, readonly holder: string, private readonly clock: Clock, readonly ttlMs = 15_000) {
-    this.db = new Db(pool);
+    this.db = new LibraryDb(pool);
   }
 
   get isHeld(): boolean {

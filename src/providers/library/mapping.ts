@@ -2,7 +2,7 @@
 import type { MediaBinding, MediaUrls } from '../contract.js';
 import type { Asset, Value } from '../model.js';
 import { fileAttributesHash } from './hashes.js';
-import type { AssetRow, VersionRow } from './index-store.js';
+import type { AssetRow, VersionRow } from './index/contract.js';
 import { i18n, label, type LabelKey } from './labels.js';
 import { RENDITIONS } from './renditions.js';
 

@@ -1,8 +1,8 @@
 /**
  * The embedded library: a folder of media served as a DAM (provider id `library`). This file is
- * the provider contract; the index (index-store.ts), the scanner, renditions, accounts and the
- * sign-in page (signin.ts) each live apart, and the mapping to the common asset shape is
- * mapping.ts.
+ * the provider contract; the index (index/: its contract, SQLite and PostgreSQL), its keyword
+ * search engine (search/), the scanner, renditions, accounts and the sign-in page (signin.ts) each
+ * live apart, and the mapping to the common asset shape is mapping.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,14 +11,15 @@ import { integrationError, validationError } from '../../errors.js';
 import type { ListOptions, LoginHost, MediaBinding, MediaFile, MediaRef, MediaUrls, Provider, ProviderDescriptor, ProviderSession, SearchQuery } from '../contract.js';
 import type { AssetPage, Filter, FolderPage, VersionList } from '../model.js';
 import { addAccount } from './accounts.js';
-import { FACETS, LibraryIndex, type AccountRow, type ActiveFilters, type FacetKey } from './index-store.js';
-import type { LibraryIndexStore } from './index-contract.js';
+import type { AccountRow, ActiveFilters, FacetKey, LibraryIndexStore } from './index/contract.js';
+import { LibraryIndex } from './index/sqlite.js';
 import type { IndexerLease } from './indexer-lease.js';
 import { label } from './labels.js';
 import { toAsset, versionToAsset } from './mapping.js';
 import { iconSvg, Renditions, RENDITIONS, type RenditionName } from './renditions.js';
 import { isInside, LibraryScanner, type ScanReport } from './scanner.js';
-import { tokenize, type EngineQuery, type RankParams } from './search-engine.js';
+import { tokenize } from './search/tokenize.js';
+import { FACETS, type EngineQuery, type RankParams } from './search/types.js';
 import { isWithin } from './paths.js';
 import { librarySignInForm } from './signin.js';
 import { formSignInRoutes, signInPath } from '../kit/signin-form.js';
@@ -93,8 +94,7 @@ export class LibraryProvider implements Provider {
     const images = opts.images ?? defaultImageWork();
     this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'), images);
     this.scanner = new LibraryScanner(opts.root, this.index, this.renditions, opts.dataDir, opts.clock);
-    const store = this.index instanceof LibraryIndex ? this.index.db : this.index.descriptors();
-    this.similarity = new ImageSimilarity(store, librarySources(this.renditions, this.scanner), opts.clock, { images });
+    this.similarity = new ImageSimilarity(this.index.descriptors(), librarySources(this.renditions, this.scanner), opts.clock, { images });
   }
 
   /** A scan, then the image descriptors of whatever it added or changed. */
@@ -208,12 +208,12 @@ export class LibraryProvider implements Provider {
   private async account(session: ProviderSession): Promise<AccountRow> {
     const id = session.credentials.acc;
     const acc = typeof id === 'string' ? await this.index.account(id) : null;
-    if (!acc) throw integrationError('integration-auth-failed', LIBRARY_ID, 'the library account no longer exists');
+    if (!acc) throw accountGone();
     return acc;
   }
 
   async refresh(cred: Record<string, unknown>) {
-    if (typeof cred.acc !== 'string' || !(await this.index.account(cred.acc))) throw integrationError('integration-auth-failed', LIBRARY_ID, 'the library account no longer exists');
+    if (typeof cred.acc !== 'string' || !(await this.index.account(cred.acc))) throw accountGone();
     return { acc: cred.acc };
   }
 
@@ -271,25 +271,48 @@ export class LibraryProvider implements Provider {
   }
 
   async search(session: ProviderSession, q: SearchQuery, opts: ListOptions): Promise<AssetPage> {
-    const acc = await this.account(session);
-    let scope = '';
+    const accountId = session.credentials.acc;
+    if (typeof accountId !== 'string') throw accountGone();
+    // A malformed parent id is reported after the account check, as the checks below are ordered.
+    let named: string | null = null;
+    let badParent: unknown = null;
     if (q.parentId) {
-      scope = folderPath(q.parentId);
-      if (!(await this.index.folder(scope))) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${q.parentId}`);
-      if (acc.folders.length && scope !== '' && !acc.folders.some((r) => isWithin(scope, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not search ${q.parentId}`);
+      try {
+        named = folderPath(q.parentId);
+      } catch (e) {
+        badParent = e;
+      }
     }
-    const allowedRoots = acc.folders.length ? acc.folders.filter((r) => scope === '' || isWithin(r, scope)) : null;
-    const filters = parseFilters(opts.filters);
-    const words = searchWords(q.query);
-    let after: EngineQuery['after'] = null;
-    let params: RankParams | null = null;
-    if (opts.more) {
-      const c = parseSearchCursor(opts.more, words.length);
-      after = { key: c.k, rowid: c.r };
-      params = c.p ?? null;
-    }
-    const r = (await this.index.searchEngine()).search({ words, folderPath: scope, allowedRoots, filters, limit: opts.size + 1, after, params });
-    const rows = await this.index.assetsByRowids(r.rowids.slice(0, opts.size));
+    let acc!: AccountRow;
+    let parsed: ActiveFilters = {};
+    // One call to the index: it reads the account and whether the scope exists, this checks them
+    // (throwing stops the search), and the engine's answer comes back with its page's rows.
+    const { result: r, rows } = await this.index.search({
+      accountId,
+      scope: named,
+      pageSize: opts.size,
+      query: (account, scopeExists) => {
+        if (!account) throw accountGone();
+        acc = account;
+        if (badParent) throw badParent;
+        const scope = named ?? '';
+        if (named !== null) {
+          if (!scopeExists) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${q.parentId}`);
+          if (acc.folders.length && scope !== '' && !acc.folders.some((f) => isWithin(scope, f))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not search ${q.parentId}`);
+        }
+        const allowedRoots = acc.folders.length ? acc.folders.filter((f) => scope === '' || isWithin(f, scope)) : null;
+        parsed = parseFilters(opts.filters);
+        const words = searchWords(q.query);
+        let after: EngineQuery['after'] = null;
+        let params: RankParams | null = null;
+        if (opts.more) {
+          const c = parseSearchCursor(opts.more, words.length);
+          after = { key: c.k, rowid: c.r };
+          params = c.p ?? null;
+        }
+        return { words, folderPath: scope, allowedRoots, filters: parsed, limit: opts.size + 1, after, params };
+      },
+    });
     const hasMore = r.rowids.length > opts.size;
     const ctx = { urls: this.opts.urls, bind: { partnerId: session.partnerId, accountId: acc.id }, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
     const last = opts.size - 1;
@@ -297,7 +320,7 @@ export class LibraryProvider implements Provider {
     return {
       folders: [],
       assets: rows.map((a) => toAsset(a, ctx)),
-      filters: buildFilters(r.facets, filters, opts.uiLocale),
+      filters: buildFilters(r.facets, parsed, opts.uiLocale),
       totalAssetsCount: r.total,
       ...(hasMore ? { more: JSON.stringify(cursor) } : {}),
     };
@@ -406,6 +429,10 @@ export class LibraryProvider implements Provider {
       return null;
     }
   }
+}
+
+function accountGone() {
+  return integrationError('integration-auth-failed', LIBRARY_ID, 'the library account no longer exists');
 }
 
 /** 'root' or '/a/b' → 'a/b'; anything else (traversal, empty segments) is a client error. */

@@ -10,9 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../../clock.js';
 import { hashBytes, hashFile, type FileHashes } from './hashes.js';
-import type { AssetRow, VersionRow } from './index-store.js';
-import type { LibraryIndexStore } from './index-contract.js';
-import { extractMetadata } from './metadata.js';
+import type { AssetRow, LibraryIndexStore, VersionRow } from './index/contract.js';
+import { extractMetadata } from '../metadata/index.js';
 import type { Renditions } from './renditions.js';
 
 export interface ScanReport {

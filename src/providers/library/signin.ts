@@ -7,7 +7,7 @@
 import { integrationError } from '../../errors.js';
 import type { MountedForm } from '../kit/signin-form.js';
 import { dummyHash, verifyPassword } from './accounts.js';
-import type { LibraryIndexStore } from './index-contract.js';
+import type { LibraryIndexStore } from './index/contract.js';
 
 export function librarySignInForm(providerId: string, index: LibraryIndexStore, demo: { name: string; password: string } | null): MountedForm<{ acc: string }> {
   return {

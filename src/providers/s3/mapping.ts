@@ -3,7 +3,7 @@ import path from 'node:path';
 import exifr from 'exifr';
 import sharp from 'sharp';
 import type { Asset, Folder } from '../model.js';
-import { parseExifDateTime } from '../library/metadata.js';
+import { parseExifDateTime } from '../metadata/index.js';
 import type { Head, S3Object } from './api.js';
 
 const BY_EXT: Record<string, string> = {

@@ -21,7 +21,6 @@ import {
   type UserStore,
 } from '../types.js';
 import { MIGRATION_LOCK_KEY, PG_MIGRATIONS } from './migrations.js';
-import { migrateLibraryPg } from './library-migrations.js';
 import { toSession, toUser } from '../rows.js';
 import { PgMcpConnections } from './mcp-connections.js';
 
@@ -103,7 +102,6 @@ export async function migratePg(pool: pg.Pool, now = Date.now()): Promise<number
       await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, now]);
       applied.push(m.version);
     }
-    await migrateLibraryPg(client, now);
     return applied;
   });
 }

@@ -15,7 +15,7 @@
  */
 import type Database from 'better-sqlite3';
 import { SCALE } from './descriptor.js';
-import type { PendingImage } from './store.js';
+import type { EmbeddingBackend, PendingImage } from './backend.js';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS similarity_embeddings (
@@ -38,7 +38,7 @@ const SCHEMA = `
     BEGIN DELETE FROM similarity_embeddings WHERE asset_id = OLD.id; END;
 `;
 
-export class EmbeddingStore {
+export class EmbeddingStore implements EmbeddingBackend {
   private readonly stmts;
 
   /** Call after DescriptorStore (its similarity_log table is shared). */

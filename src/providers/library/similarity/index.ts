@@ -5,16 +5,15 @@
  * search() for queries; nothing else in the library knows about descriptors.
  */
 import fs from 'node:fs';
-import type Database from 'better-sqlite3';
 import type { Clock } from '../../../clock.js';
 import type { Renditions } from '../renditions.js';
 import type { LibraryScanner } from '../scanner.js';
 import { DESCRIPTOR_OUTPUT, describeDecoded, type Descriptor } from './descriptor.js';
 import { defaultImageWork, type ImageWork } from '../../../images/pool.js';
-import { DescriptorStore, type DescriptorBackend, type PendingImage } from './store.js';
+import type { DescriptorBackend, EmbeddingBackend, PendingImage } from './backend.js';
 import type { ImageEmbedder } from './embedder.js';
 import type { OutputSpec } from '../../../images/jobs.js';
-import { EmbeddingIndex, EmbeddingStore } from './embeddings.js';
+import { EmbeddingIndex } from './embeddings.js';
 import { DEFAULT_CUTOFF, VectorIndex, type Hit } from './vector-index.js';
 
 /** Weight of the model's cosine in the blended score when a model is configured (docs/image-search.md). */
@@ -22,7 +21,7 @@ export const DEFAULT_MODEL_WEIGHT = 0.5;
 
 interface Semantic {
   embedder: ImageEmbedder;
-  store: EmbeddingStore;
+  store: EmbeddingBackend;
   index: EmbeddingIndex;
   weight: number;
 }
@@ -45,12 +44,9 @@ export function librarySources(renditions: Renditions, scanner: LibraryScanner):
 
 export class ImageSimilarity {
   readonly index = new VectorIndex();
-  readonly store: DescriptorBackend;
   private seq = 0;
   /** The initial load of a store that answers asynchronously (PostgreSQL); awaited before use. */
   private loading: Promise<unknown> | null = null;
-  /** Only the SQLite store keeps model embeddings (similarity/embeddings.ts). */
-  private readonly db: Database.Database | null;
   private running: Promise<number> | null = null;
   private queued: Promise<number> | null = null;
   private readonly concurrency: number;
@@ -59,13 +55,10 @@ export class ImageSimilarity {
   private readonly images: ImageWork;
 
   /** `opts.load: false` (the `damhub index` command) computes and stores descriptors without holding them in memory. */
-  /** `store`: the library's SQLite database, or another descriptor backend (PostgreSQL in cluster mode). */
+  /** `store`: the library index's descriptor store (LibraryIndexStore.descriptors: SQLite, or PostgreSQL in cluster mode). */
   /** `images`: the pool and per-file budget the decodes run under (src/images/pool.ts). */
-  constructor(store: Database.Database | DescriptorBackend, private readonly sources: SimilaritySources, private readonly clock: Clock, opts: { concurrency?: number; load?: boolean; images?: ImageWork } = {}) {
+  constructor(readonly store: DescriptorBackend, private readonly sources: SimilaritySources, private readonly clock: Clock, opts: { concurrency?: number; load?: boolean; images?: ImageWork } = {}) {
     this.images = opts.images ?? defaultImageWork();
-    const isDb = 'prepare' in store && typeof store.prepare === 'function';
-    this.db = isDb ? (store as Database.Database) : null;
-    this.store = isDb ? new DescriptorStore(store as Database.Database) : (store as DescriptorBackend);
     this.concurrency = opts.concurrency ?? 2;
     this.load = opts.load ?? true;
     if (this.load) {
@@ -106,8 +99,9 @@ export class ImageSimilarity {
    * other models dropped, and the next refresh() computes the missing ones. Call before refresh().
    */
   async useEmbedder(embedder: ImageEmbedder, weight = DEFAULT_MODEL_WEIGHT): Promise<void> {
-    if (!this.db) throw new Error('an image model (--image-model) needs the embedded SQLite index; cluster mode keeps only the built-in descriptors');
-    const store = new EmbeddingStore(this.db, embedder.modelId, embedder.dim);
+    // Only the SQLite store keeps model embeddings (embeddings.ts).
+    const store = this.store.embeddings(embedder.modelId, embedder.dim);
+    if (!store) throw new Error('an image model (--image-model) needs the embedded SQLite index; cluster mode keeps only the built-in descriptors');
     store.dropOtherModels();
     const index = new EmbeddingIndex(embedder.dim);
     if (this.load) {

@@ -12,7 +12,9 @@
  *   own scans or `damhub index`) by reading only the log's tail.
  */
 import type Database from 'better-sqlite3';
+import { fromRow, type DescriptorBackend, type EmbeddingBackend, type PendingImage, type Row, type StoredDescriptor } from './backend.js';
 import { DIM, type Descriptor } from './descriptor.js';
+import { EmbeddingStore } from './embeddings.js';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS similarity_descriptors (
@@ -38,31 +40,6 @@ const SCHEMA = `
 
 /** Log entries kept after they were applied (older ones are pruned). */
 const LOG_KEEP = 10_000;
-
-export interface StoredDescriptor {
-  assetId: string;
-  folderPath: string;
-  descriptor: Descriptor | null;
-}
-
-export interface PendingImage {
-  id: string;
-  folderPath: string;
-  version: number;
-  blob: string | null;
-}
-
-/**
- * Where descriptors live: this SQLite store, or PostgreSQL in cluster mode
- * (index-store-pg.ts). A synchronous implementation returns plain values.
- */
-export interface DescriptorBackend {
-  put(img: PendingImage, d: Descriptor | null, now: number): void | Promise<void>;
-  pending(): PendingImage[] | Promise<PendingImage[]>;
-  loadAll(each: (s: StoredDescriptor) => void): number | Promise<number>;
-  changesSince(seq: number): { seq: number; changes: StoredDescriptor[] } | Promise<{ seq: number; changes: StoredDescriptor[] }>;
-  pruneLog(): void | Promise<void>;
-}
 
 export class DescriptorStore implements DescriptorBackend {
   private readonly stmts;
@@ -124,20 +101,9 @@ export class DescriptorStore implements DescriptorBackend {
     const last = (this.stmts.lastSeq.get() as { s: number }).s;
     if (last > LOG_KEEP) this.stmts.prune.run(last - LOG_KEEP);
   }
-}
 
-export interface Row {
-  asset_id: string;
-  folder_path: string;
-  vec: Buffer | null;
-  phash: Buffer | null;
-}
-
-export function fromRow(r: Row): StoredDescriptor {
-  const ok = r.vec && r.vec.length === DIM && r.phash && r.phash.length === 8;
-  return {
-    assetId: r.asset_id,
-    folderPath: r.folder_path,
-    descriptor: ok ? { vector: new Int8Array(Uint8Array.from(r.vec!).buffer), phash: Uint8Array.from(r.phash!) } : null,
-  };
+  /** A model's embeddings, in the same file (their table shares this store's change log). */
+  embeddings(model: string, dim: number): EmbeddingBackend {
+    return new EmbeddingStore(this.db, model, dim);
+  }
 }

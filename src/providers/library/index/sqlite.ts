@@ -1,155 +1,22 @@
 /**
- * The library's index: folders, assets, versions and a full-text index, in its own SQLite file
- * (`<data>/library.sqlite`). Paths are relative to the library root with forward slashes and no
- * leading slash ('' is the root); nothing here touches the file system.
+ * The library's index: folders, assets, versions, accounts and the searchable text of every asset,
+ * in its own SQLite file (`<data>/library.sqlite`; schema in sqlite-schema.ts). Paths are relative
+ * to the library root with forward slashes and no leading slash ('' is the root); nothing here
+ * touches the file system.
  */
-import { randomInt } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
-import { Database } from '../../stores/sqlite/driver.js';
-import type { FileHashes } from './hashes.js';
-import type { ExtractedMetadata } from './metadata.js';
-import type { LibraryIndexStore } from './index-contract.js';
-import { SearchEngine, type SearchDoc, type SearchField } from './search-engine.js';
-import { readSnapshot, writeSnapshot } from './search-snapshot.js';
-import { DescriptorStore } from './similarity/store.js';
-import { privateSqliteFile } from '../../stores/private-files.js';
+import { Database } from '../../../stores/sqlite/driver.js';
+import { privateSqliteFile } from '../../../stores/private-files.js';
+import { EngineFollower } from '../search/catch-up.js';
+import { SearchEngine } from '../search/engine.js';
+import { readSnapshot, writeSnapshot } from '../search/snapshot.js';
+import { FACETS } from '../search/types.js';
+import { DescriptorStore } from '../similarity/store.js';
+import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
+import { ASSET_COLUMNS, ASSET_COLUMNS_OF_A, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
+import { migrateSqliteIndex } from './sqlite-schema.js';
 
-export interface AssetRow {
-  id: string;
-  relPath: string;
-  folderPath: string;
-  name: string;
-  ext: string;
-  size: number;
-  mtimeMs: number;
-  createdMs: number;
-  mimeType: string;
-  kind: string;
-  width: number | null;
-  height: number | null;
-  version: number;
-  versionComment: string | null;
-  meta: Omit<ExtractedMetadata, 'warnings'>;
-  hashes: FileHashes | null;
-  /** Content address of the kept copy of this version (versions store), or null. */
-  blob: string | null;
-  indexedAt: number;
-}
-
-export interface VersionRow {
-  assetId: string;
-  version: number;
-  size: number;
-  mtimeMs: number;
-  mimeType: string;
-  width: number | null;
-  height: number | null;
-  hashes: FileHashes | null;
-  meta: Omit<ExtractedMetadata, 'warnings'>;
-  blob: string | null;
-  comment: string;
-  createdAt: number;
-}
-
-export interface AccountRow {
-  id: string;
-  name: string;
-  passwordHash: string;
-  /** Sub-folder paths the account is limited to; empty = the whole library. */
-  folders: string[];
-  createdAt: number;
-}
-
-export type FacetKey = 'type' | 'ext' | 'keyword' | 'year' | 'orientation';
-
-/** Active filter option ids, grouped by facet ("type:image", "keyword:sunset", ...). */
-export type ActiveFilters = Partial<Record<FacetKey, string[]>>;
-
-export interface ListQuery {
-  /** The folder whose own assets are listed (sub-folders are not descended into). */
-  folderPath: string;
-  filters: ActiveFilters;
-  limit: number;
-  /** Keyset position: the sort key and id of the last row of the previous page. */
-  after: { key: number | string; id: string } | null;
-}
-
-const MIGRATIONS: (string | ((db: BetterSqlite3.Database) => void))[] = [
-  `
-  CREATE TABLE folders (path TEXT PRIMARY KEY, parent TEXT, name TEXT NOT NULL) WITHOUT ROWID;
-  CREATE INDEX folders_parent ON folders(parent, name);
-  CREATE TABLE assets (
-    rowid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    rel_path TEXT NOT NULL UNIQUE,
-    folder_path TEXT NOT NULL,
-    name TEXT NOT NULL,
-    ext TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ms INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL,
-    mime TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    width INTEGER,
-    height INTEGER,
-    year INTEGER,
-    orientation TEXT,
-    version INTEGER NOT NULL,
-    version_comment TEXT,
-    meta TEXT NOT NULL,
-    hashes TEXT,
-    blob TEXT,
-    indexed_at INTEGER NOT NULL
-  );
-  CREATE INDEX assets_folder ON assets(folder_path, name, id);
-  CREATE TABLE asset_keywords (asset_rowid INTEGER NOT NULL REFERENCES assets(rowid) ON DELETE CASCADE, keyword TEXT NOT NULL, PRIMARY KEY (asset_rowid, keyword)) WITHOUT ROWID;
-  CREATE INDEX asset_keywords_kw ON asset_keywords(keyword);
-  CREATE TABLE versions (
-    asset_id TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ms INTEGER NOT NULL,
-    mime TEXT NOT NULL,
-    width INTEGER,
-    height INTEGER,
-    hashes TEXT,
-    meta TEXT NOT NULL,
-    blob TEXT,
-    comment TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    PRIMARY KEY (asset_id, version)
-  ) WITHOUT ROWID;
-  CREATE VIRTUAL TABLE assets_fts USING fts5(
-    name, path, title, caption, keywords, other,
-    content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2', prefix='2 3'
-  );
-  CREATE TABLE accounts (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL, folders TEXT NOT NULL, created_at INTEGER NOT NULL);
-  `,
-  // 2: keyword search moves to the in-memory engine (search-engine.ts). Each asset keeps its
-  // searchable text, and a change sequence lets every process's engine catch up incrementally.
-  (db) => {
-    db.exec(`
-      DROP TABLE assets_fts;
-      ALTER TABLE assets ADD COLUMN search_text TEXT NOT NULL DEFAULT '';
-      ALTER TABLE assets ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
-      CREATE INDEX assets_change_seq ON assets(change_seq);
-      CREATE TABLE removed_assets (seq INTEGER PRIMARY KEY, asset_rowid INTEGER NOT NULL);
-      CREATE TABLE index_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-      INSERT INTO index_meta (key, value) VALUES ('change_seq', 0), ('removed_pruned_below', 0);
-    `);
-    const rows = db.prepare('SELECT rowid, name, folder_path, meta FROM assets').all() as { rowid: number; name: string; folder_path: string; meta: string }[];
-    const upd = db.prepare('UPDATE assets SET search_text = ?, change_seq = ? WHERE rowid = ?');
-    let seq = 0;
-    for (const r of rows) upd.run(searchText(r.name, r.folder_path, JSON.parse(r.meta)), ++seq, r.rowid);
-    db.prepare("UPDATE index_meta SET value = ? WHERE key = 'change_seq'").run(seq);
-  },
-  // 3: an instance id, so a search snapshot is never applied to another index file.
-  (db) => {
-    db.prepare("INSERT INTO index_meta (key, value) VALUES ('instance', ?)").run(randomInt(1, 2 ** 47));
-  },
-];
-
-/** Libraries from this size on keep a search snapshot (search-snapshot.ts) for a fast start. */
+/** Libraries from this size on keep a search snapshot (search/snapshot.ts) for a fast start. */
 export const SNAPSHOT_MIN_ASSETS = 20_000;
 
 /** Removal log entries kept for other processes' engines to catch up with; older ones are pruned. */
@@ -170,15 +37,7 @@ export class LibraryIndex implements LibraryIndexStore {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
-    const version = this.db.pragma('user_version', { simple: true }) as number;
-    for (let v = version; v < MIGRATIONS.length; v++) {
-      this.db.transaction(() => {
-        const m = MIGRATIONS[v]!;
-        if (typeof m === 'string') this.db.exec(m);
-        else m(this.db);
-        this.db.pragma(`user_version = ${v + 1}`);
-      })();
-    }
+    migrateSqliteIndex(this.db);
     const db = this.db;
     this.stmts = {
       folder: db.prepare('SELECT path, parent, name FROM folders WHERE path = ?'),
@@ -200,7 +59,7 @@ export class LibraryIndex implements LibraryIndexStore {
 
   close(): void {
     if (!this.db.open) return;
-    if (this.engine && this.engineSeq !== this.snapshotSeq) this.saveSnapshot();
+    if (this.follower.current && this.follower.seq !== this.snapshotSeq) this.saveSnapshot();
     this.db.close();
   }
 
@@ -225,10 +84,11 @@ export class LibraryIndex implements LibraryIndexStore {
 
   /** Writes the engine's snapshot when the library is large enough for it to matter. */
   private saveSnapshot(): void {
-    if (!this.engine || this.engine.size < (this.opts.snapshotMinAssets ?? SNAPSHOT_MIN_ASSETS)) return;
+    const engine = this.follower.current;
+    if (!engine || engine.size < (this.opts.snapshotMinAssets ?? SNAPSHOT_MIN_ASSETS)) return;
     try {
-      writeSnapshot(this.snapshotFile, this.engine.exportState(), this.stmts.metaValue.get('instance') as number, this.engineSeq);
-      this.snapshotSeq = this.engineSeq;
+      writeSnapshot(this.snapshotFile, engine.exportState(), this.stmts.metaValue.get('instance') as number, this.follower.seq);
+      this.snapshotSeq = this.follower.seq;
     } catch {
       /* a snapshot is a cache: the next start builds from the index instead */
     }
@@ -337,11 +197,11 @@ export class LibraryIndex implements LibraryIndexStore {
   }
 
   // ── keyword search ───────────────────────────────────────────────────────────────────────
-  private engine: SearchEngine | null = null;
+  /** The engine and the change sequence it reflects (search/catch-up.ts). */
+  private readonly follower = new EngineFollower();
   private snapshotSeq = -1;
   /** Prepared `rowid IN (?, …)` lookups by arity (pages are at most a few hundred). */
   private readonly byRowidStmts = new Map<number, BetterSqlite3.Statement>();
-  private engineSeq = 0;
 
   /**
    * The search engine, current with every committed change, including those of other processes
@@ -353,30 +213,29 @@ export class LibraryIndex implements LibraryIndexStore {
     // One read transaction: the sequence, the removals and the changed rows are one snapshot.
     this.db.transaction(() => {
       const seq = this.stmts.metaValue.get('change_seq') as number;
-      if (!this.engine) {
+      if (!this.follower.current) {
         const snap = readSnapshot(this.snapshotFile, this.stmts.metaValue.get('instance') as number, seq);
         if (snap) {
-          this.engine = SearchEngine.fromState(snap.state);
-          this.engineSeq = this.snapshotSeq = snap.seq;
+          this.follower.adopt(SearchEngine.fromState(snap.state), snap.seq);
+          this.snapshotSeq = snap.seq;
         }
       }
-      if (this.engine && seq === this.engineSeq) return;
-      // Further behind than the removal log reaches: only a rebuild is exact.
-      if (this.engine && (this.stmts.metaValue.get('removed_pruned_below') as number) > this.engineSeq + 1) this.engine = null;
-      if (!this.engine) {
-        this.engine = new SearchEngine();
-        this.engineSeq = 0;
-        built = true;
-      } else {
-        for (const rowid of this.stmts.removedSince.iterate(this.engineSeq) as Iterable<number>) this.engine.remove(rowid);
-      }
-      for (const r of this.stmts.changedSince.iterate(this.engineSeq) as Iterable<Record<string, unknown>>) this.engine.upsert(searchDoc(r));
-      this.engineSeq = seq;
-      if (built) this.engine.trim();
-      else if (this.engine.deadDocuments > 10_000 && this.engine.deadDocuments > this.engine.size) this.engine.compact();
+      if (this.follower.isCurrent(seq)) return;
+      const round = this.follower.begin(seq, this.stmts.metaValue.get('removed_pruned_below') as number);
+      if (round.readsRemovals) for (const rowid of this.stmts.removedSince.iterate(round.from) as Iterable<number>) round.removed(rowid);
+      for (const r of this.stmts.changedSince.iterate(round.from) as Iterable<Record<string, unknown>>) round.changed(searchDoc(r));
+      round.finish();
+      built = round.build;
     })();
     if (built) this.saveSnapshot();
-    return this.engine!;
+    return this.follower.current!;
+  }
+
+  search(s: IndexSearch): IndexSearchResult {
+    const account = this.account(s.accountId);
+    const query = s.query(account, s.scope === null || this.folder(s.scope) !== null);
+    const result = this.searchEngine().search(query);
+    return { result, rows: this.assetsByRowids(result.rowids.slice(0, s.pageSize)) };
   }
 
   /** Asset rows by row id, in the order given (missing ones skipped). */
@@ -404,7 +263,7 @@ export class LibraryIndex implements LibraryIndexStore {
    * One page of a folder listing in keyset order (name, then id) plus the exact total and facet
    * counts. Keyword search is the search engine's (searchEngine()).
    */
-  list(q: ListQuery): { rows: AssetRow[]; total: number; sortKeys: (number | string)[]; facets: Record<FacetKey, { value: string; count: number }[]> } {
+  list(q: IndexListQuery): ListPage {
     const where = ['a.folder_path = @folder'];
     const params: Record<string, unknown> = { folder: q.folderPath };
     const facetWhere = (skip: FacetKey | null) => {
@@ -476,101 +335,3 @@ export class LibraryIndex implements LibraryIndexStore {
   }
 }
 
-export const FACETS: FacetKey[] = ['type', 'ext', 'keyword', 'year', 'orientation'];
-export const FACET_COLUMN: Record<Exclude<FacetKey, 'keyword'>, string> = { type: 'kind', ext: 'ext', year: 'year', orientation: 'orientation' };
-
-const SEP = '\u001f';
-const KW_SEP = '\u001e';
-const TEXT_FIELDS: SearchField[] = ['name', 'path', 'title', 'caption', 'keywords', 'other'];
-
-/** An asset's searchable text: the engine's six fields, then its facet keywords. */
-export function searchText(name: string, folderPath: string, m: Omit<ExtractedMetadata, 'warnings'>): string {
-  const clean = (v: string) => v.replace(/[\u001e\u001f]/g, ' ');
-  const fields = [
-    name,
-    folderPath,
-    m.title ?? '',
-    m.caption ?? '',
-    [...m.keywords, ...m.categories].join(' '),
-    [m.copyright, ...Object.values(m.iptc ?? {}), ...Object.values(m.xmp ?? {}), m.exif?.cameraModel].filter((v) => typeof v === 'string').join(' '),
-  ];
-  return [...fields.map(clean), m.keywords.map((k) => clean(k.toLowerCase())).join(KW_SEP)].join(SEP);
-}
-
-export function searchDoc(r: Record<string, unknown>): SearchDoc {
-  const parts = String(r.search_text).split(SEP);
-  const fields = {} as Record<SearchField, string>;
-  TEXT_FIELDS.forEach((f, i) => (fields[f] = parts[i] ?? ''));
-  return {
-    rowid: r.rowid as number,
-    folderPath: r.folder_path as string,
-    kind: r.kind as string,
-    ext: r.ext as string,
-    year: (r.year as number | null) ?? null,
-    orientation: (r.orientation as string | null) ?? null,
-    mtimeMs: r.mtime_ms as number,
-    fields,
-    keywords: parts[6] ? parts[6].split(KW_SEP) : [],
-  };
-}
-
-export function orientationOf(a: AssetRow): string | null {
-  return a.width && a.height ? (a.width > a.height ? 'landscape' : a.width < a.height ? 'portrait' : 'square') : null;
-}
-
-export function yearOf(a: AssetRow): number | null {
-  const t = a.meta.exif?.dateTimeOriginal ?? a.mtimeMs;
-  return t ? new Date(t).getUTCFullYear() : null;
-}
-
-/**
- * The columns toAsset reads (and the facet columns beside them), in both index stores. Asset reads
- * select these rather than `*`, which would also read each row's search text (the largest column,
- * needed only to build the engine).
- */
-export const ASSET_COLUMNS = 'rowid, id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation, version, version_comment, meta, hashes, blob, indexed_at';
-const ASSET_COLUMNS_OF_A = ASSET_COLUMNS.split(', ').map((c) => `a.${c}`).join(', ');
-
-export function toAsset(r: Record<string, unknown>): AssetRow {
-  return {
-    id: r.id as string,
-    relPath: r.rel_path as string,
-    folderPath: r.folder_path as string,
-    name: r.name as string,
-    ext: r.ext as string,
-    size: r.size as number,
-    mtimeMs: r.mtime_ms as number,
-    createdMs: r.created_ms as number,
-    mimeType: r.mime as string,
-    kind: r.kind as string,
-    width: (r.width as number | null) ?? null,
-    height: (r.height as number | null) ?? null,
-    version: r.version as number,
-    versionComment: (r.version_comment as string | null) ?? null,
-    meta: JSON.parse(r.meta as string),
-    hashes: r.hashes ? JSON.parse(r.hashes as string) : null,
-    blob: (r.blob as string | null) ?? null,
-    indexedAt: r.indexed_at as number,
-  };
-}
-
-export function toVersion(r: Record<string, unknown>): VersionRow {
-  return {
-    assetId: r.asset_id as string,
-    version: r.version as number,
-    size: r.size as number,
-    mtimeMs: r.mtime_ms as number,
-    mimeType: r.mime as string,
-    width: (r.width as number | null) ?? null,
-    height: (r.height as number | null) ?? null,
-    hashes: r.hashes ? JSON.parse(r.hashes as string) : null,
-    meta: JSON.parse(r.meta as string),
-    blob: (r.blob as string | null) ?? null,
-    comment: r.comment as string,
-    createdAt: r.created_at as number,
-  };
-}
-
-export function toAccount(r: Record<string, unknown>): AccountRow {
-  return { id: r.id as string, name: r.name as string, passwordHash: r.password_hash as string, folders: JSON.parse(r.folders as string), createdAt: r.created_at as number };
-}

@@ -10,10 +10,11 @@
  * dictionaries, section table), then each typed-array section at an 8-byte-aligned offset.
  */
 import fs from 'node:fs';
-import { ROW_STRIDE, type EngineState } from './search-engine.js';
+import { ROW_STRIDE } from './documents.js';
+import type { EngineState } from './engine.js';
 
 const MAGIC = 'DHSE';
-/** 2: per-document facet rows (SearchEngine.facetRows) replace the combo/kwStart/kwLen columns. */
+/** 2: per-document facet rows (DocumentTable.facetRows) replace the combo/kwStart/kwLen columns. */
 const FORMAT = 2;
 
 type ArrayKey = 'rowid' | 'alive' | 'dl' | 'mtime' | 'folder' | 'facetRows' | 'kwData' | 'postingLengths' | 'postingDocs' | 'postingTf';

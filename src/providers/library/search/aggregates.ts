@@ -6,7 +6,7 @@
  *   orientation") takes its facets and total from a few hundred per-combination counts and its
  *   newest-first page from a walk down a date order (ComboCounts, DateOrder);
  * - a one-word search for a word in a large share of the library (or a prefix with a merged
- *   list) takes its facets and total from that list's counts (search-frequent.ts), so it only
+ *   list) takes its facets and total from that list's counts (frequent.ts), so it only
  *   ranks its page.
  *
  * At a million assets the first went from a 15–20 ms pass to 1–2 ms, the second from 10–13 ms
@@ -15,7 +15,7 @@
  * in advance.
  */
 
-/** Live documents and their keyword counts, per combination code (search-engine.ts's facetRows). */
+/** Live documents and their keyword counts, per combination code (documents.ts's facetRows). */
 export class ComboCounts {
   /** Per combination: live documents. */
   live = new Int32Array(16);

@@ -1,5 +1,8 @@
-/** The search engine's posting lists (search-engine.ts). */
-import type { FrequentList } from './search-frequent.js';
+/** The search engine's posting lists (engine.ts). */
+import type { FrequentList } from './frequent.js';
+
+/** The largest weighted term frequency a posting holds (16 bits). */
+export const MAX_TF = 65_535;
 
 /**
  * A growable posting list: document numbers in increasing order with their weighted term

@@ -1,13 +1,17 @@
 /**
- * Versioned schema of the library index in PostgreSQL (cluster mode; see
- * src/providers/library/index-store-pg.ts and docs/library.md). Kept apart from the auth store's
- * migrations, in their own version table, so the two evolve independently; both run under the
- * same advisory lock and transaction (migratePg), so nodes starting together apply each once.
+ * Versioned schema of the library index in PostgreSQL (cluster mode; see postgres.ts and
+ * docs/library.md). Kept apart from the auth store's migrations, in their own version table, so
+ * the two evolve independently. The library applies it itself: the first use of its index or of
+ * the indexer lease on a pool (LibraryDb), and `damhub migrate`. It runs under the stores'
+ * migration advisory lock, so nodes starting together (or a node still on a release whose store
+ * migrations carried these) apply each once.
  *
  * Text columns compared or sorted by the listings use the "C" collation: byte order of UTF-8,
  * which is what the SQLite index sorts by, so pages and cursors agree between the two stores.
  */
 import type pg from 'pg';
+import { Db } from '../../../stores/postgres/index.js';
+import { MIGRATION_LOCK_KEY } from '../../../stores/postgres/migrations.js';
 
 export const LIBRARY_PG_MIGRATIONS: { version: number; name: string; sql: string }[] = [
   {
@@ -83,8 +87,17 @@ export const LIBRARY_PG_MIGRATIONS: { version: number; name: string; sql: string
   },
 ];
 
-/** Applies pending library migrations on a client already inside migratePg's locked transaction. */
-export async function migrateLibraryPg(client: pg.PoolClient | pg.Client, now: number): Promise<number[]> {
+/** Applies pending library migrations, in one transaction under the migration lock; returns the versions applied. */
+export async function migrateLibraryPg(pool: pg.Pool, now = Date.now()): Promise<number[]> {
+  return new Db(pool).tx(async (client) => {
+    // Migrations may take longer than a request's statement budget.
+    await client.query('SET LOCAL statement_timeout = 0');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    return applyMigrations(client, now);
+  });
+}
+
+async function applyMigrations(client: pg.PoolClient, now: number): Promise<number[]> {
   await client.query('CREATE TABLE IF NOT EXISTS library_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
   const done = new Set((await client.query<{ version: number }>('SELECT version FROM library_schema_migrations')).rows.map((r) => r.version));
   const applied: number[] = [];
@@ -95,4 +108,38 @@ export async function migrateLibraryPg(client: pg.PoolClient | pg.Client, now: n
     applied.push(m.version);
   }
   return applied;
+}
+
+/** Per pool: the library schema is known to be current, or is being migrated. */
+const schemas = new WeakMap<pg.Pool, { done: boolean; pending: Promise<unknown> | null }>();
+
+/** Resolves once the library's migrations have run on this pool (once per pool and process; a failure is retried by the next call). */
+export async function libraryPgSchema(pool: pg.Pool): Promise<void> {
+  let s = schemas.get(pool);
+  if (!s) schemas.set(pool, (s = { done: false, pending: null }));
+  if (s.done) return;
+  const state = s;
+  state.pending ??= migrateLibraryPg(pool).then(
+    () => {
+      state.done = true;
+    },
+    (e: unknown) => {
+      state.pending = null;
+      throw e;
+    },
+  );
+  await state.pending;
+}
+
+/** The stores' access layer for the library's tables: its first query on a pool applies the library's migrations. */
+export class LibraryDb extends Db {
+  override async query(text: string, params: unknown[] = [], idempotent = false): Promise<pg.QueryResult<Record<string, unknown>>> {
+    await libraryPgSchema(this.pool);
+    return super.query(text, params, idempotent);
+  }
+
+  override async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    await libraryPgSchema(this.pool);
+    return super.tx(fn);
+  }
 }

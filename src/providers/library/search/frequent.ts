@@ -7,7 +7,7 @@
  * - `bits`/`ranks`: a bitmap of its documents with a rank directory (the entries before each
  *   32-document word), so that whether a document is in the list, and at which entry, costs a
  *   word read and a popcount: two frequent words intersect a word of 32 documents at a time
- *   instead of one posting at a time (search-engine.ts's andLists);
+ *   instead of one posting at a time (scoring.ts's andLists);
  * - `maxTf`/`minDl`/`minRow`: per block of BLOCK entries the largest frequency, the shortest
  *   document and the smallest row id: an upper bound on the BM25 key of any entry in the block
  *   (BM25 grows with the frequency and shrinks with the length), so that a page is ranked by
@@ -15,10 +15,16 @@
  *
  * At a million documents the bitmap and its ranks cost ≈ 250 KiB and the counts up to 4 MiB
  * (1.9 MiB for the benchmark's `photo`); the engine keeps them for the few dozen terms above
- * TERM_COUNTS_MIN_DOCS within its budget, and for large merged prefix lists (search-engine.ts).
+ * TERM_COUNTS_MIN_DOCS within its budget, and for large merged prefix lists (engine.ts).
  */
-import { ComboCounts } from './search-aggregates.js';
-import type { Postings } from './search-postings.js';
+import { ComboCounts } from './aggregates.js';
+
+/** The entries of a posting list (postings.ts) that build() reads. */
+export interface PostingEntries {
+  readonly docs: Int32Array;
+  readonly tf: Uint16Array;
+  readonly n: number;
+}
 
 /** Entries per block of `maxTf`/`minDl`. */
 export const BLOCK = 64;
@@ -50,7 +56,7 @@ export class FrequentList {
   }
 
   /** The extras of list p (its counts are the engine's to fill: they need facet rows). */
-  static build(p: Postings, dl: Float32Array, rowid: Int32Array): FrequentList {
+  static build(p: PostingEntries, dl: Float32Array, rowid: Int32Array): FrequentList {
     const f = new FrequentList(p.n ? (p.docs[p.n - 1]! >>> 5) + 1 : 0, (p.n + BLOCK - 1) >>> BLOCK_SHIFT);
     for (let i = 0; i < p.n; i++) f.set(i, p.docs[i]!, p.tf[i]!, dl[p.docs[i]!]!, rowid[p.docs[i]!]!);
     return f;

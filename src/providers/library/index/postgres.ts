@@ -1,27 +1,28 @@
 /**
  * The library index in PostgreSQL, shared by every hub node (cluster mode). Same rows and rules
- * as the SQLite index (index-store.ts); what differs is who may see a write: any node, at once.
+ * as the SQLite index (sqlite.ts); what differs is who may see a write: any node, at once. The
+ * schema is postgres-schema.ts, applied by the first use of the index (or `damhub migrate`).
  *
  * - The change sequence is a counter row in library_meta taken with UPDATE … RETURNING inside the
  *   writing transaction. Its row lock is held to commit, so sequence numbers are handed out in
  *   commit order: a reader that has applied everything up to N never misses a later commit with
  *   a smaller number (a plain sequence object would not promise that).
- * - Every node keeps its own in-memory keyword engine (search-engine.ts) and catches it up from
- *   that sequence before each search, in one REPEATABLE READ snapshot; idle, that is one indexed
- *   read. Keyword search is not a tsvector/GIN query: docs/library.md ("Cluster mode") says why.
+ * - Every node keeps its own in-memory keyword engine (search/engine.ts) and catches it up from
+ *   that sequence before each search (search/catch-up.ts), in one REPEATABLE READ snapshot; idle,
+ *   that is one indexed read. Keyword search is not a tsvector/GIN query: docs/library.md
+ *   ("Cluster mode") says why.
  * - Image descriptors and their change log live here too (DescriptorBackend), logged with the same
  *   counter, and are dropped in the transaction that removes an asset or changes its content.
  */
 import type pg from 'pg';
-import { Db } from '../../stores/postgres/index.js';
-import type { LibraryIndexStore, ListPage } from './index-contract.js';
-import {
-  FACET_COLUMN, FACETS, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf, ASSET_COLUMNS,
-  type AccountRow, type AssetRow, type FacetKey, type ListQuery, type VersionRow,
-} from './index-store.js';
-import { SearchEngine } from './search-engine.js';
-import { DIM, type Descriptor } from './similarity/descriptor.js';
-import { fromRow, type DescriptorBackend, type PendingImage, type StoredDescriptor } from './similarity/store.js';
+import { EngineFollower } from '../search/catch-up.js';
+import type { SearchEngine } from '../search/engine.js';
+import { FACETS } from '../search/types.js';
+import { fromRow, type DescriptorBackend, type PendingImage, type StoredDescriptor } from '../similarity/backend.js';
+import { DIM, type Descriptor } from '../similarity/descriptor.js';
+import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
+import { LibraryDb } from './postgres-schema.js';
+import { ASSET_COLUMNS, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
 
 type Row = Record<string, unknown>;
 type Q = Pick<pg.PoolClient, 'query'>;
@@ -39,11 +40,11 @@ async function nextSeq(c: Q): Promise<number> {
 
 export class PgLibraryIndex implements LibraryIndexStore {
   readonly kind = 'postgres' as const;
-  private readonly db: Db;
+  private readonly db: LibraryDb;
 
   /** The pool belongs to the caller (the cluster stores); close() does not end it. */
   constructor(readonly pool: pg.Pool) {
-    this.db = new Db(pool);
+    this.db = new LibraryDb(pool);
   }
 
   close(): void {}
@@ -164,8 +165,8 @@ export class PgLibraryIndex implements LibraryIndexStore {
   }
 
   // ── keyword search ───────────────────────────────────────────────────────────────────────
-  private engine: SearchEngine | null = null;
-  private engineSeq = 0;
+  /** The engine and the change sequence it reflects (search/catch-up.ts). */
+  private readonly follower = new EngineFollower();
   private running: Promise<SearchEngine> | null = null;
   private queued: Promise<SearchEngine> | null = null;
 
@@ -190,20 +191,15 @@ export class PgLibraryIndex implements LibraryIndexStore {
 
   private async catchUp(): Promise<SearchEngine> {
     const seq = Number((await this.one("SELECT value FROM library_meta WHERE key = 'change_seq'"))!.value);
-    if (this.engine && seq === this.engineSeq) return this.engine;
+    if (this.follower.isCurrent(seq)) return this.follower.current!;
     return this.db.tx(async (c) => {
       // One snapshot: the sequence, the removals and the changed rows agree.
       await c.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
       const meta = new Map((await c.query<Row>('SELECT key, value FROM library_meta')).rows.map((r) => [r.key as string, Number(r.value)]));
-      const now = meta.get('change_seq')!;
-      let engine = this.engine;
-      let from = this.engineSeq;
-      // Further behind than the removal log reaches (or never built): only a rebuild is exact.
-      if (!engine || meta.get('removed_pruned_below')! > from + 1) {
-        engine = new SearchEngine();
-        from = 0;
-      } else {
-        for (const r of (await c.query<Row>('SELECT asset_rowid FROM library_removed WHERE seq > $1 ORDER BY seq', [from])).rows) engine.remove(Number(r.asset_rowid));
+      const round = this.follower.begin(meta.get('change_seq')!, meta.get('removed_pruned_below')!);
+      const from = round.from;
+      if (round.readsRemovals) {
+        for (const r of (await c.query<Row>('SELECT asset_rowid FROM library_removed WHERE seq > $1 ORDER BY seq', [from])).rows) round.removed(Number(r.asset_rowid));
       }
       if (from === 0) {
         // A build reads the whole table (a million assets: seconds), beyond a request's budget.
@@ -214,13 +210,19 @@ export class PgLibraryIndex implements LibraryIndexStore {
         values: [from],
         ...(from === 0 ? { query_timeout: BUILD_TIMEOUT_MS } : {}),
       } as pg.QueryConfig);
-      for (const r of changed.rows) engine.upsert(searchDoc({ ...r, rowid: Number(r.rowid) }));
-      if (from === 0) engine.trim();
-      else if (engine.deadDocuments > 10_000 && engine.deadDocuments > engine.size) engine.compact();
-      this.engine = engine;
-      this.engineSeq = now;
-      return engine;
+      for (const r of changed.rows) round.changed(searchDoc({ ...r, rowid: Number(r.rowid) }));
+      return round.finish();
     });
+  }
+
+  async search(s: IndexSearch): Promise<IndexSearchResult> {
+    // The account and the scope in one statement (one round trip); JSONB and BIGINT come back as in account().
+    const r = (await this.one(
+      `SELECT (SELECT row_to_json(a) FROM library_accounts a WHERE a.id = $1) AS account,
+         ($2::text IS NULL OR EXISTS (SELECT 1 FROM library_folders WHERE path = $2)) AS scope_exists`, [s.accountId, s.scope]))!;
+    const query = s.query(r.account ? accountOf(r.account as Row) : null, r.scope_exists === true);
+    const result = (await this.searchEngine()).search(query);
+    return { result, rows: await this.assetsByRowids(result.rowids.slice(0, s.pageSize)) };
   }
 
   async assetsByRowids(rowids: number[]): Promise<AssetRow[]> {
@@ -238,7 +240,7 @@ export class PgLibraryIndex implements LibraryIndexStore {
    * One page, its total and the facet counts in ONE statement: one round trip and one snapshot,
    * so the rows, the total and the counts always agree.
    */
-  async list(q: ListQuery): Promise<ListPage> {
+  async list(q: IndexListQuery): Promise<ListPage> {
     const params: unknown[] = [q.folderPath];
     const p = (v: unknown) => {
       params.push(v);
@@ -340,9 +342,9 @@ async function dropDescriptor(c: Q, assetId: string): Promise<void> {
   if (gone) await c.query('INSERT INTO library_descriptor_log (seq, asset_id) VALUES ($1, $2)', [await nextSeq(c), assetId]);
 }
 
-/** The descriptor store of similarity/store.ts, in PostgreSQL. */
+/** The descriptor store of similarity/store.ts, in PostgreSQL (without model embeddings). */
 class PgDescriptors implements DescriptorBackend {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: LibraryDb) {}
 
   async put(img: PendingImage, d: Descriptor | null, now: number): Promise<void> {
     await this.db.tx(async (c) => {
@@ -392,5 +394,10 @@ class PgDescriptors implements DescriptorBackend {
 
   async pruneLog(): Promise<void> {
     await this.db.query('DELETE FROM library_descriptor_log WHERE seq <= (SELECT max(seq) FROM library_descriptor_log) - $1', [DESCRIPTOR_LOG_KEEP]);
+  }
+
+  /** Cluster mode keeps no model embeddings (docs/image-search.md). */
+  embeddings(): null {
+    return null;
   }
 }

@@ -1,0 +1,136 @@
+/**
+ * What the library needs from its index, whichever database holds it: the embedded SQLite file
+ * (sqlite.ts, synchronous) or PostgreSQL shared by every hub node (postgres.ts, asynchronous).
+ * Callers always `await`; a synchronous implementation simply returns values. The rows here are
+ * the contract's own; how each database stores them is rows.ts and the schemas beside it.
+ */
+import type { ExtractedMetadata } from '../../metadata/index.js';
+import type { FileHashes } from '../hashes.js';
+import type { SearchEngine } from '../search/engine.js';
+import type { ActiveFilters, EngineQuery, EngineResult, FacetKey } from '../search/types.js';
+import type { DescriptorBackend } from '../similarity/backend.js';
+
+/** The facets are the search engine's (search/types.ts); a listing filters and counts the same ones. */
+export type { ActiveFilters, FacetKey } from '../search/types.js';
+
+export type Awaitable<T> = T | Promise<T>;
+
+export interface AssetRow {
+  id: string;
+  relPath: string;
+  folderPath: string;
+  name: string;
+  ext: string;
+  size: number;
+  mtimeMs: number;
+  createdMs: number;
+  mimeType: string;
+  kind: string;
+  width: number | null;
+  height: number | null;
+  version: number;
+  versionComment: string | null;
+  meta: Omit<ExtractedMetadata, 'warnings'>;
+  hashes: FileHashes | null;
+  /** Content address of the kept copy of this version (versions store), or null. */
+  blob: string | null;
+  indexedAt: number;
+}
+
+export interface VersionRow {
+  assetId: string;
+  version: number;
+  size: number;
+  mtimeMs: number;
+  mimeType: string;
+  width: number | null;
+  height: number | null;
+  hashes: FileHashes | null;
+  meta: Omit<ExtractedMetadata, 'warnings'>;
+  blob: string | null;
+  comment: string;
+  createdAt: number;
+}
+
+export interface AccountRow {
+  id: string;
+  name: string;
+  passwordHash: string;
+  /** Sub-folder paths the account is limited to; empty = the whole library. */
+  folders: string[];
+  createdAt: number;
+}
+
+/** One page of a folder listing (LibraryIndexStore.list). */
+export interface IndexListQuery {
+  /** The folder whose own assets are listed (sub-folders are not descended into). */
+  folderPath: string;
+  filters: ActiveFilters;
+  limit: number;
+  /** Keyset position: the sort key and id of the last row of the previous page. */
+  after: { key: number | string; id: string } | null;
+}
+
+export interface ListPage {
+  rows: AssetRow[];
+  total: number;
+  sortKeys: (number | string)[];
+  facets: Record<FacetKey, { value: string; count: number }[]>;
+}
+
+/** One keyword search, as the provider asks the index for it (LibraryIndexStore.search). */
+export interface IndexSearch {
+  accountId: string;
+  /** The folder the search names, whose existence is checked; null when it names none. */
+  scope: string | null;
+  /** How many of the engine's hits are read as rows (the page). */
+  pageSize: number;
+  /**
+   * The engine query for the account (null: there is no such account) and whether the scope
+   * exists (true without one). It throws to refuse the search; nothing more is read then.
+   */
+  query(account: AccountRow | null, scopeExists: boolean): EngineQuery;
+}
+
+export interface IndexSearchResult {
+  result: EngineResult;
+  /** The rows of the page's hits, in the engine's order. */
+  rows: AssetRow[];
+}
+
+export interface LibraryIndexStore {
+  /** 'sqlite' or 'postgres': what `damhub serve` prints and the provider decides the indexer by. */
+  readonly kind: 'sqlite' | 'postgres';
+  folder(path: string): Awaitable<{ path: string; name: string } | null>;
+  childFolders(path: string): Awaitable<{ path: string; name: string }[]>;
+  ensureFolder(path: string): Awaitable<void>;
+  pruneFolders(existing: Set<string>): Awaitable<void>;
+  asset(id: string): Awaitable<AssetRow | null>;
+  fileStates(): Awaitable<Map<string, { size: number; mtimeMs: number }>>;
+  /** The asset, its keywords and (when given) its previous version, in one transaction. */
+  upsertAsset(a: AssetRow, previous: VersionRow | null): Awaitable<void>;
+  removeAsset(relPath: string): Awaitable<void>;
+  pruneRemovalLog(): Awaitable<void>;
+  /** The keyword engine, caught up with every change committed before the call (by any process or node). */
+  searchEngine(): Awaitable<SearchEngine>;
+  /**
+   * Everything one keyword search needs, in one call: the account, whether the scope exists, the
+   * engine's answer (caught up as by searchEngine()) and the rows of its page.
+   */
+  search(s: IndexSearch): Awaitable<IndexSearchResult>;
+  assetsByRowids(rowids: number[]): Awaitable<AssetRow[]>;
+  versions(assetId: string): Awaitable<VersionRow[]>;
+  list(q: IndexListQuery): Awaitable<ListPage>;
+  /** Moves whenever what a listing shows may have changed (page cache key, Provider.viewVersion). */
+  generation(): Awaitable<string>;
+  /** Where the image descriptors of search by image (and, for SQLite, model embeddings) live (similarity/). */
+  descriptors(): DescriptorBackend;
+  addAccount(a: AccountRow): Awaitable<void>;
+  account(id: string): Awaitable<AccountRow | null>;
+  accountByName(name: string): Awaitable<AccountRow | null>;
+  removeAccount(name: string): Awaitable<boolean>;
+  /** Replaces an account's password hash; false when there is no such account. */
+  setAccountPassword(name: string, passwordHash: string): Awaitable<boolean>;
+  listAccounts(): Awaitable<AccountRow[]>;
+  close(): Awaitable<void>;
+}
