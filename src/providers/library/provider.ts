@@ -21,8 +21,8 @@ import { isInside, LibraryScanner, type ScanReport } from './scanner.js';
 import { tokenize } from './search/tokenize.js';
 import { FACETS, type EngineQuery, type RankParams } from './search/types.js';
 import { isWithin } from './paths.js';
-import { librarySignInForm } from './signin.js';
-import { formSignInRoutes, signInPath } from '../kit/signin-form.js';
+import { librarySignInRoutes } from './signin.js';
+import { signInPath } from '../kit/signin-form.js';
 import { referenceOutputs, searchByImage } from './similarity/search.js';
 import type { OutputSpec, ReferenceImage } from '../../images/jobs.js';
 import { defaultImageWork, type ImageWork } from '../../images/pool.js';
@@ -55,8 +55,6 @@ export interface LibraryOptions {
   /** The image pool and per-file decode budget of indexing (src/images/pool.ts); default a small shared one. */
   images?: ImageWork;
 }
-
-const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" width="64" height="64"><rect width="64" height="64" rx="14" fill="#2f6fde"/><path d="M18 16h8v26h20v7H18z" fill="#fff"/></svg>`;
 
 const descriptor: ProviderDescriptor = {
   id: LIBRARY_ID,
@@ -201,8 +199,7 @@ export class LibraryProvider implements Provider {
   }
 
   routes(app: import('fastify').FastifyInstance, host: LoginHost) {
-    formSignInRoutes(app, host, LIBRARY_ID, librarySignInForm(LIBRARY_ID, this.index, this.opts.demoAccount ?? null));
-    app.get('/auth/library/logo.svg', { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) => reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(LOGO));
+    librarySignInRoutes(app, host, LIBRARY_ID, this.index, this.opts.demoAccount ?? null);
   }
 
   private async account(session: ProviderSession): Promise<AccountRow> {

@@ -4,8 +4,10 @@
  * as a wrong password. The kit reserves every attempt with the hub's sign-in throttle before this
  * check runs, and fails the login state after five wrong passwords.
  */
+import type { FastifyInstance } from 'fastify';
 import { integrationError } from '../../errors.js';
-import type { MountedForm } from '../kit/signin-form.js';
+import type { LoginHost } from '../contract.js';
+import { formSignInRoutes, type MountedForm } from '../kit/signin-form.js';
 import { dummyHash, verifyPassword } from './accounts.js';
 import type { LibraryIndexStore } from './index/contract.js';
 
@@ -27,4 +29,13 @@ export function librarySignInForm(providerId: string, index: LibraryIndexStore, 
       return { credentials: { acc: acc.id }, accountId: acc.id, displayName: acc.name };
     },
   };
+}
+
+const LOGO = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64" width="64" height="64"><rect width="64" height="64" rx="14" fill="#2f6fde"/><path d="M18 16h8v26h20v7H18z" fill="#fff"/></svg>`;
+
+/** The form at /auth/{providerId}/signin and the library's logo (the descriptor's `logo`). */
+export function librarySignInRoutes(app: FastifyInstance, host: LoginHost, providerId: string, index: LibraryIndexStore, demo: { name: string; password: string } | null): void {
+  formSignInRoutes(app, host, providerId, librarySignInForm(providerId, index, demo));
+  app.get(`/auth/${providerId}/logo.svg`, { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
+    reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(LOGO));
 }
