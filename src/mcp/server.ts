@@ -4,8 +4,8 @@
  * stdio one lives for the process.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { AssetOps } from '../content/asset-ops.js';
 import type { Hub } from '../hub.js';
+import { assetOpsOf } from '../routes/content.js';
 import { McpConnectionStore } from './connection-store.js';
 import { McpConnections } from './connections.js';
 import type { McpIdentity } from './identity.js';
@@ -20,7 +20,7 @@ Errors carry error.source: "hub" means damhub refused, "integration" means the a
 
 export function toolContext(hub: Hub): ToolContext & { close(): void } {
   const store = McpConnectionStore.open(hub.config.dataDir);
-  return { hub, ops: new AssetOps(hub), connections: new McpConnections(hub, store), close: () => store.close() };
+  return { hub, ops: assetOpsOf(hub), connections: new McpConnections(hub, store), close: () => store.close() };
 }
 
 export function createMcpServer(ctx: ToolContext, id: McpIdentity): McpServer {
