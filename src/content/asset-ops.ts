@@ -88,7 +88,7 @@ export class AssetOps {
   }
 
   /** Validated, clamped options and the provider cursor unsealed against this exact query. */
-  listOptions(userId: string, provider: Provider, q: ListParams, bindingParts: (string | null)[]): { opts: ListOptions; binding: string } {
+  private listOptions(userId: string, provider: Provider, q: ListParams, bindingParts: (string | null)[]): { opts: ListOptions; binding: string } {
     const { defaultSize, maxSize } = provider.descriptor.paging;
     const size = !q.size ? defaultSize : Math.min(q.size, maxSize);
     if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
@@ -98,7 +98,7 @@ export class AssetOps {
     return { opts: { size, more, filters, timeZone: q.timeZone ?? null, dataLocale: q.dataLocale ?? null, uiLocale: q.uiLocale ?? 'en' }, binding };
   }
 
-  sealPage<T extends AssetPage>(page: T, binding: string): T {
+  private sealPage<T extends AssetPage>(page: T, binding: string): T {
     const out = { ...page };
     if (page.more === undefined || page.more === null || page.more === '') delete out.more;
     else out.more = this.cursors.seal(page.more, binding);
@@ -192,7 +192,7 @@ export class AssetOps {
   }
 }
 
-export function idParam(raw: string, name: string): string {
+function idParam(raw: string, name: string): string {
   if (!raw) throw validationError(`${name} is required`);
   if (raw.length > MAX_ID) throw validationError(`${name} is longer than ${MAX_ID} characters`);
   if (raw.includes('\0')) throw validationError(`${name} contains a NUL byte`);
@@ -200,7 +200,7 @@ export function idParam(raw: string, name: string): string {
 }
 
 const tzCache = new Map<string, boolean>();
-export function validTimeZone(tz: string): boolean {
+function validTimeZone(tz: string): boolean {
   let ok = tzCache.get(tz);
   if (ok === undefined) {
     try {
