@@ -16,13 +16,13 @@ import { registerErrorHandling, rejections } from './http/errors.js';
 import { clientErrorHandler, frameworkErrors } from './http/framework-errors.js';
 import { registerOps } from './http/ops.js';
 import { genReqId } from './http/request-id.js';
-import { ErrorEnvelopeSchema } from './http/schemas.js';
-import { PageCache } from './content/page-cache.js';
+import { SHARED_SCHEMAS } from './http/schemas.js';
+import type { PageCache } from './content/page-cache.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
-import { MODEL_SCHEMAS } from './providers/model.js';
 import { adminRoutes } from './routes/admin.js';
 import { assetRoutes } from './routes/assets.js';
 import { authRoutes } from './routes/auth.js';
+import { assetOpsOf } from './routes/content.js';
 import { demoRoutes } from './routes/demo.js';
 import { systemRoutes } from './routes/system.js';
 import { mcpRoutes } from './mcp/http.js';
@@ -33,7 +33,7 @@ const SLOW_CONNECTION_MS = 60_000;
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Serialised browse pages (src/content/page-cache.ts). */
+    /** Serialised browse pages, shared by the REST routes and the MCP tools (src/content/page-cache.ts). */
     pageCache: PageCache;
   }
 }
@@ -86,14 +86,13 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
   });
   app.decorate('hub', hub);
   guardSlowConnections(app.server, SLOW_CONNECTION_MS);
-  app.decorate('pageCache', new PageCache(hub.clock, hub.config.pageCacheBytes));
+  app.decorate('pageCache', assetOpsOf(hub).pageCache);
 
   registerErrorHandling(app);
   registerSecurityHeaders(app);
   registerAuth(app);
   registerOps(app);
-  app.addSchema(ErrorEnvelopeSchema);
-  for (const s of MODEL_SCHEMAS) app.addSchema(s);
+  for (const s of SHARED_SCHEMAS) app.addSchema(s);
 
   registerCorsRoute(app);
 

@@ -22,6 +22,7 @@ let resource: string;
 let token: string;
 let client: Client;
 let files: Record<string, Buffer>;
+let root: string;
 
 const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 const post = (headers: Record<string, string> = {}, body: unknown = initialize) => fetch(resource, {
@@ -35,7 +36,7 @@ before(async () => {
   publicUrl = `http://127.0.0.1:${port}`;
   resource = `${publicUrl}/mcp`;
   as = await startAuthServer(resource);
-  const root = tempDir('damhub-mcp-lib-');
+  root = tempDir('damhub-mcp-lib-');
   files = await mcpLibraryFiles();
   writeFiles(root, files);
   clock = new ManualClock(Date.now());
@@ -179,6 +180,35 @@ test('every tool against the embedded library, DAM sign-in through connect_provi
   await refused(client, 'get_download_link', { assetId: redId, rendition: 'poster' }, 'integration-not-available', 'integration');
   await refused(client, 'get_download_link', { assetId: redId, version: 9 }, 'integration-not-found', 'integration');
   await refused(client, 'get_asset', { assetId: 'no-such-asset' }, 'integration-not-found', 'integration');
+});
+
+test('browse_folder is served from the page cache while the view is unchanged, and asks the provider again once it changes', async (tc) => {
+  const library = t.hub.library!;
+  // Counts the provider's browse calls, calling through (restored when the test ends).
+  const browse = tc.mock.method(library, 'browse');
+  const calls = () => browse.mock.callCount();
+  const args = { folderId: '/brand', size: 2, uiLocale: 'de', thumbnails: false };
+  const hits = t.app.pageCache.hits;
+  const first = (await ok(client, 'browse_folder', args)).body;
+  assert.equal(calls(), 1);
+  const second = (await ok(client, 'browse_folder', args)).body;
+  assert.equal(calls(), 1, 'the second identical call is not the provider\'s');
+  assert.equal(t.app.pageCache.hits, hits + 1);
+  // The cached entry holds the REST answer's bytes: parsed back, the tool says the same.
+  assert.deepEqual(second, first);
+  // Another request is another entry.
+  await ok(client, 'browse_folder', { ...args, size: 1 });
+  assert.equal(calls(), 2);
+
+  // A library change moves the provider's view version: the provider is asked again.
+  writeFiles(root, { 'brand/aaa-new-mark.jpg': await solidJpeg(30, 30, [200, 0, 0]) });
+  await library.scanner.scan();
+  const changed = (await ok(client, 'browse_folder', args)).body;
+  assert.equal(calls(), 3);
+  assert.equal(changed.totalAssetsCount, first.totalAssetsCount + 1);
+  assert.ok(changed.assets.some((a: any) => a.name === 'aaa-new-mark.jpg'));
+  await ok(client, 'browse_folder', args);
+  assert.equal(calls(), 3, 'and the new page is cached in turn');
 });
 
 test('a folder the DAM account may not open is refused by the DAM (source integration)', async () => {

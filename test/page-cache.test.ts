@@ -7,10 +7,15 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { Type } from '@sinclair/typebox';
+import Fastify from 'fastify';
 import { addAccount } from '../src/providers/library/accounts.js';
 import { LibraryIndex } from '../src/providers/library/index/sqlite.js';
 import { PageCache } from '../src/content/page-cache.js';
 import { ManualClock } from '../src/clock.js';
+import { responses, SHARED_SCHEMAS } from '../src/http/schemas.js';
+import type { FolderPage } from '../src/providers/model.js';
+import { assetOpsOf, FOLDER_CAPABILITIES, folderResultBytes } from '../src/routes/content.js';
 import { signInToLibrary, solidJpeg, startLibraryHub, writeFiles, type LibraryHarness } from './helpers/library.js';
 
 let lib: LibraryHarness;
@@ -47,6 +52,17 @@ test('a repeated page is answered from the cache, byte for byte', async () => {
   assert.notDeepEqual(next.body.assets.map((a: { id: string }) => a.id), first.body.assets.map((a: { id: string }) => a.id));
   const de = await lib.get(`${harbour}&uiLocale=de`);
   assert.notDeepEqual(de.raw, first.raw);
+});
+
+test('the MCP tools\' browse (AssetOps.browse) is served the entry a REST browse made, parsed back', async () => {
+  const rest = await lib.get(harbour);
+  assert.equal(rest.status, 200);
+  const principal = await lib.t.hub.sessions.authenticate(`Bearer ${lib.access}`);
+  const dam = await lib.t.hub.connections.open(`Bearer ${lib.dam}`, { userId: principal.user.id, partnerId: principal.partner.id });
+  const hits = cache().hits;
+  const page = await assetOpsOf(lib.t.hub).browse(dam, '/Harbour', { size: 2 });
+  assert.equal(cache().hits, hits + 1);
+  assert.deepEqual(page, rest.body);
 });
 
 test('a library change made by this process invalidates the cached pages', async () => {
@@ -131,6 +147,31 @@ test('removing the library account ends cached answers at once', async () => {
   assert.ok(await lib.t.hub.library!.index.removeAccount('erin'));
   const res = await get();
   assert.equal(res.json().error.code, 'integration-auth-failed');
+});
+
+test('folderResultBytes: the bytes Fastify itself sends for the browse route\'s response schema', async () => {
+  const app = Fastify({ logger: false });
+  for (const s of SHARED_SCHEMAS) app.addSchema(s);
+  const asset = {
+    id: 'a1', name: '港の船 "1" \\ ünï', parentPath: '/Harbour', fileSize: 12, xSizePx: 3, ySizePx: 4, modified: 5, version: 2,
+    thumbnailUrl: 'https://hub.test/t?a=1&b=2', notInTheSchema: 'dropped',
+    conversions: [{ id: 'web', name: 'Web', url: 'https://hub.test/c', extra: 1 }],
+    exif: { cameraModel: 'X', exposureTime: 0.004, width: 3 },
+    values: [{ id: 'v', type: 'TEXT' as const, value: 'val', name: 'Name', i18nName: { de: 'Näme', ja: '名前' } }],
+  };
+  const page: FolderPage = {
+    id: '/Harbour', name: 'Harbour ☃', assets: [asset], folders: [{ id: '/Harbour/Old', name: 'Old' }],
+    filters: [{ id: 'type', name: 'Type', options: [{ id: 'jpeg', name: 'JPEG', count: 1, isActive: true }] }], more: 'k.abc', totalAssetsCount: 1,
+  };
+  app.get('/f', { schema: { response: responses(Type.Ref('FolderResult')) } }, async () => ({ ...page, capabilities: FOLDER_CAPABILITIES }));
+  try {
+    const res = await app.inject({ url: '/f' });
+    assert.equal(res.statusCode, 200);
+    assert.ok(!res.body.includes('notInTheSchema'));
+    assert.deepEqual(folderResultBytes(page), res.rawPayload);
+  } finally {
+    await app.close();
+  }
 });
 
 test('PageCache: bounded by bytes (least recently used out first) and by age', () => {

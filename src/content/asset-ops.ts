@@ -1,20 +1,25 @@
 /**
  * The content operations behind /assets, shared by the REST routes and the MCP tools: validation
- * and clamping of list options, the capability check, the provider call with its error rule, and
- * the sealing of paging cursors. Both front ends call these, so a cursor issued by one works in the
- * other and a refusal reads the same whichever way it was asked.
+ * and clamping of list options, the capability check, the provider call with its error rule, the
+ * sealing of paging cursors, and the browse page cache. Both front ends call these, so a cursor
+ * issued by one works in the other, a refusal reads the same whichever way it was asked, and a
+ * page browsed by one is served from the cache to the other.
+ *
+ * They take what they use as arguments (AssetOpsDeps), not the Hub: the surfaces build them.
  */
-import type { Hub } from '../hub.js';
+import type { KeyRing } from '../auth/keys.js';
+import type { Clock } from '../clock.js';
 import { integrationError, validationError } from '../errors.js';
 import { callOnSession, callProvider } from '../providers/deadline.js';
 import type { ListOptions, Provider, ProviderSession } from '../providers/contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../providers/model.js';
 import { operation } from '../providers/capabilities.js';
 import { CursorSealer } from './cursors.js';
-import { decodeReference, referenceBytes } from './image-reference.js';
+import { decodeImageReference, decodeReference, referenceBytes, type ReferenceDeps } from './image-reference.js';
+import { PageCache } from './page-cache.js';
 
 /** The list parameters of a request, as the client sent them (already schema-checked). */
-export interface ListQuery {
+export interface ListParams {
   size?: number;
   more?: string;
   filters?: string[];
@@ -23,13 +28,46 @@ export interface ListQuery {
   uiLocale?: string;
 }
 
+/** The browse page cache and what its entries are made of (src/content/page-cache.ts). */
+export interface FolderPages {
+  /** Disabled (no entries kept) when its size is 0. */
+  cache: PageCache;
+  /**
+   * A page's bytes, the ones the cache keeps: the REST answer's (its response schema's
+   * serialisation), so that a cached page is sent as it is; MCP parses them back.
+   */
+  serialize(page: FolderPage): Buffer;
+  /** The media-URL validity (expiry bucket and signing key) the page's URLs were made under. */
+  validity(): string;
+}
+
+export interface AssetOpsDeps {
+  providers: { get(id: string): Provider | undefined };
+  /** Seal and unseal paging cursors. */
+  keys: KeyRing;
+  clock: Clock;
+  /** The provider deadline (src/providers/deadline.ts). */
+  providerTimeoutMs: number;
+  /** Reference images of search by image, and the MCP tools' thumbnails. */
+  references: ReferenceDeps;
+  pages: FolderPages;
+}
+
+/** A browsed page: from the cache its bytes only; from the provider the page, and its bytes when they were made for the cache. */
+type Browsed = { page: FolderPage; body: Buffer | null } | { page: null; body: Buffer };
+
 const MAX_ID = 2048;
 
 export class AssetOps {
   private readonly cursors: CursorSealer;
 
-  constructor(private readonly hub: Hub) {
-    this.cursors = new CursorSealer(hub.keys, hub.clock);
+  constructor(private readonly deps: AssetOpsDeps) {
+    this.cursors = new CursorSealer(deps.keys, deps.clock);
+  }
+
+  /** The browse page cache (tests read its hits). */
+  get pageCache(): PageCache {
+    return this.deps.pages.cache;
   }
 
   /**
@@ -37,20 +75,20 @@ export class AssetOps {
    * the signal that aborts at the deadline; `answers: 'any'` for non-object results.
    */
   call<T>(provider: Provider, fn: (signal: AbortSignal) => Promise<T>, answers?: 'object' | 'any'): Promise<T> {
-    return callProvider(provider, this.hub.config.providerTimeoutMs, fn, answers);
+    return callProvider(provider, this.deps.providerTimeoutMs, fn, answers);
   }
 
   /** `call` for an operation on a DAM session: `fn` gets the session carrying the call's signal. */
   onSession<T>(provider: Provider, dam: ProviderSession, fn: (session: ProviderSession) => Promise<T>, answers?: 'object' | 'any'): Promise<T> {
-    return callOnSession(provider, this.hub.config.providerTimeoutMs, dam, fn, answers);
+    return callOnSession(provider, this.deps.providerTimeoutMs, dam, fn, answers);
   }
 
   providerOf(dam: ProviderSession): Provider {
-    return this.hub.providers.get(dam.providerId)!;
+    return this.deps.providers.get(dam.providerId)!;
   }
 
   /** Validated, clamped options and the provider cursor unsealed against this exact query. */
-  listOptions(userId: string, provider: Provider, q: ListQuery, bindingParts: (string | null)[]): { opts: ListOptions; binding: string } {
+  private listOptions(userId: string, provider: Provider, q: ListParams, bindingParts: (string | null)[]): { opts: ListOptions; binding: string } {
     const { defaultSize, maxSize } = provider.descriptor.paging;
     const size = !q.size ? defaultSize : Math.min(q.size, maxSize);
     if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
@@ -60,22 +98,52 @@ export class AssetOps {
     return { opts: { size, more, filters, timeZone: q.timeZone ?? null, dataLocale: q.dataLocale ?? null, uiLocale: q.uiLocale ?? 'en' }, binding };
   }
 
-  sealPage<T extends AssetPage>(page: T, binding: string): T {
+  private sealPage<T extends AssetPage>(page: T, binding: string): T {
     const out = { ...page };
     if (page.more === undefined || page.more === null || page.more === '') delete out.more;
     else out.more = this.cursors.seal(page.more, binding);
     return out;
   }
 
-  async browse(dam: ProviderSession, folderId: string, q: ListQuery): Promise<FolderPage> {
+  /** A folder page (the MCP tools): from the page cache while unchanged, parsed back from the REST answer's bytes. */
+  async browse(dam: ProviderSession, folderId: string, q: ListParams): Promise<FolderPage> {
+    const b = await this.browsed(dam, folderId, q);
+    return b.page !== null ? b.page : (JSON.parse(b.body.toString('utf8')) as FolderPage);
+  }
+
+  /** A folder page as the REST answer's bytes (the browse route, the hot path): cached bytes are sent as they are. */
+  async browseBody(dam: ProviderSession, folderId: string, q: ListParams): Promise<Buffer> {
+    const b = await this.browsed(dam, folderId, q);
+    if (b.page === null) return b.body;
+    return b.body ?? this.deps.pages.serialize(b.page);
+  }
+
+  /**
+   * Repeated pages come from the page cache while the provider's view of this session, the
+   * request and the media-URL validity are unchanged (see src/content/page-cache.ts).
+   */
+  private async browsed(dam: ProviderSession, folderId: string, q: ListParams): Promise<Browsed> {
     const provider = this.providerOf(dam);
     const browse = operation(provider, 'browse', 'folder browsing');
     const id = idParam(folderId, 'folderId');
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['folder', id]);
-    return this.sealPage(await this.onSession(provider, dam, (s) => browse(s, id, opts)), binding);
+    const pages = this.deps.pages;
+    const viewVersion = provider.viewVersion?.bind(provider);
+    const version = pages.cache.enabled && viewVersion ? await this.onSession(provider, dam, async (s) => viewVersion(s), 'any') : null;
+    const key = version === null ? null : PageCache.key([
+      dam.userId, provider.descriptor.id, version, id, opts.size, q.more ?? null,
+      opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, pages.validity(),
+    ]);
+    const hit = key === null ? undefined : pages.cache.get(key);
+    if (hit) return { page: null, body: hit };
+    const page = this.sealPage(await this.onSession(provider, dam, (s) => browse(s, id, opts)), binding);
+    if (key === null) return { page, body: null };
+    const body = pages.serialize(page);
+    pages.cache.set(key, body);
+    return { page, body };
   }
 
-  async search(dam: ProviderSession, s: { query?: string; parentId?: string }, q: ListQuery): Promise<AssetPage> {
+  async search(dam: ProviderSession, s: { query?: string; parentId?: string }, q: ListParams): Promise<AssetPage> {
     const provider = this.providerOf(dam);
     const search = operation(provider, 'search', 'keyword search');
     const query = (s.query ?? '').trim();
@@ -89,17 +157,22 @@ export class AssetOps {
    * The image is decoded once, in the image pool, inside the provider call: when the provider
    * deadline passes or `signal` fires (the client went away), the decode is killed with the call.
    */
-  async searchByImage(dam: ProviderSession, reference: string, q: ListQuery, signal?: AbortSignal): Promise<AssetPage> {
+  async searchByImage(dam: ProviderSession, reference: string, q: ListParams, signal?: AbortSignal): Promise<AssetPage> {
     const provider = this.providerOf(dam);
     const searchByImage = operation(provider, 'similarSearch', 'search by image');
-    const bytes = await referenceBytes(reference, this.hub);
+    const bytes = await referenceBytes(reference, this.deps.references);
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([bytes.toString('base64')])]);
     const outputs = provider.referenceOutputs?.() ?? [];
     return this.sealPage(await this.onSession(provider, dam, async (s) => {
       const stop = signal && s.signal ? AbortSignal.any([s.signal, signal]) : (s.signal ?? signal);
-      const image = await decodeReference(bytes, this.hub, { outputs, signal: stop });
+      const image = await decodeReference(bytes, this.deps.references, { outputs, signal: stop });
       return searchByImage(s, image, opts);
     }), binding);
+  }
+
+  /** The bytes of an image reference, decoded and verified (the MCP tools' thumbnails). */
+  imageBytes(reference: string, opts: { signal?: AbortSignal } = {}): Promise<Buffer> {
+    return decodeImageReference(reference, this.deps.references, opts);
   }
 
   async asset(dam: ProviderSession, assetId: string, q: { uiLocale?: string; timeZone?: string }): Promise<Asset> {
@@ -119,7 +192,7 @@ export class AssetOps {
   }
 }
 
-export function idParam(raw: string, name: string): string {
+function idParam(raw: string, name: string): string {
   if (!raw) throw validationError(`${name} is required`);
   if (raw.length > MAX_ID) throw validationError(`${name} is longer than ${MAX_ID} characters`);
   if (raw.includes('\0')) throw validationError(`${name} contains a NUL byte`);
@@ -127,7 +200,7 @@ export function idParam(raw: string, name: string): string {
 }
 
 const tzCache = new Map<string, boolean>();
-export function validTimeZone(tz: string): boolean {
+function validTimeZone(tz: string): boolean {
   let ok = tzCache.get(tz);
   if (ok === undefined) {
     try {

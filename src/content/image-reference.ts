@@ -16,10 +16,26 @@
  */
 import fs from 'node:fs';
 import { hubError, isHubError, validationError } from '../errors.js';
-import type { Hub } from '../hub.js';
 import type { OutputSpec, ReferenceImage } from '../images/jobs.js';
-import { ImageJobError } from '../images/pool.js';
-import { FetchError, safeFetch } from '../net/safe-fetch.js';
+import { ImageJobError, type ImagePool } from '../images/pool.js';
+import type { Provider } from '../providers/contract.js';
+import type { SignedMediaUrls } from './media-urls.js';
+import { FetchError, safeFetch, type SafeFetchOptions } from '../net/safe-fetch.js';
+
+/** What reading and decoding a reference image takes (the surfaces build it from the hub's configuration). */
+export interface ReferenceDeps {
+  /** The hub's public URL: media URLs under it are the hub's own, read without a fetch. */
+  publicUrl: string;
+  mediaUrls: Pick<SignedMediaUrls, 'verify'>;
+  providers: { get(id: string): Provider | undefined };
+  imagePool: Pick<ImagePool, 'analyse'>;
+  /** Largest reference image, fetched or sent inline (imageMaxBytes). */
+  maxBytes: number;
+  /** imageMaxPixels, imageDecodeBudget, imageDecodeTimeoutMs. */
+  decode: { maxPixels: number; budget: number; timeoutMs: number };
+  /** How an http(s) reference is fetched (imageFetchAllow, imageFetch*TimeoutMs, imageFetchMaxRedirects). */
+  fetch: Omit<SafeFetchOptions, 'maxBytes'>;
+}
 
 const DATA_URI = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]*={0,2})$/i;
 
@@ -28,16 +44,16 @@ const DATA_URI = /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]*={0,2})$/i;
 const VERIFY_OUTPUT: OutputSpec = { width: 8, height: 8, fit: 'fill' };
 
 /** The bytes of a reference, decoded and verified (the MCP tools' thumbnails). */
-export async function decodeImageReference(ref: string, hub: Hub, opts: { signal?: AbortSignal } = {}): Promise<Buffer> {
-  const bytes = await referenceBytes(ref, hub);
-  await decodeReference(bytes, hub, opts);
+export async function decodeImageReference(ref: string, deps: ReferenceDeps, opts: { signal?: AbortSignal } = {}): Promise<Buffer> {
+  const bytes = await referenceBytes(ref, deps);
+  await decodeReference(bytes, deps, opts);
   return bytes;
 }
 
 /** The bytes of a reference (data URI, the hub's own media URL, or a fetched URL); not decoded. */
-export async function referenceBytes(ref: string, hub: Hub): Promise<Buffer> {
+export async function referenceBytes(ref: string, deps: ReferenceDeps): Promise<Buffer> {
   const s = ref.trim();
-  const maxBytes = hub.config.imageMaxBytes;
+  const maxBytes = deps.maxBytes;
   const tooLarge = (what: string) => hubError('hub-payload-too-large', `${what} is over the limit of ${maxBytes} bytes`, { message: 'The reference image is too large.' });
   if (/^data:/i.test(s)) {
     const m = DATA_URI.exec(s.replace(/\s+/g, ''));
@@ -56,14 +72,14 @@ export async function referenceBytes(ref: string, hub: Hub): Promise<Buffer> {
     throw validationError('dataBase64 must be a data URI or an http(s) URL');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw validationError('dataBase64 URLs must be http or https');
-  const own = new URL(hub.config.publicUrl);
+  const own = new URL(deps.publicUrl);
   // The hub's own signed media URLs (downloadUrl, thumbnailUrl, conversions): read directly.
   const m = /^\/api\/v1\/assets\/(?:download\/([^/]+)\/([^/]+)\/(\d+)|thumbnail\/([^/]+)\/([^/]+)\/(\d+)\/([^/]+))$/.exec(url.pathname);
   if (url.origin === own.origin && m) {
     const [providerId, assetId, version, rendition] = m[1] ? [m[1], m[2]!, m[3]!, 'original'] : [m[4]!, m[5]!, m[6]!, decodeURIComponent(m[7]!)];
     // As the download route would: the binding must still be live, not only the signature valid.
-    await hub.mediaUrls.verify(url.pathname, Object.fromEntries(url.searchParams), decodeURIComponent(providerId));
-    const provider = hub.providers.get(decodeURIComponent(providerId));
+    await deps.mediaUrls.verify(url.pathname, Object.fromEntries(url.searchParams), decodeURIComponent(providerId));
+    const provider = deps.providers.get(decodeURIComponent(providerId));
     if (!provider?.media) throw validationError('the URL names no provider with media');
     const media = await provider.media({ assetId: decodeURIComponent(assetId), version: Number(version), rendition });
     if (media.kind === 'inline') return media.body;
@@ -71,13 +87,7 @@ export async function referenceBytes(ref: string, hub: Hub): Promise<Buffer> {
     return fs.promises.readFile(media.path);
   }
   try {
-    return await safeFetch(url.href, {
-      allow: hub.config.imageFetchAllow,
-      connectTimeoutMs: hub.config.imageFetchConnectTimeoutMs,
-      totalTimeoutMs: hub.config.imageFetchTimeoutMs,
-      maxBytes,
-      maxRedirects: hub.config.imageFetchMaxRedirects,
-    });
+    return await safeFetch(url.href, { ...deps.fetch, maxBytes });
   } catch (e) {
     if (!(e instanceof FetchError)) throw e;
     switch (e.kind) {
@@ -98,12 +108,13 @@ export async function referenceBytes(ref: string, hub: Hub): Promise<Buffer> {
  *
  * `signal`: the request's end or the provider deadline; the decode is killed when it fires.
  */
-export async function decodeReference(bytes: Buffer, hub: Hub, opts: { outputs?: OutputSpec[]; signal?: AbortSignal } = {}): Promise<ReferenceImage> {
+export async function decodeReference(bytes: Buffer, deps: ReferenceDeps, opts: { outputs?: OutputSpec[]; signal?: AbortSignal } = {}): Promise<ReferenceImage> {
   const outputs = opts.outputs?.length ? opts.outputs : [VERIFY_OUTPUT];
+  const { budget, maxPixels, timeoutMs } = deps.decode;
   try {
-    const r = await hub.imagePool.analyse(
-      { input: bytes, outputs, budget: hub.config.imageDecodeBudget, maxPixels: hub.config.imageMaxPixels, failOn: 'error' },
-      { signal: opts.signal, timeoutMs: hub.config.imageDecodeTimeoutMs },
+    const r = await deps.imagePool.analyse(
+      { input: bytes, outputs, budget, maxPixels, failOn: 'error' },
+      { signal: opts.signal, timeoutMs },
     );
     return { bytes, format: r.format, width: r.width, height: r.height, outputs: r.outputs.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)) };
   } catch (e) {

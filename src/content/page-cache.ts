@@ -15,6 +15,9 @@
  * Entries also expire after `maxAgeMs` (cursors inside carry their issue time) and the whole cache
  * holds at most `maxBytes`, least recently used out first. Only successful answers are cached; auth,
  * rate limits and the provider's account check still run on every request, before the lookup.
+ *
+ * AssetOps.browse (asset-ops.ts) owns the lookup, for the REST route (which sends a hit as it is)
+ * and the MCP tools (which parse it back) alike; one cache per hub (src/routes/content.ts).
  */
 import type { Clock } from '../clock.js';
 

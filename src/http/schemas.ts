@@ -3,6 +3,7 @@
  * the OpenAPI document, so the three cannot disagree.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { MODEL_SCHEMAS } from '../providers/model.js';
 
 export const ErrorEnvelopeSchema = Type.Object(
   {
@@ -21,6 +22,9 @@ export const ErrorEnvelopeSchema = Type.Object(
   },
   { $id: 'ErrorEnvelope', description: 'Every error: status == error.status (SPEC.md section 5).' },
 );
+
+/** The schemas every route can reference by $id (the app adds them; the page serialiser compiles against them). */
+export const SHARED_SCHEMAS: readonly TSchema[] = [ErrorEnvelopeSchema, ...MODEL_SCHEMAS];
 
 const errorRef = Type.Ref('ErrorEnvelope');
 

@@ -9,8 +9,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { AssetOps, ListQuery } from '../content/asset-ops.js';
-import { decodeImageReference } from '../content/image-reference.js';
+import type { AssetOps, ListParams } from '../content/asset-ops.js';
 import { hubError, integrationError, type HubError } from '../errors.js';
 import type { Hub } from '../hub.js';
 import { rateLimited } from '../http/auth.js';
@@ -61,7 +60,7 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
     }
     return connections.session(id, providerId(p));
   };
-  const listQuery = (a: ListArgs): ListQuery => ({ size: a.size, more: a.more, filters: a.filters, dataLocale: a.dataLocale, timeZone: a.timeZone, uiLocale: a.uiLocale });
+  const listParams = (a: ListArgs): ListParams => ({ size: a.size, more: a.more, filters: a.filters, dataLocale: a.dataLocale, timeZone: a.timeZone, uiLocale: a.uiLocale });
 
   const tool = <S extends z.ZodObject>(name: string, description: string, schema: S, run: (args: z.infer<S>) => Promise<CallToolResult>) => {
     server.registerTool(name, { description, inputSchema: schema, annotations: { readOnlyHint: name !== 'connect_provider', openWorldHint: false } },
@@ -116,7 +115,7 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
     z.object({ provider: providerArg, folderId: idArg('folder id; "root" for the top').default('root'), ...listArgs }).strict(),
     async (a) => {
       const dam = await session(a.provider);
-      const page = await ops.browse(dam, a.folderId, listQuery(a));
+      const page = await ops.browse(dam, a.folderId, listParams(a));
       return pageResult({ id: page.id, name: page.name, ...compactPage(page) }, page.assets, a.thumbnails);
     });
 
@@ -124,7 +123,7 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
     z.object({ provider: providerArg, query: z.string().max(1024).optional().describe('keywords; empty lists everything'), parentId: idArg('limit to this folder and its subfolders').optional(), ...listArgs }).strict(),
     async (a) => {
       const dam = await session(a.provider);
-      const page = await ops.search(dam, { query: a.query, parentId: a.parentId }, listQuery(a));
+      const page = await ops.search(dam, { query: a.query, parentId: a.parentId }, listParams(a));
       return pageResult(compactPage(page), page.assets, a.thumbnails);
     });
 
@@ -139,7 +138,7 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
         reference = asset.downloadUrl ?? asset.thumbnailUrl;
         if (!reference) throw integrationError('integration-not-available', dam.providerId, `asset ${a.assetId} has no image to search with`);
       }
-      const page = await ops.searchByImage(dam, reference!, listQuery(a));
+      const page = await ops.searchByImage(dam, reference!, listParams(a));
       return pageResult(compactPage(page), page.assets, a.thumbnails);
     });
 
@@ -187,7 +186,7 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
       if (!a.thumbnailUrl) continue;
       try {
         // The same resolution as a search-by-image reference: a signed hub URL read directly.
-        const bytes = await decodeImageReference(a.thumbnailUrl, hub);
+        const bytes = await ops.imageBytes(a.thumbnailUrl);
         const mimeType = imageType(bytes);
         if (mimeType) result.content.push({ type: 'image', data: bytes.toString('base64'), mimeType }, { type: 'text', text: `thumbnail of ${a.id}` });
       } catch {

@@ -1,7 +1,8 @@
 /** /admin: partner registration (SPEC.md section 4), behind the admin bearer key. */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { partnerInput, partnerPatch, partnerView, type PartnerRequest } from '../auth/partners.js';
+import { partnerInput, partnerPatch, partnerView } from '../auth/partners.js';
 import { hubError, validationError } from '../errors.js';
 import { responses } from '../http/schemas.js';
 import { StoreConflictError } from '../stores/types.js';
@@ -37,7 +38,8 @@ const PartnerView = Type.Object({
 const security = [{ AdminKey: [] }];
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
-export async function adminRoutes(app: FastifyInstance): Promise<void> {
+export async function adminRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const hub = app.hub;
   const conflict = (e: unknown) => {
     if (e instanceof StoreConflictError) throw validationError(e.message);
@@ -49,21 +51,21 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
     (await hub.stores.partners.list()).map(partnerView));
 
   app.post('/admin/partners', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, body: PartnerBody, response: responses(PartnerView, 201) } }, async (req, reply) => {
-    const input = partnerInput(req.body as PartnerRequest, hub.config.defaultPartnerRateLimitPerMin);
+    const input = partnerInput(req.body, hub.config.defaultPartnerRateLimitPerMin);
     const p = await hub.stores.partners.create(input, hub.clock.now()).catch(conflict);
     return reply.code(201).send(partnerView(p));
   });
 
   app.get('/admin/partners/:id', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, params: IdParams, response: responses(PartnerView) } }, async (req) => {
-    const { id } = req.params as { id: string };
+    const { id } = req.params;
     const p = await hub.stores.partners.get(id);
     if (!p) throw notFound(id);
     return partnerView(p);
   });
 
   app.patch('/admin/partners/:id', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, params: IdParams, body: PartnerBody, response: responses(PartnerView) } }, async (req) => {
-    const { id } = req.params as { id: string };
-    const body = req.body as PartnerRequest;
+    const { id } = req.params;
+    const body = req.body;
     if (body.id !== undefined && body.id !== id) throw validationError('a partner id cannot be changed');
     const p = await hub.stores.partners.update(id, partnerPatch(body), hub.clock.now()).catch(conflict);
     if (!p) throw notFound(id);
@@ -72,9 +74,12 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
   });
 
   app.delete('/admin/partners/:id', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, params: IdParams, response: { 204: Type.Null(), '4xx': Type.Ref('ErrorEnvelope') } } }, async (req, reply) => {
-    const { id } = req.params as { id: string };
+    const { id } = req.params;
     if (!(await hub.stores.partners.remove(id))) throw notFound(id);
     hub.jwks.invalidate(id);
-    return reply.code(204).send();
+    // No body at all (send(null) would serialise one): reply.code(204) is typed to send the 204
+    // schema's null, the reply itself is not.
+    reply.code(204);
+    return reply.send();
   });
 }

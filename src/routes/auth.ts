@@ -1,4 +1,5 @@
 /** /auth: token exchange, sessions, providers listing and the DAM login flow. */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { looksLikeJwe } from '../auth/provider-tokens.js';
@@ -36,7 +37,8 @@ const ProviderSchema = Type.Object({
 
 const checkTokenBodies = new WeakMap<object, string>();
 
-export async function authRoutes(app: FastifyInstance): Promise<void> {
+export async function authRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const hub = app.hub;
 
   app.post('/auth/exchangeToken', {
@@ -57,8 +59,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     const d = await hub.stores.rateLimits.hit(`exchange:${identified.partner.issuer}`, identified.partner.rateLimitPerMin, 60_000, hub.clock.now());
     if (!d.allowed) throw rateLimited(d, 'token exchanges of this partner');
     applyRateLimitHeaders(reply, d);
-    const body = req.body as { email?: string } | null | undefined;
-    const { pair } = await hub.exchange.complete(verified, body?.email);
+    const { pair } = await hub.exchange.complete(verified, req.body?.email);
     reply.header('cache-control', 'no-store');
     return pair;
   });
@@ -161,7 +162,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       response: responses(Type.Object({ redirect_uri: Type.String(), state: Type.String() })),
     },
   }, async (req, reply) => {
-    const q = req.query as { provider: string; serverUrl?: string };
+    const q = req.query;
     const p = principalOf(req);
     // Every start writes a login state: per user, starts are limited (issue 17), and so are the
     // states pending at once (DamLogin.start).
@@ -187,7 +188,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     reply.header('cache-control', 'no-store');
-    return hub.damLogin.poll((req.query as { state: string }).state);
+    return hub.damLogin.poll(req.query.state);
   });
 }
 

@@ -1,4 +1,5 @@
 /** /system: runtime details of the connected provider. */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { damOf } from '../http/auth.js';
@@ -18,7 +19,8 @@ const ProviderInfoSchema = Type.Object({
   renditions: Type.Optional(Type.Array(Type.String(), { description: 'named renditions (conversions) the provider can serve' })),
 }, { additionalProperties: false, description: 'runtime details of the connected provider; {} when it has none' });
 
-export async function systemRoutes(app: FastifyInstance): Promise<void> {
+export async function systemRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const hub = app.hub;
   app.get('/system/providerInfo', {
     config: { auth: 'content' },
@@ -32,7 +34,7 @@ export async function systemRoutes(app: FastifyInstance): Promise<void> {
   }, async (req) => {
     const dam = damOf(req);
     const provider = hub.providers.get(dam.providerId)!;
-    const { uiLocale = 'en' } = req.query as { uiLocale?: string };
+    const { uiLocale = 'en' } = req.query;
     const providerInfo = provider.providerInfo?.bind(provider);
     return providerInfo ? callOnSession(provider, hub.config.providerTimeoutMs, dam, (s) => providerInfo(s, { uiLocale })) : {};
   });

@@ -1,0 +1,58 @@
+/**
+ * The content operations (src/content/asset-ops.ts) as the surfaces get them: built from the Hub,
+ * one per Hub, so that the REST routes and the MCP tools of a node share one page cache.
+ */
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import { Type } from '@sinclair/typebox';
+import { AssetOps } from '../content/asset-ops.js';
+import { PageCache } from '../content/page-cache.js';
+import type { Hub } from '../hub.js';
+import { SHARED_SCHEMAS } from '../http/schemas.js';
+import type { FolderPage } from '../providers/model.js';
+
+/** What a folder answer says the client may do there: nothing (the hub is read-only). */
+export const FOLDER_CAPABILITIES = { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false };
+
+let folderResult: ((doc: unknown) => string) | undefined;
+
+/**
+ * A browse answer's bytes, as the browse route sends them: the 200 response schema compiled the
+ * way Fastify compiles a route's (its default serialiser compiler, fast-json-stringify, over the
+ * schemas the app adds), so a cached page and a fresh one are the same bytes whoever asked first.
+ * UTF-8 encoded once: sent as a string, Fastify measures its byte length and the socket encodes it
+ * again, each ≈ 0.6 ms for a 50-asset page whose string holds non-Latin-1 labels (i18nName).
+ */
+export function folderResultBytes(page: FolderPage): Buffer {
+  folderResult ??= SerializerSelector()(Object.fromEntries(SHARED_SCHEMAS.map((s) => [s.$id, s])))({
+    schema: Type.Ref('FolderResult'), method: 'GET', url: '/api/v1/assets/folder/*', httpStatus: '200',
+  });
+  return Buffer.from(folderResult({ ...page, capabilities: FOLDER_CAPABILITIES }), 'utf8');
+}
+
+const built = new WeakMap<Hub, AssetOps>();
+
+/** The hub's content operations, with its page cache (DAMHUB_PAGE_CACHE_MB; 0 turns it off). */
+export function assetOpsOf(hub: Hub): AssetOps {
+  let ops = built.get(hub);
+  if (!ops) {
+    const c = hub.config;
+    ops = new AssetOps({
+      providers: hub.providers,
+      keys: hub.keys,
+      clock: hub.clock,
+      providerTimeoutMs: c.providerTimeoutMs,
+      references: {
+        publicUrl: c.publicUrl,
+        mediaUrls: hub.mediaUrls,
+        providers: hub.providers,
+        imagePool: hub.imagePool,
+        maxBytes: c.imageMaxBytes,
+        decode: { maxPixels: c.imageMaxPixels, budget: c.imageDecodeBudget, timeoutMs: c.imageDecodeTimeoutMs },
+        fetch: { allow: c.imageFetchAllow, connectTimeoutMs: c.imageFetchConnectTimeoutMs, totalTimeoutMs: c.imageFetchTimeoutMs, maxRedirects: c.imageFetchMaxRedirects },
+      },
+      pages: { cache: new PageCache(hub.clock, c.pageCacheBytes), serialize: folderResultBytes, validity: () => hub.mediaUrls.validity() },
+    });
+    built.set(hub, ops);
+  }
+  return ops;
+}
