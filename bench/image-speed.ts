@@ -15,6 +15,7 @@
  *   flock /tmp/damhub-cpu.lock npm run bench:image-speed [-- --sizes 100000,1000000 --queries 60]
  */
 import os from 'node:os';
+import { embeddedLibrary } from '../src/catalog.js';
 import { parseArgs } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { DIM, describeImage, hamming, SCALE, type Descriptor } from '../src/providers/library/similarity/descriptor.js';
@@ -45,8 +46,8 @@ for (let i = 0; i < REAL; i++) {
 const lib = await startLibraryHub(files);
 const address = await lib.t.app.listen({ host: '127.0.0.1', port: 0 });
 const url = `http://127.0.0.1:${(lib.t.app.server.address() as AddressInfo).port}/api/v1/assets/search?size=${K}`;
-const sim = lib.t.hub.library!.similarity;
-const db = (lib.t.hub.library!.index as LibraryIndex).db;
+const sim = embeddedLibrary(lib.t.hub.providers)!.similarity;
+const db = (embeddedLibrary(lib.t.hub.providers)!.index as LibraryIndex).db;
 const queryImages: { body: string; q: Descriptor }[] = [];
 for (let i = 0; i < QUERIES; i++) {
   const img = await transform(scenes[i % REAL]!, (['resize50', 'crop10', 'jpeg35', 'rotate3', 'bright15', 'blur'] as const)[Math.floor(i / REAL) % 6]);

@@ -14,6 +14,7 @@
  * The data set is generated once per size and reused (it takes minutes at a million).
  */
 import fs from 'node:fs';
+import { embeddedLibrary } from '../src/catalog.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
@@ -270,7 +271,7 @@ async function main(): Promise<void> {
   const hubDir = fs.mkdtempSync(path.join(BASE, 'hub-'));
   fs.symlinkSync(path.join(dataDir, 'library'), path.join(hubDir, 'library'));
   const t = await startTestHub({ dataDir: hubDir, config: { libraryDir: emptyRoot, userRateLimitPerMin: 0 } });
-  const index = t.hub.library!.index;
+  const index = embeddedLibrary(t.hub.providers)!.index;
   const rssBefore = rssOf(process.pid).currentMiB;
   const t0 = performance.now();
   const engine = await index.searchEngine();

@@ -25,8 +25,7 @@ import { ProviderRegistry } from './providers/registry.js';
 import { SqliteStores } from './stores/sqlite/index.js';
 import { ensurePrivateDir } from './stores/private-files.js';
 import type { Stores } from './stores/types.js';
-import { buildProviders, embeddedLibrary } from './catalog.js';
-import type { LibraryProvider } from './providers/library/provider.js';
+import { buildProviders } from './catalog.js';
 import { ImagePool } from './images/pool.js';
 
 export interface HubDeps {
@@ -126,11 +125,6 @@ export class Hub {
     this.sessions = new SessionService(this.stores, this.hubTokens, this.clock, config.refreshTokenTtlSec, config.refreshGraceSec,
       (partnerId, sub) => this.damLogin.userHash(partnerId, 'hub', sub));
     this.connections = new ProviderConnections(this.providerTokens, this.providers, config.providerTokenTtlSec, config.providerRefreshTtlSec, config.providerTimeoutMs);
-  }
-
-  /** The embedded library, when a library folder is configured (a view into the registry). */
-  get library(): LibraryProvider | null {
-    return embeddedLibrary(this.providers);
   }
 
   /** Work that must finish before serving: each provider's start() (the library's demo account and cheap rescan). */

@@ -16,7 +16,7 @@ import { integrationError } from '../src/errors.js';
 import type { LoginHost, Provider } from '../src/providers/contract.js';
 import type { FolderPage } from '../src/providers/model.js';
 import { formOpener, startClientHarness, type ClientHarness } from './client-harness.js';
-import { solidJpeg, writeFiles } from './helpers/library.js';
+import { solidJpeg, writeFiles, libraryOf } from './helpers/library.js';
 
 const ACCOUNT = { name: 'alice', password: 'correct horse battery' };
 let h: ClientHarness;
@@ -363,7 +363,7 @@ test('asset, versions after a change on disk, providers, capabilities and provid
   assert.equal(asset.mimeType, 'image/jpeg');
   assert.match(asset.downloadHashSha256!, /^[0-9a-f]{64}$/);
   writeFiles(h.root!, { 'City/night.jpg': await solidJpeg(64, 40, [200, 1, 1]) });
-  await h.t.hub.library!.scanner.scan();
+  await libraryOf(h.t.hub).scanner.scan();
   const versions = await c.versions(night.id, { withMaster: true });
   assert.equal(versions.id, night.id);
   assert.ok(versions.versions.length >= 2, JSON.stringify(versions.versions.map((v) => v.version)));

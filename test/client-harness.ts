@@ -8,7 +8,7 @@ import { DamhubClient, type DamhubClientOptions, type LoginOpener } from '@damhu
 import { createPartnerSigner, generatePartnerKey, type PartnerSigner } from '@damhub/client/node';
 import { addAccount } from '../src/providers/library/accounts.js';
 import { startTestHub, tempDir, type TestHub } from './helpers/hub.js';
-import { writeFiles } from './helpers/library.js';
+import { writeFiles, libraryOf } from './helpers/library.js';
 import type { Provider } from '../src/providers/contract.js';
 
 export interface ClientHarness {
@@ -47,7 +47,7 @@ export async function startClientHarness(opts: { files?: Record<string, Buffer |
     partner: { issuer, jwks: { keys: [key.publicJwk as never] } },
   });
   await t.hub.start();
-  if (root && opts.account) await addAccount(t.hub.library!.index, opts.account.name, opts.account.password, [], t.clock.now());
+  if (root && opts.account) await addAccount(libraryOf(t.hub).index, opts.account.name, opts.account.password, [], t.clock.now());
   await t.app.listen({ port, host: '127.0.0.1' });
   const signer = createPartnerSigner({ privateKey: key.privateKeyPem, kid: key.kid, issuer, now: () => t.clock.now() });
   const h: ClientHarness = {

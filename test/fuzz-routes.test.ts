@@ -21,7 +21,7 @@ import { SignJWT } from 'jose';
 import { ERROR_CODES } from '../src/errors.js';
 import { addAccount } from '../src/providers/library/accounts.js';
 import { bearer, startTestHub, tempDir, type TestHub } from './helpers/hub.js';
-import { signInToLibrary, solidJpeg, writeFiles } from './helpers/library.js';
+import { signInToLibrary, solidJpeg, writeFiles, libraryOf } from './helpers/library.js';
 import { recordFigure } from './helpers/figures.js';
 
 setFlagsFromString('--expose-gc');
@@ -89,8 +89,8 @@ before(async () => {
   fs.symlinkSync(outside, path.join(root, 'alice', 'escape'));
   t = await startTestHub({ config: { libraryDir: root, userRateLimitPerMin: 0, pageCacheBytes: 256 * 1024 }, partner: { rateLimitPerMin: 1_000_000 } });
   await t.hub.start();
-  await addAccount(t.hub.library!.index, 'alice', 'alice-pass', ['alice'], t.clock.now());
-  await addAccount(t.hub.library!.index, 'bob', 'bob-pass', ['BOBONLY'], t.clock.now());
+  await addAccount(libraryOf(t.hub).index, 'alice', 'alice-pass', ['alice'], t.clock.now());
+  await addAccount(libraryOf(t.hub).index, 'bob', 'bob-pass', ['BOBONLY'], t.clock.now());
   a = await exchange('user-1', 'user1@example.com');
   b = await exchange('sub-of-b', 'other-user@example.com');
   damA = await signInToLibrary(t, a.access, 'alice', 'alice-pass');

@@ -19,7 +19,7 @@ import { CLIP_MEAN, CLIP_STD, EmbedderError, ImageEmbedder, quantise } from '../
 import { cosine } from '../src/providers/library/similarity/descriptor.js';
 import { VectorIndex } from '../src/providers/library/similarity/vector-index.js';
 import { startTestHub, tempDir } from './helpers/hub.js';
-import { startLibraryHub, type LibraryHarness } from './helpers/library.js';
+import { startLibraryHub, type LibraryHarness, libraryOf } from './helpers/library.js';
 import { meanColourModel, type TinyModel } from './helpers/onnx-model.js';
 import { sceneJpeg } from './helpers/scenes.js';
 
@@ -78,7 +78,7 @@ describe('with a model', () => {
   const search = (ref: string, q = '') => lib.t.app.inject({ method: 'POST', url: `${api}/assets/search${q}`, headers: lib.headers, payload: { dataBase64: ref } });
 
   test('the model is loaded with its input size and output dimension read from the model', () => {
-    const e = lib.t.hub.library!.similarity.embedder!;
+    const e = libraryOf(lib.t.hub).similarity.embedder!;
     assert.ok(e);
     assert.equal(e.width, 16);
     assert.equal(e.height, 16);
@@ -87,8 +87,8 @@ describe('with a model', () => {
   });
 
   test('every image gets an embedding, stored per asset and model, equal to the model computed independently', () => {
-    const sim = lib.t.hub.library!.similarity;
-    const db = (lib.t.hub.library!.index as LibraryIndex).db;
+    const sim = libraryOf(lib.t.hub).similarity;
+    const db = (libraryOf(lib.t.hub).index as LibraryIndex).db;
     const rows = db.prepare('SELECT asset_id, model, vec FROM similarity_embeddings').all() as { asset_id: string; model: string; vec: Buffer }[];
     assert.equal(rows.length, Object.keys(files).length);
     assert.ok(rows.every((r) => r.model === sim.embedder!.modelId && r.vec.length === model.dim));
@@ -134,7 +134,7 @@ describe('with a model', () => {
   });
 
   test('a changed model file replaces the stored embeddings', async () => {
-    const lp = lib.t.hub.library!;
+    const lp = libraryOf(lib.t.hub);
     const other = meanColourModel({ size: 8, weights: [[0, 1, 0], [0, 0, 1], [1, 0, 0]] });
     const otherPath = path.join(modelDir, 'other.onnx');
     fs.writeFileSync(otherPath, other.bytes);
@@ -185,7 +185,7 @@ describe('without a model', () => {
   after(() => lib.t.close());
 
   test('nothing is loaded or stored, and the built-in descriptors rank alone', async () => {
-    const lp = lib.t.hub.library!;
+    const lp = libraryOf(lib.t.hub);
     assert.equal(lp.similarity.embedder, null);
     assert.equal(lp.similarity.embeddings, null);
     const table = (lp.index as LibraryIndex).db.prepare("SELECT name FROM sqlite_master WHERE name = 'similarity_embeddings'").get();

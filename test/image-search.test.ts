@@ -12,7 +12,7 @@ import sharp from 'sharp';
 import { addAccount } from '../src/providers/library/accounts.js';
 import { assetIdFor } from '../src/providers/library/scanner.js';
 import { assertError } from './helpers/hub.js';
-import { signInToLibrary, startLibraryHub, writeFiles, type LibraryHarness } from './helpers/library.js';
+import { signInToLibrary, startLibraryHub, writeFiles, type LibraryHarness, libraryOf } from './helpers/library.js';
 import { cosine, DIM, hamming, SCALE, type Descriptor } from '../src/providers/library/similarity/descriptor.js';
 import { MAX_BOOST, NEAR_DUPLICATE_BITS, VectorIndex } from '../src/providers/library/similarity/vector-index.js';
 import { rng, sceneJpeg, transform, TRANSFORMS } from './helpers/scenes.js';
@@ -115,7 +115,7 @@ test('a cursor continues only the search it came from', async () => {
 });
 
 test('an account limited to a folder never sees assets outside it', async () => {
-  await addAccount(lib.t.hub.library!.index, 'bob', 'battery staple', ['Alpha'], lib.t.clock.now());
+  await addAccount(libraryOf(lib.t.hub).index, 'bob', 'battery staple', ['Alpha'], lib.t.clock.now());
   const dam = await signInToLibrary(lib.t, lib.access, 'bob', 'battery staple');
   const headers = { authorization: `Bearer ${lib.access}`, 'provider-authorization': `Bearer ${dam}` };
   // Scene 3 lives in Beta: bob's results may hold Alpha assets only.
@@ -131,7 +131,7 @@ test('descriptors follow the files: a changed picture is found by its new conten
   const rel = relOf(8);
   writeFiles(lib.root, { [rel]: await sceneJpeg(100) });
   fs.utimesSync(path.join(lib.root, rel), new Date(), new Date(Date.now() + 5000));
-  await lib.t.hub.library!.rescan();
+  await libraryOf(lib.t.hub).rescan();
   let body = (await search(dataUri(await sceneJpeg(100)))).json();
   assert.equal(body.assets[0].id, assetIdFor(rel));
   assert.equal(body.assets[0].version, 2);
@@ -139,10 +139,10 @@ test('descriptors follow the files: a changed picture is found by its new conten
   assert.notEqual(body.assets[0]?.id, assetIdFor(rel));
 
   fs.rmSync(path.join(lib.root, relOf(9)));
-  await lib.t.hub.library!.rescan();
+  await libraryOf(lib.t.hub).rescan();
   body = (await search(dataUri(scenes[9]!))).json();
   assert.ok(!body.assets.some((a: { id: string }) => a.id === assetIdFor(relOf(9))));
-  assert.equal(lib.t.hub.library!.similarity.index.has(assetIdFor(relOf(9))), false);
+  assert.equal(libraryOf(lib.t.hub).similarity.index.has(assetIdFor(relOf(9))), false);
 });
 
 test('malformed data URIs and base64 are 400 hub-validation-error', async () => {

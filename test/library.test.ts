@@ -13,7 +13,7 @@ import { addAccount } from '../src/providers/library/accounts.js';
 import { assetIdFor } from '../src/providers/library/scanner.js';
 import { jpegWithMetadata, pngWithMetadata } from './helpers/fixtures.js';
 import { startTestHub, tempDir } from './helpers/hub.js';
-import { signInToLibrary, solidJpeg, startLibraryHub, writeFiles, type LibraryHarness } from './helpers/library.js';
+import { signInToLibrary, solidJpeg, startLibraryHub, writeFiles, type LibraryHarness, libraryOf } from './helpers/library.js';
 
 let lib: LibraryHarness;
 let outside: string;
@@ -41,7 +41,7 @@ before(async () => {
   lib = await startLibraryHub(files);
   fs.symlinkSync(path.join(outside, 'secret.jpg'), path.join(lib.root, 'Harbour', 'link-out.jpg'));
   fs.symlinkSync(outside, path.join(lib.root, 'linked-dir'));
-  await lib.t.hub.library!.scanner.scan();
+  await libraryOf(lib.t.hub).scanner.scan();
 });
 after(() => lib.t.close());
 
@@ -180,7 +180,7 @@ test('keyword search: prefix matching, scoping to a folder, facets with counts, 
 });
 
 test('a library account limited to a folder cannot reach outside it', async () => {
-  await addAccount(lib.t.hub.library!.index, 'carol', 'carol-password', ['Private'], lib.t.clock.now());
+  await addAccount(libraryOf(lib.t.hub).index, 'carol', 'carol-password', ['Private'], lib.t.clock.now());
   const { access_token } = await lib.t.login({ sub: 'carol' });
   const dam = await signInToLibrary(lib.t, access_token, 'carol', 'carol-password');
   const get = (url: string) => lib.t.app.inject({ url, headers: { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${dam}` } });
@@ -204,7 +204,7 @@ test('a library account limited to a folder cannot reach outside it', async () =
 
 test('ids are stable across rescans and restarts; the rescan is cheap; a deleted file disappears', async (t) => {
   const before = await lib.get(`${api}/assets/asset/${idOf('Harbour/tagged.jpg')}`);
-  const report = await lib.t.hub.library!.scanner.scan();
+  const report = await libraryOf(lib.t.hub).scanner.scan();
   assert.equal(report.added + report.updated, 0, 'nothing re-indexed when size and mtime match');
   assert.ok(report.unchanged >= 7);
 
@@ -222,11 +222,11 @@ test('ids are stable across rescans and restarts; the rescan is cheap; a deleted
   assert.equal(again.json().downloadHashSha256, before.body.downloadHashSha256);
 
   fs.rmSync(path.join(lib.root, 'Private', 'hidden harbour.jpg'));
-  const r2 = await lib.t.hub.library!.scanner.scan();
+  const r2 = await libraryOf(lib.t.hub).scanner.scan();
   assert.equal(r2.removed, 1);
   assert.equal((await lib.get(`${api}/assets/asset/${idOf('Private/hidden harbour.jpg')}`)).status, 404);
   writeFiles(lib.root, { 'Private/hidden harbour.jpg': await solidJpeg(20, 20, [9, 9, 9]) });
-  await lib.t.hub.library!.scanner.scan();
+  await libraryOf(lib.t.hub).scanner.scan();
 });
 
 test('providerInfo answers data locales and filters', async () => {

@@ -20,7 +20,7 @@ import { addAccount } from '../src/providers/library/accounts.js';
 import { LEGACY_MCP_FILE } from '../src/stores/legacy-mcp-file.js';
 import { tempDir } from './helpers/hub.js';
 import { writeLegacyMcpFile } from './helpers/legacy-mcp.js';
-import { writeFiles } from './helpers/library.js';
+import { writeFiles, libraryOf } from './helpers/library.js';
 
 const LIBRARY = { 'brand/readme.txt': 'brand notes', 'secret/plans.txt': 'plans' };
 
@@ -92,7 +92,7 @@ describe('MCP held connections', () => {
     writeFiles(root, LIBRARY);
     clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
     const hub = await open(dataDir, root, clock);
-    const acc = await addAccount(hub.library!.index, 'dana', 'dana-password', ['brand'], clock.now());
+    const acc = await addAccount(libraryOf(hub).index, 'dana', 'dana-password', ['brand'], clock.now());
     s = await setup(hub, acc.id);
   });
   after(async () => {

@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ManualClock } from '../src/clock.js';
 import { addAccount } from '../src/providers/library/accounts.js';
 import { startTestHub, tempDir, type TestHub } from './helpers/hub.js';
-import { solidJpeg, writeFiles } from './helpers/library.js';
+import { solidJpeg, writeFiles, libraryOf } from './helpers/library.js';
 import { callTool, mcpLibraryFiles, ok, refused, TOOL_NAMES } from './helpers/mcp.js';
 import { obtainAccessToken, startAuthServer, type AuthServer } from './helpers/oauth-server.js';
 import { freePort } from './helpers/process.js';
@@ -42,7 +42,7 @@ before(async () => {
   clock = new ManualClock(Date.now());
   t = await startTestHub({ clock, config: { libraryDir: root, publicUrl, mcpIssuer: as.issuer, mcpJwksUrl: as.jwksUrl, userRateLimitPerMin: 0 } });
   await t.hub.start();
-  await addAccount(t.hub.library!.index, 'alice', 'correct horse', ['brand'], clock.now());
+  await addAccount(libraryOf(t.hub).index, 'alice', 'correct horse', ['brand'], clock.now());
   await t.app.listen({ host: '127.0.0.1', port });
   token = await obtainAccessToken(as.issuer, resource, 'alice-sub');
   client = new Client({ name: 'damhub-test', version: '1.0.0' });
@@ -183,7 +183,7 @@ test('every tool against the embedded library, DAM sign-in through connect_provi
 });
 
 test('browse_folder is served from the page cache while the view is unchanged, and asks the provider again once it changes', async (tc) => {
-  const library = t.hub.library!;
+  const library = libraryOf(t.hub);
   // Counts the provider's browse calls, calling through (restored when the test ends).
   const browse = tc.mock.method(library, 'browse');
   const calls = () => browse.mock.callCount();

@@ -15,7 +15,7 @@ import { identityFor, LOCAL_ISSUER, mcpPartner } from '../src/mcp/identity.js';
 import { toolContext } from '../src/mcp/server.js';
 import { addAccount } from '../src/providers/library/accounts.js';
 import { tempDir } from './helpers/hub.js';
-import { writeFiles } from './helpers/library.js';
+import { writeFiles, libraryOf } from './helpers/library.js';
 import { mcpLibraryFiles, ok, refused, TOOL_NAMES } from './helpers/mcp.js';
 import { CLI, REPO_ROOT, runCli } from './helpers/process.js';
 
@@ -33,7 +33,7 @@ before(async () => {
   // machine is completed directly, as the library's sign-in form does).
   const hub = new Hub(defaultConfig({ dataDir, libraryDir: root, logLevel: 'silent' }), { watchLibrary: false });
   await hub.start();
-  const acc = await addAccount(hub.library!.index, 'carol', 'carol-password', ['brand'], Date.now());
+  const acc = await addAccount(libraryOf(hub).index, 'carol', 'carol-password', ['brand'], Date.now());
   const partner = await mcpPartner(hub, LOCAL_ISSUER, null);
   const user = await identityFor(hub, partner, 'carol-sub');
   const ctx = await toolContext(hub);

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { addAccount } from '../src/providers/library/accounts.js';
 import { LIVE_TTL_MS, MediaAccess } from '../src/content/media-access.js';
 import { ManualClock } from '../src/clock.js';
-import { signInToLibrary, solidJpeg, startLibraryHub, type LibraryHarness } from './helpers/library.js';
+import { signInToLibrary, solidJpeg, startLibraryHub, type LibraryHarness, libraryOf } from './helpers/library.js';
 import { assetIdFor } from '../src/providers/library/scanner.js';
 
 const api = '/api/v1';
@@ -41,7 +41,7 @@ async function session(sub: string, account: string, password: string) {
 }
 
 test('a media URL names its partner and account under the signature: altered, swapped or dropped, it is refused', async () => {
-  await addAccount(lib.t.hub.library!.index, 'bob', 'bob-password-1', [], lib.t.clock.now());
+  await addAccount(libraryOf(lib.t.hub).index, 'bob', 'bob-password-1', [], lib.t.clock.now());
   const alice = await (await session('sig-a', 'alice', 'correct horse')).asset('A/one.jpg');
   const bob = await (await session('sig-b', 'bob', 'bob-password-1')).asset('A/one.jpg');
   assert.notEqual(alice.downloadUrl, bob.downloadUrl, 'each account gets its own URL for the same asset');
@@ -76,7 +76,7 @@ test('a media URL names its partner and account under the signature: altered, sw
 });
 
 test("removing a library account ends its media URLs within 30 s (another process: no signal), and only that account's", async () => {
-  const index = lib.t.hub.library!.index;
+  const index = libraryOf(lib.t.hub).index;
   await addAccount(index, 'carol', 'carol-password-1', [], lib.t.clock.now());
   await addAccount(index, 'dave', 'dave-password-1', [], lib.t.clock.now());
   const carol = await (await session('rm-c', 'carol', 'carol-password-1')).asset('A/two.jpg');

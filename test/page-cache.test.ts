@@ -16,7 +16,7 @@ import { ManualClock } from '../src/clock.js';
 import { responses, SHARED_SCHEMAS } from '../src/http/schemas.js';
 import type { FolderPage } from '../src/providers/model.js';
 import { assetOpsOf, FOLDER_CAPABILITIES, folderResultBytes } from '../src/routes/content.js';
-import { signInToLibrary, solidJpeg, startLibraryHub, writeFiles, type LibraryHarness } from './helpers/library.js';
+import { signInToLibrary, solidJpeg, startLibraryHub, writeFiles, type LibraryHarness, libraryOf } from './helpers/library.js';
 
 let lib: LibraryHarness;
 const api = '/api/v1';
@@ -69,7 +69,7 @@ test('a library change made by this process invalidates the cached pages', async
   const before = await lib.get(harbour);
   assert.equal(before.body.totalAssetsCount, 5);
   writeFiles(lib.root, { 'Harbour/aaa new boat.jpg': await solidJpeg(30, 30, [200, 0, 0]) });
-  await lib.t.hub.library!.scanner.scan();
+  await libraryOf(lib.t.hub).scanner.scan();
   const after = await lib.get(harbour);
   assert.equal(after.body.totalAssetsCount, 6);
   assert.equal(after.body.assets[0].name, 'aaa new boat.jpg');
@@ -87,7 +87,7 @@ test('a change committed by another connection (another process) invalidates too
   const after = await lib.get(harbour);
   assert.equal(after.body.totalAssetsCount, before.body.totalAssetsCount - 1);
   assert.ok(!after.body.assets.some((a: { name: string }) => a.name === first));
-  await lib.t.hub.library!.scanner.scan(); // put the file back in the index
+  await libraryOf(lib.t.hub).scanner.scan(); // put the file back in the index
 });
 
 test('users and library accounts never share entries', async () => {
@@ -96,7 +96,7 @@ test('users and library accounts never share entries', async () => {
   assert.equal((await lib.get(harbour)).status, 200);
 
   // Another hub user, signed in to a library account limited to Private.
-  await addAccount(lib.t.hub.library!.index, 'dora', 'dora-password', ['Private'], lib.t.clock.now());
+  await addAccount(libraryOf(lib.t.hub).index, 'dora', 'dora-password', ['Private'], lib.t.clock.now());
   const { access_token } = await lib.t.login({ sub: 'dora' });
   const doraDam = await signInToLibrary(lib.t, access_token, 'dora', 'dora-password');
   const asDora = (url: string) => lib.t.app.inject({ url, headers: { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${doraDam}` } });
@@ -138,13 +138,13 @@ test('signed URLs in cached pages verify, and a new expiry bucket means a fresh 
 });
 
 test('removing the library account ends cached answers at once', async () => {
-  await addAccount(lib.t.hub.library!.index, 'erin', 'erin-password', [], lib.t.clock.now());
+  await addAccount(libraryOf(lib.t.hub).index, 'erin', 'erin-password', [], lib.t.clock.now());
   const { access_token } = await lib.t.login({ sub: 'erin' });
   const dam = await signInToLibrary(lib.t, access_token, 'erin', 'erin-password');
   const get = () => lib.t.app.inject({ url: harbour, headers: { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${dam}` } });
   assert.equal((await get()).statusCode, 200);
   assert.equal((await get()).statusCode, 200);
-  assert.ok(await lib.t.hub.library!.index.removeAccount('erin'));
+  assert.ok(await libraryOf(lib.t.hub).index.removeAccount('erin'));
   const res = await get();
   assert.equal(res.json().error.code, 'integration-auth-failed');
 });

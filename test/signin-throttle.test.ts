@@ -18,7 +18,7 @@ import { defineProvider } from '../src/providers/kit/define.js';
 import { addAccount } from '../src/providers/library/accounts.js';
 import { ClusterStores } from '../src/stores/index.js';
 import { assertError, startTestHub, tempDir, type TestHub } from './helpers/hub.js';
-import { startLibraryHub, type LibraryHarness } from './helpers/library.js';
+import { startLibraryHub, type LibraryHarness, libraryOf } from './helpers/library.js';
 import { clusterEnv, type ClusterEnv } from './stores-env.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -48,7 +48,7 @@ describe('library sign-in form (embedded store)', () => {
   let lib: LibraryHarness;
   before(async () => {
     lib = await startLibraryHub({ 'a.txt': 'x' });
-    await addAccount(lib.t.hub.library!.index, 'bob', 'bob password', [], lib.t.clock.now());
+    await addAccount(libraryOf(lib.t.hub).index, 'bob', 'bob password', [], lib.t.clock.now());
   });
   after(() => lib.t.close());
 

@@ -9,6 +9,16 @@ import sharp from 'sharp';
 import { addAccount } from '../../src/providers/library/accounts.js';
 import type { HubConfig } from '../../src/config.js';
 import { startTestHub, tempDir, type TestHub } from './hub.js';
+import { embeddedLibrary } from '../../src/catalog.js';
+import type { Hub } from '../../src/hub.js';
+import type { LibraryProvider } from '../../src/providers/library/provider.js';
+
+/** The hub's embedded library (the catalog built it from config.libraryDir). */
+export function libraryOf(hub: Hub): LibraryProvider {
+  const library = embeddedLibrary(hub.providers);
+  assert.ok(library, 'the hub serves the embedded library');
+  return library;
+}
 
 export interface LibraryHarness {
   t: TestHub;
@@ -58,7 +68,7 @@ export async function startLibraryHub(files: Record<string, Buffer | string>, op
   writeFiles(root, files);
   const t = await startTestHub({ config: { libraryDir: root, userRateLimitPerMin: 0, ...opts.config } });
   await t.hub.start();
-  await addAccount(t.hub.library!.index, 'alice', 'correct horse', opts.folders ?? [], t.clock.now());
+  await addAccount(libraryOf(t.hub).index, 'alice', 'correct horse', opts.folders ?? [], t.clock.now());
   const { access_token } = await t.login();
   const dam = await signInToLibrary(t, access_token, 'alice', 'correct horse');
   const headers = { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${dam}` };

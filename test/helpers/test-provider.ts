@@ -39,6 +39,13 @@ export function testProvider(opts: { id?: string; refreshable?: boolean; serverU
         return { ok: true };
       });
     },
+    // An empty DAM that can browse and search: listing its capabilities shows both (they are the methods).
+    async browse(_session, folderId) {
+      return { id: folderId, name: folderId, folders: [], assets: [], filters: [], totalAssetsCount: 0 };
+    },
+    async search() {
+      return { folders: [], assets: [], filters: [], totalAssetsCount: 0 };
+    },
     async refresh(cred) {
       p.refreshCalls++;
       if (cred.account === 'revoked') throw integrationError('integration-auth-failed', id, 'account revoked upstream');
