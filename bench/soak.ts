@@ -8,7 +8,7 @@
  *   npm run soak                        10 minutes (SOAK_SECONDS, SOAK_MAX_REQUESTS, SOAK_WORKERS)
  *   node dist/bench/soak.js --json      the same, the summary as JSON
  *
- * The test suite runs a short variant (test/soak-short.test.ts) through runSoak().
+ * The test suite runs a short variant (test/e2e/soak-short.test.ts) through runSoak().
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';

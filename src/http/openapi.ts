@@ -3,7 +3,7 @@
  * wildcard path parameters, and per operation an operationId, a description, the response headers
  * clients rely on, examples, and the media routes' statuses and content types. Route schemas stay
  * about validation and serialisation; what only a reader needs lives here, in one table, and
- * test/openapi-lint.test.ts fails when an operation is missing from it (no operationId).
+ * test/http/openapi-lint.test.ts fails when an operation is missing from it (no operationId).
  */
 type Json = Record<string, any>;
 
@@ -190,7 +190,7 @@ export function polishDocument(doc: Json): Json {
   for (const [path, item] of Object.entries<Json>(doc.paths)) {
     for (const [method, op] of Object.entries<Json>(item)) {
       const d = OPERATIONS[`${method} ${path}`];
-      if (!d) continue; // no operationId then: test/openapi-lint.test.ts says which
+      if (!d) continue; // no operationId then: test/http/openapi-lint.test.ts says which
       op.operationId = d.id;
       op.description = d.description;
       if (d.summary) op.summary = d.summary;

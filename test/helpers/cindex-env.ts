@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import pg from 'pg';
 import { ClusterStores } from '../../src/stores/index.js';
-import { clusterEnv, type ClusterEnv } from '../stores-env.js';
+import { clusterEnv, type ClusterEnv } from './stores-env.js';
 
 export type CindexEnv = ClusterEnv;
 

@@ -8,7 +8,7 @@ import { loadOrCreateKeyRing } from '../../src/auth/keys.js';
 import { ManualClock } from '../../src/clock.js';
 import type { ConnectorDeps, DefinedConnector } from '../../src/providers/kit/define.js';
 import type { UpstreamSettings } from '../../src/providers/kit/http.js';
-import { runProviderConformance } from '../conformance/provider-conformance.js';
+import { runProviderConformance } from './provider-conformance.js';
 import { bearer, startTestHub, tempDir, type TestHub } from './hub.js';
 
 export async function oauthSignIn(t: TestHub, providerId: string, hubAccess: string): Promise<{ access_token: string; refresh_token?: string }> {

@@ -76,7 +76,7 @@ const RETRY_STATUSES = new Set([429, 502, 503, 504]);
 /**
  * undici is loaded on the first upstream call, not at start: loading it installs its global
  * dispatcher, which changed how a hub without any connector drained in-flight requests on SIGTERM
- * (test/e2e.test.ts). A hub that serves no connector never loads it.
+ * (test/e2e/e2e.test.ts). A hub that serves no connector never loads it.
  */
 let undiciModule: Promise<typeof import('undici')> | null = null;
 const loadUndici = () => (undiciModule ??= import('undici'));

@@ -1,5 +1,5 @@
-// Generated from the hub's OpenAPI document by test/client-codegen.ts. Do not edit by hand:
-// run `npm run gen:client-types`. test/client-types.test.ts fails when this file is stale.
+// Generated from the hub's OpenAPI document by test/helpers/client-codegen.ts. Do not edit by hand:
+// run `npm run gen:client-types`. test/client/client-types.test.ts fails when this file is stale.
 /* eslint-disable */
 
 /** Every error: status == error.status (SPEC.md section 5). */

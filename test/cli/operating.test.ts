@@ -1,0 +1,155 @@
+/**
+ * Operating the hub as a process (issue 21): `npm start` and signals, one log line per request,
+ * the favicon, two demo hubs on one data directory.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { freePort, REPO_ROOT, startServer } from '../helpers/process.js';
+
+const dirs: string[] = [];
+function tmp(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-ops-'));
+  dirs.push(d);
+  return d;
+}
+after(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('error', () => resolve(false));
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('npm start', () => {
+  test('SIGTERM to npm reaches the hub: it drains, exits, and leaves no process or open port behind', { skip: process.platform === 'win32' }, async () => {
+    const port = await freePort();
+    const data = path.join(tmp(), 'data');
+    const npmCli = process.env.npm_execpath;
+    const [cmd, args] = npmCli ? [process.execPath, [npmCli, 'start']] : ['npm', ['start']];
+    const child = spawn(cmd, args, {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DAMHUB_DATA_DIR: data, DAMHUB_PORT: String(port), DAMHUB_LOG_LEVEL: 'info', DAMHUB_START_SKIP_BUILD: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`npm start did not listen in 120 s:\n${out}`)), 120_000);
+        const check = () => {
+          if (/"msg":"Server listening/.test(out)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        child.stdout!.on('data', check);
+        child.once('exit', () => reject(new Error(`npm start exited before listening:\n${out}`)));
+      });
+      const hubPid = Number(/"pid":(\d+)[^\n]*"msg":"Server listening/.exec(out)![1]);
+      assert.notEqual(hubPid, child.pid, 'the hub is not npm itself');
+      assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+
+      child.kill('SIGTERM');
+      await exited;
+      // npm has returned; the hub it started must be gone too, and it must have drained.
+      for (let i = 0; i < 50 && alive(hubPid); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(alive(hubPid), false, `the hub (pid ${hubPid}) outlived npm:\n${out}`);
+      assert.equal(await portOpen(port), false, 'nothing listens on the port any more');
+      assert.match(out, /shutting down: draining in-flight requests/);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      const m = /"pid":(\d+)[^\n]*"msg":"Server listening/.exec(out);
+      if (m && alive(Number(m[1]))) process.kill(Number(m[1]), 'SIGKILL');
+    }
+  });
+});
+
+describe('a running hub', () => {
+  test('logs one line per request at info, with its request id, status and time', async () => {
+    const server = await startServer(['--data', path.join(tmp(), 'data')], { DAMHUB_LOG_LEVEL: 'info' });
+    try {
+      const id = 'ops-log-line-1';
+      const res = await fetch(`${server.url}/api/v1/auth/providers?secret=not-logged`, { headers: { 'x-request-id': id } });
+      assert.equal(res.status, 401);
+      await res.arrayBuffer();
+      await new Promise((r) => setTimeout(r, 300));
+      const lines = server.output().split('\n').filter((l) => l.includes(id));
+      assert.equal(lines.length, 1, lines.join('\n'));
+      const line = JSON.parse(lines[0]!);
+      assert.equal(line.level, 30);
+      assert.equal(line.msg, 'request completed');
+      assert.deepEqual(line.req, { method: 'GET', path: '/api/v1/auth/providers', id });
+      assert.equal(line.res.statusCode, 401);
+      assert.equal(typeof line.responseTime, 'number');
+      assert.equal(line.code, 'hub-access-token-missing', 'a rejection says why on the same line');
+      assert.ok(!server.output().includes('not-logged'), 'no query strings in the log');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('serves a favicon (an ICO), so browsers do not log a 404 on every page', async () => {
+    const server = await startServer(['--data', path.join(tmp(), 'data')]);
+    try {
+      const res = await fetch(`${server.url}/favicon.ico`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'image/x-icon');
+      const body = Buffer.from(await res.arrayBuffer());
+      assert.deepEqual([...body.subarray(0, 6)], [0, 0, 1, 0, 1, 0], 'ICO header, one image');
+      assert.deepEqual([...body.subarray(22, 26)], [0x89, 0x50, 0x4e, 0x47], 'a PNG inside');
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('two demo hubs on one data directory', () => {
+  /** The demo page's flow against one hub: partner JWT from its backend, exchange from its origin. */
+  async function demoExchange(url: string): Promise<number> {
+    const { jwt } = await (await fetch(`${url}/demo/partner-token`, { method: 'POST' })).json() as { jwt: string };
+    const res = await fetch(`${url}/api/v1/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${jwt}`, origin: url } });
+    const body = await res.json() as { access_token?: string };
+    if (res.status !== 200) return res.status;
+    assert.equal(res.headers.get('access-control-allow-origin'), url);
+    const check = await fetch(`${url}/api/v1/auth/checkToken`, { headers: { authorization: `Bearer ${body.access_token}`, origin: url } });
+    return check.status;
+  }
+
+  test('a second serve --demo on another port does not break the first', async () => {
+    const data = path.join(tmp(), 'data');
+    const first = await startServer(['--demo', '--data', data]);
+    try {
+      assert.equal(await demoExchange(first.url), 200);
+      const second = await startServer(['--demo', '--data', data]);
+      try {
+        assert.equal(await demoExchange(second.url), 200, 'the second works');
+        assert.equal(await demoExchange(first.url), 200, 'and the first still does');
+      } finally {
+        await second.stop();
+      }
+      assert.equal(await demoExchange(first.url), 200, 'and after the second stopped');
+    } finally {
+      await first.stop();
+    }
+  });
+});

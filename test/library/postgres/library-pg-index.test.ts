@@ -1,0 +1,7 @@
+/**
+ * The library behaviour suite (test/library/library.test.ts), again, with the library index in PostgreSQL
+ * (cluster stores on a fresh `cindex_` database; see test/helpers/cindex-env.ts).
+ */
+import { runSuiteOnPgIndex } from '../../helpers/cindex-env.js';
+
+await runSuiteOnPgIndex('library', () => import('../library.test.js'));
