@@ -34,12 +34,8 @@ export async function startConnectorHub(factory: (deps: ConnectorDeps) => Define
   const dataDir = tempDir();
   const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
   const connector = factory({ clock, keys: loadOrCreateKeyRing(dataDir, clock.now()), publicUrl: 'http://hub.test', upstream: { allowHosts: ['127.0.0.1'], ...upstream } });
+  // The hub closes every provider it registered, this one included.
   const t = await startTestHub({ dataDir, clock, providers: [connector] });
-  const close = t.close;
-  t.close = async () => {
-    await close();
-    await connector.close();
-  };
   return { t, connector };
 }
 

@@ -124,8 +124,11 @@ export class UpstreamClient {
     };
   }
 
+  /** Ends the connection pool; closing again is a no-op (the hub closes every provider it registered, a test may too). */
   async close(): Promise<void> {
-    await this.pool.agent?.close();
+    const agent = this.pool.agent;
+    if (!agent || agent.closed || agent.destroyed) return;
+    await agent.close();
   }
 
   /**
