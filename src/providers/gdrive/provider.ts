@@ -151,7 +151,11 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           // The item comes out of an authenticated grant, but is still checked: the grant format may outlive this code.
           const kind = item.k === 'media' || item.k === 'pdf' ? item.k : null;
           if (typeof item.id !== 'string' || !DRIVE_ID.test(item.id) || !kind) throw integrationError('integration-not-found', ID, 'the download link names no Drive file');
-          return new DriveApi(http, ep.api).content(cred.at, item.id, kind, range, ifNoneMatch);
+          // The grant lives 4 hours, a Google access token about one: past its expiry the grant's
+          // refresh token renews it (Google does not rotate refresh tokens, so the user's
+          // connection is untouched). A revoked grant is integration-auth-failed.
+          const c = cred.exp !== undefined && cred.exp <= deps.clock.now() + 60_000 ? await flow.refresh(cred, http) : cred;
+          return new DriveApi(http, ep.api).content(c.at, item.id, kind, range, ifNoneMatch);
         },
 
         async versions(ctx, id): Promise<VersionList> {

@@ -3,7 +3,7 @@
  * downloadUrl is fetched by a plain HTTP client with no session and no Authorization header (a
  * partner's server), the bytes are those files.get?alt=media serves, Range is honoured, a
  * Google-native document downloads as its PDF export, and the link is refused once the partner is
- * disabled (the hub's MediaAccess).
+ * disabled (the hub's MediaAccess), and it outlives the access token it was made with.
  */
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
@@ -131,4 +131,14 @@ test('the link is refused once the partner is disabled, and works again when re-
     await t.hub.stores.partners.update(partner, { enabled: true }, t.clock.now());
   }
   assert.equal((await fetchPlain(url)).status, 200);
+});
+
+test('a link outlives the Google access token it was made with: past its expiry the hub renews it', async () => {
+  const url = await linkOf('notes.txt');
+  // Two hours on: the link (4 h) is valid, the access token (expires_in 3920 s) is not.
+  t.clock.advance(2 * 3600_000);
+  r.revokeTokens();
+  const res = await fetchPlain(url);
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.ok(Buffer.from(await res.arrayBuffer()).equals(r.content(r.ids['notes.txt']!)));
 });
