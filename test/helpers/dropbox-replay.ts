@@ -87,6 +87,11 @@ export async function startDropboxReplay(tree: string[], revisions: Record<strin
     ids[f] = id;
   }
 
+  /**
+   * list_revisions and get_temporary_link answer a plain FileMetadata: their documented examples,
+   * like the SDK's types, carry no ".tag" (listings and get_metadata answer the tagged Metadata union).
+   */
+  const untagged = ({ '.tag': _tag, ...rest }: any) => rest;
   const lookup = (p: string): Node | undefined => (p.startsWith('id:') ? byId.get(p) : byPath.get(p.toLowerCase()));
   const cursor = (o: object) => `AAE${Buffer.from(JSON.stringify(o)).toString('base64url')}`;
   const uncursor = (c: unknown): any => {
@@ -211,11 +216,11 @@ export async function startDropboxReplay(tree: string[], revisions: Record<strin
       }
       case '/2/files/list_revisions': {
         const n = lookup(body.path);
-        return n?.revisions ? send(res, 200, { ...revTpl, entries: n.revisions }) : notFound();
+        return n?.revisions ? send(res, 200, { ...revTpl, entries: n.revisions.map(untagged) }) : notFound();
       }
       case '/2/files/get_temporary_link': {
         const n = lookup(body.path);
-        return n?.revisions ? send(res, 200, { ...linkTpl, metadata: n.meta }) : notFound();
+        return n?.revisions ? send(res, 200, { ...linkTpl, metadata: untagged(n.meta) }) : notFound();
       }
       default:
         res.writeHead(400, { 'content-type': 'text/plain' });

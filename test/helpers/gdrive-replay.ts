@@ -6,6 +6,10 @@
  * are small so that nextPageToken is followed. The subset of the Drive query language the
  * connector sends (`'id' in parents`, `name contains`, `fullText contains`, `mimeType =/!=`,
  * `trashed = false`) is evaluated; anything else is the documented 400 "Invalid Value".
+ * Content: `files.get?alt=media` answers each file's bytes (`content(id)`) with the Range support
+ * of the "Download and export files" guide (206 and Content-Range); a Google-native document
+ * (`.gdoc`, `.gsheet`, `.gform` in the tree: no extension kept, no size, no checksums) refuses
+ * alt=media with the documented 403 fileNotDownloadable and exports to PDF through files.export.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -22,6 +26,10 @@ export interface DriveReplay {
   ids: Record<string, string>;
   /** q parameters received, for asserting what the connector asked. */
   queries: string[];
+  /** The bytes alt=media serves for a file id (or a PDF export serves, for a native document). */
+  content(id: string): Buffer;
+  /** Headers of the content requests received (alt=media and export), for asserting what was passed. */
+  contentRequests: { path: string; query: string; headers: Record<string, string | string[] | undefined> }[];
   /** The next `n` API calls (only those whose path contains `pathIncludes`, when given) fail this way. */
   fault(kind: 'rate-limit-403' | 'rate-limit-429' | 'html' | 'hang', n?: number, pathIncludes?: string): void;
   revokeTokens(): void;
@@ -35,6 +43,15 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
   const errors = driveFixture('errors');
   const tokenFx = driveFixture('oauth2_token');
 
+  const NATIVE: Record<string, string> = { gdoc: 'application/vnd.google-apps.document', gsheet: 'application/vnd.google-apps.spreadsheet', gform: 'application/vnd.google-apps.form' };
+  /** Deterministic bytes of a file, `size` long, different for every path. */
+  const bytesOf = (p: string, size: number) => {
+    const out = Buffer.alloc(size);
+    for (let o = 0, k = 0; o < size; k++) o += createHash('sha256').update(`${p}:${k}`).digest().copy(out, o);
+    return out;
+  };
+  const bytes = new Map<string, Buffer>();
+  const contentRequests: DriveReplay['contentRequests'] = [];
   let seq = 0;
   const newId = () => `1Pc8jzfU1ErbN_eucMMqdq${String(++seq).padStart(6, '0')}`;
   const rootId = fx.root.id;
@@ -59,14 +76,20 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     const n = 1 + (revisions[f] ?? 0);
     const md5 = (k: number) => createHash('md5').update(`${f}#${k}`).digest('hex');
     const ext = name.slice(name.lastIndexOf('.') + 1);
-    const mimeType = ({ txt: 'text/plain', pdf: 'application/pdf', png: 'image/png' } as Record<string, string>)[ext] ?? fx.file.mimeType;
+    const native = NATIVE[ext];
+    const mimeType = native ?? ({ txt: 'text/plain', pdf: 'application/pdf', png: 'image/png' } as Record<string, string>)[ext] ?? fx.file.mimeType;
     const image = mimeType.startsWith('image/') ? {} : { imageMediaMetadata: undefined };
-    files.set(id, {
-      ...fx.file, ...image, id, name, mimeType, parents: [parent], version: String(n + 5), size: String(1000 + seq), md5Checksum: md5(n - 1),
+    const size = 1000 + seq;
+    bytes.set(id, native ? Buffer.from(`%PDF-1.4\n% export of ${f}\n%%EOF\n`) : bytesOf(f, size));
+    const record = {
+      ...fx.file, ...image, id, name: native ? name.slice(0, -ext.length - 1) : name, mimeType, parents: [parent], version: String(n + 5), size: String(size), md5Checksum: md5(n - 1),
       sha1Checksum: createHash('sha1').update(f).digest('hex'), sha256Checksum: createHash('sha256').update(f).digest('hex'),
       webContentLink: `https://drive.google.com/uc?id=${id}&export=download`, webViewLink: `https://drive.google.com/file/d/${id}/view?usp=drivesdk`,
       thumbnailLink: `https://lh3.googleusercontent.com/drive-storage/${id}=s220`,
-    });
+    };
+    // Native documents have no binary content: Drive reports no size, checksums or webContentLink for them.
+    if (native) for (const k of ['size', 'md5Checksum', 'sha1Checksum', 'sha256Checksum', 'webContentLink']) delete (record as any)[k];
+    files.set(id, record);
     revs.set(id, Array.from({ length: n }, (_, k) => ({
       ...revFx.revision, id: `${id}-r${k + 1}`, originalFilename: name, md5Checksum: md5(k), size: String(1000 + k),
       modifiedTime: new Date(Date.UTC(2024, 2, 1 + k)).toISOString(),
@@ -119,6 +142,34 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
   const invalid = (res: http.ServerResponse, location: string) =>
     send(res, 400, { error: { errors: [{ domain: 'global', reason: 'invalid', message: 'Invalid Value', locationType: 'parameter', location }], code: 400, message: 'Invalid Value' } });
 
+  /**
+   * alt=media and files.export ("Download and export files" guide). A native document refuses
+   * alt=media (403 fileNotDownloadable, "Resolve errors"); a binary file refuses export (403
+   * exportOnlySupportsGoogleDocs, ibid.); only PDF exports are replayed (400 otherwise).
+   */
+  function serveContent(res: http.ServerResponse, file: any, exportAs: string | null, range: string | undefined) {
+    const native = String(file.mimeType).startsWith('application/vnd.google-apps.');
+    const refuse = (reason: string, message: string) => send(res, 403, { error: { code: 403, message, errors: [{ domain: 'global', reason, message, locationType: 'parameter', location: exportAs === null ? 'alt' : 'fileId' }] } });
+    if (exportAs === null && native) return refuse('fileNotDownloadable', 'Only files with binary content can be downloaded. Use Export with Docs Editors files.');
+    if (exportAs !== null && !native) return refuse('exportOnlySupportsGoogleDocs', 'Export only supports Docs Editors files.');
+    if (exportAs !== null && exportAs !== 'application/pdf') return invalid(res, 'mimeType');
+    const body = bytes.get(file.id)!;
+    const type = exportAs ?? file.mimeType;
+    const r = /^bytes=(\d+)-(\d*)$/.exec(range ?? '');
+    if (r && exportAs === null) {
+      const start = Number(r[1]);
+      const end = Math.min(r[2] ? Number(r[2]) : body.length - 1, body.length - 1);
+      if (start > end) {
+        res.writeHead(416, { 'content-range': `bytes */${body.length}` });
+        return res.end();
+      }
+      res.writeHead(206, { 'content-type': type, 'content-length': String(end - start + 1), 'content-range': `bytes ${start}-${end}/${body.length}` });
+      return res.end(body.subarray(start, end + 1));
+    }
+    res.writeHead(200, { 'content-type': type, 'content-length': String(body.length) });
+    return res.end(body);
+  }
+
   const server = http.createServer(async (req, res) => {
     const u = new URL(req.url!, 'http://x');
     let raw = '';
@@ -167,7 +218,7 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (!auth || !tokens.has(auth)) return send(res, 401, errors.invalid_credentials);
 
-    const m = /^\/drive\/v3\/(about|files)(?:\/([^/]+))?(?:\/(revisions))?$/.exec(u.pathname);
+    const m = /^\/drive\/v3\/(about|files)(?:\/([^/]+))?(?:\/(revisions|export))?$/.exec(u.pathname);
     if (!m) return send(res, 404, { error: { code: 404, message: 'Not Found', errors: [{ domain: 'global', reason: 'notFound', message: 'Not Found' }] } });
     if (m[1] === 'about') return send(res, 200, about);
     if (!m[2]) {
@@ -185,6 +236,10 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     const id = decodeURIComponent(m[2]);
     const file = files.get(id === 'root' ? rootId : id);
     if (!file) return notFound(res, id);
+    if (m[3] === 'export' || u.searchParams.get('alt') === 'media') {
+      contentRequests.push({ path: u.pathname, query: u.search, headers: req.headers });
+      return serveContent(res, file, m[3] === 'export' ? u.searchParams.get('mimeType') : null, req.headers.range);
+    }
     if (!m[3]) return send(res, 200, file);
     const list = revs.get(file.id);
     if (!list) return send(res, 403, { error: { code: 403, message: 'The file does not support revisions.', errors: [{ domain: 'global', reason: 'revisionsNotSupported', message: 'The file does not support revisions.' }] } });
@@ -197,6 +252,12 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     ids,
     queries,
+    contentRequests,
+    content: (id) => {
+      const b = bytes.get(id);
+      if (!b) throw new Error(`no file ${id}`);
+      return b;
+    },
     fault(kind, n = 1, pathIncludes) {
       faults = { kind, n, pathIncludes };
     },

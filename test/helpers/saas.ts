@@ -33,9 +33,13 @@ export async function oauthSignIn(t: TestHub, providerId: string, hubAccess: str
 export async function startConnectorHub(factory: (deps: ConnectorDeps) => DefinedConnector, upstream: Partial<UpstreamSettings> = {}): Promise<{ t: TestHub; connector: DefinedConnector }> {
   const dataDir = tempDir();
   const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
-  const connector = factory({ clock, keys: loadOrCreateKeyRing(dataDir, clock.now()), publicUrl: 'http://hub.test', upstream: { allowHosts: ['127.0.0.1'], ...upstream } });
+  // Download links are checked against the hub's MediaAccess as the catalog wires it; the hub
+  // exists only after the connector, so the check reaches it through `t`.
+  let t: TestHub | undefined;
+  const access = { check: (b: { partnerId: string; userId: string }, what: string) => t!.hub.mediaAccess.check(b, what) };
+  const connector = factory({ clock, keys: loadOrCreateKeyRing(dataDir, clock.now()), publicUrl: 'http://hub.test', access, upstream: { allowHosts: ['127.0.0.1'], ...upstream } });
   // The hub closes every provider it registered, this one included.
-  const t = await startTestHub({ dataDir, clock, providers: [connector] });
+  t = await startTestHub({ dataDir, clock, providers: [connector] });
   return { t, connector };
 }
 

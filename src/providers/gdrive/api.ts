@@ -5,9 +5,23 @@
  */
 import { integrationError } from '../../errors.js';
 import type { UpstreamPage } from '../saas/listing.js';
-import type { UpstreamClient } from '../kit/http.js';
+import type { UpstreamClient, UpstreamResponse } from '../kit/http.js';
 
 export const FOLDER_MIME = 'application/vnd.google-apps.folder';
+
+/**
+ * Google-native documents have no bytes of their own (alt=media refuses them with
+ * fileNotDownloadable); these four export to PDF ("Export MIME types for Google Workspace
+ * documents"). Other native types (forms, sites, maps, shortcuts, folders) export to nothing a
+ * partner can use, so they get no downloadUrl.
+ */
+const PDF_EXPORTABLE = new Set(['document', 'spreadsheet', 'presentation', 'drawing'].map((k) => `application/vnd.google-apps.${k}`));
+
+/** How a file's bytes are fetched: its content (`media`), a PDF export (`pdf`), or not at all (null). */
+export function downloadKind(mimeType: string): 'media' | 'pdf' | null {
+  if (!mimeType.startsWith('application/vnd.google-apps.')) return 'media';
+  return PDF_EXPORTABLE.has(mimeType) ? 'pdf' : null;
+}
 
 /** files#File (the fields read here). int64 values arrive as strings. */
 export interface DriveFile {
@@ -22,7 +36,6 @@ export interface DriveFile {
   sha256Checksum?: string;
   thumbnailLink?: string;
   webViewLink?: string;
-  webContentLink?: string;
   parents?: string[];
   version?: string;
   imageMediaMetadata?: { width?: number; height?: number };
@@ -39,7 +52,7 @@ export interface DriveRevision {
   keepForever?: boolean;
 }
 
-const FILE_FIELDS = 'id,name,mimeType,size,createdTime,modifiedTime,md5Checksum,sha1Checksum,sha256Checksum,thumbnailLink,webViewLink,webContentLink,parents,version,imageMediaMetadata(width,height)';
+const FILE_FIELDS = 'id,name,mimeType,size,createdTime,modifiedTime,md5Checksum,sha1Checksum,sha256Checksum,thumbnailLink,webViewLink,parents,version,imageMediaMetadata(width,height)';
 
 /** A string literal of the Drive query language ("Search for files and folders" guide): quotes and backslashes escaped. */
 export const lit = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
@@ -89,6 +102,25 @@ export class DriveApi {
 
   getFile(token: string, id: string): Promise<DriveFile> {
     return this.get<DriveFile>(token, `files/${encodeURIComponent(id)}`, { fields: FILE_FIELDS, supportsAllDrives: 'true' });
+  }
+
+  /**
+   * The file's bytes, streamed: files.get?alt=media (Range and If-None-Match passed through), or
+   * for a Google-native document files.export to PDF (Drive exports whole documents only, up to
+   * 10 MB; a Range is still passed and Drive may ignore it, answering 200 with the whole export).
+   */
+  content(token: string, id: string, kind: 'media' | 'pdf', range: string | undefined, ifNoneMatch: string | undefined): Promise<UpstreamResponse> {
+    const file = `files/${encodeURIComponent(id)}`;
+    const u = new URL(`${this.apiBase}/drive/v3/${kind === 'pdf' ? `${file}/export` : file}`);
+    if (kind === 'pdf') u.searchParams.set('mimeType', 'application/pdf');
+    else {
+      u.searchParams.set('alt', 'media');
+      u.searchParams.set('supportsAllDrives', 'true');
+    }
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (range) headers.range = range;
+    if (ifNoneMatch) headers['if-none-match'] = ifNoneMatch;
+    return this.http.send({ method: 'GET', url: u, headers, accept: [304], what: kind === 'pdf' ? 'Google Drive files.export' : 'Google Drive files.get (alt=media)' });
   }
 
   async revisions(token: string, id: string, pageToken?: string): Promise<UpstreamPage<DriveRevision>> {

@@ -19,7 +19,8 @@ function clean(a: Asset): Asset {
   return a;
 }
 
-export function toAsset(f: DriveFile): Asset {
+/** `downloadUrl`: the hub's grant link (webContentLink needs the user's Google session in a browser). */
+export function toAsset(f: DriveFile, links: { downloadUrl?: string } = {}): Asset {
   return clean({
     id: f.id,
     name: f.name,
@@ -36,7 +37,7 @@ export function toAsset(f: DriveFile): Asset {
     downloadHashSha256: hex(f.sha256Checksum, 64),
     // thumbnailLink is short-lived and fetchable without the user's token (files#File reference).
     thumbnailUrl: f.thumbnailLink,
-    downloadUrl: f.webContentLink,
+    downloadUrl: links.downloadUrl,
     assetDetailsExternalUrl: f.webViewLink,
     type: 'file',
     capabilities: READ_ONLY,

@@ -6,13 +6,13 @@
  * (docs/connectors.md).
  */
 import { integrationError } from '../../errors.js';
-import { defineProvider, type ConnectorDeps, type DefinedConnector } from '../kit/define.js';
+import { defineProvider, type CallContext, type ConnectorDeps, type DefinedConnector } from '../kit/define.js';
 import type { UpstreamClient } from '../kit/http.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, oauthCredentials, staticServer, type OAuthCredentials } from '../oauth/flow.js';
 import { oauthLogin } from '../oauth/login.js';
 import { byName, offsetOf, readAll, slice } from '../saas/listing.js';
-import { DriveApi, driveErrorMessage, FOLDER_MIME, lit, type DriveFile } from './api.js';
+import { DriveApi, downloadKind, driveErrorMessage, FOLDER_MIME, lit, type DriveFile } from './api.js';
 import { revisionToAsset, toAsset, toFolder } from './mapping.js';
 
 export interface GoogleDriveOptions {
@@ -44,6 +44,18 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
   function driveId(id: string, what: string): string {
     if (id === 'root' || DRIVE_ID.test(id)) return id;
     throw integrationError('integration-not-found', ID, `no ${what} ${JSON.stringify(id)}`);
+  }
+
+  /**
+   * The asset with a hub download link: the grant carries the user's Drive credentials, so a
+   * partner's server fetches the bytes without a Google session (the link ends with the partner's
+   * access, docs/security.md). A PDF export is named `<name>.pdf`.
+   */
+  async function linked(ctx: CallContext<OAuthCredentials>, f: DriveFile): Promise<Asset> {
+    const kind = downloadKind(f.mimeType);
+    if (!kind) return toAsset(f);
+    const fileName = kind === 'pdf' && !/\.pdf$/i.test(f.name) ? `${f.name}.pdf` : f.name;
+    return toAsset(f, { downloadUrl: await ctx.downloadUrl({ id: f.id, k: kind }, fileName) });
   }
 
   /** One call context: the Drive API over this connector's upstream client, for one access token. */
@@ -99,7 +111,7 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           return {
             id: folderId,
             name: self.name,
-            assets: page.map(toAsset),
+            assets: await Promise.all(page.map((f) => linked(ctx, f))),
             folders: offset === 0 ? entries.filter(isFolder).sort(byName).map(toFolder) : [],
             filters: [],
             totalAssetsCount: all.length,
@@ -126,13 +138,24 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           }
           const all = found.sort(byName);
           const { page, more } = slice(all, offset, opts.size);
-          return { assets: page.map(toAsset), folders: [], filters: [], totalAssetsCount: all.length, ...(more ? { more } : {}) };
+          return { assets: await Promise.all(page.map((f) => linked(ctx, f))), folders: [], filters: [], totalAssetsCount: all.length, ...(more ? { more } : {}) };
         },
 
         async asset(ctx, id): Promise<Asset> {
           const f = await new DriveApi(ctx.http, ep.api).getFile(ctx.cred.at, driveId(id, 'file'));
           if (isFolder(f)) throw integrationError('integration-not-found', ID, `${id} is a folder`);
-          return toAsset(f);
+          return linked(ctx, f);
+        },
+
+        async download({ cred, http, item, range, ifNoneMatch }) {
+          // The item comes out of an authenticated grant, but is still checked: the grant format may outlive this code.
+          const kind = item.k === 'media' || item.k === 'pdf' ? item.k : null;
+          if (typeof item.id !== 'string' || !DRIVE_ID.test(item.id) || !kind) throw integrationError('integration-not-found', ID, 'the download link names no Drive file');
+          // The grant lives 4 hours, a Google access token about one: past its expiry the grant's
+          // refresh token renews it (Google does not rotate refresh tokens, so the user's
+          // connection is untouched). A revoked grant is integration-auth-failed.
+          const c = cred.exp !== undefined && cred.exp <= deps.clock.now() + 60_000 ? await flow.refresh(cred, http) : cred;
+          return new DriveApi(http, ep.api).content(c.at, item.id, kind, range, ifNoneMatch);
         },
 
         async versions(ctx, id): Promise<VersionList> {
