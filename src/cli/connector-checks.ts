@@ -39,6 +39,8 @@ export interface CheckClient {
 export interface CheckOptions {
   providerId: string;
   term?: string;
+  /** The folder to page through; by default the fullest of the root and its first subfolders. */
+  folderId?: string;
   maxAssets: number;
   maxBytes: number;
 }
@@ -156,7 +158,7 @@ export async function runChecks(client: CheckClient, o: CheckOptions): Promise<C
     seen.rootFolders = p.folders.filter((f: any) => typeof f?.id === 'string');
     if (seen.rootFolders.length !== p.folders.length) fail('every folder needs a string id');
     seen.assets.push(...p.assets);
-    if (p.totalAssetsCount > 0) {
+    if (!o.folderId && p.totalAssetsCount > 0) {
       seen.folderId = 'root';
       seen.total = p.totalAssetsCount;
     }
@@ -171,8 +173,8 @@ export async function runChecks(client: CheckClient, o: CheckOptions): Promise<C
       const p = await r.ok(`/assets/folder/${enc(f.id)}?size=${seen.paging.defaultSize}`);
       pageShape(p, `folder ${f.id}`, seen.paging.defaultSize);
       seen.assets.push(...p.assets);
-      // The first folder with assets is where paging is checked when the root has none.
-      if (!seen.folderId && p.totalAssetsCount > 0) {
+      // Paging is checked in the fullest folder met (unless --folder names one).
+      if (!o.folderId && p.totalAssetsCount > seen.total) {
         seen.folderId = f.id;
         seen.total = p.totalAssetsCount;
       }
@@ -181,7 +183,12 @@ export async function runChecks(client: CheckClient, o: CheckOptions): Promise<C
   });
 
   await check('browse: paging (sizes, cursors, no duplicates, totalAssetsCount)', async (r) => {
-    if (!seen.folderId) return { skip: 'no folder with assets among the root and its first subfolders' };
+    if (o.folderId) {
+      const p = await r.ok(`/assets/folder/${enc(o.folderId)}?size=1`);
+      seen.folderId = o.folderId;
+      seen.total = p.totalAssetsCount;
+    }
+    if (!seen.folderId) return { skip: 'no folder with assets among the root and its first subfolders (name one with --folder)' };
     const folder = seen.folderId;
     if (seen.total < 2) return { skip: `folder ${folder} has ${seen.total} asset: nothing to page` };
     // Pages small enough to need several, few enough to stay within MAX_PAGES.
@@ -301,14 +308,16 @@ async function traverse(r: Recorder, path: string, params: Record<string, string
   return pages;
 }
 
-/** A search word from the names seen: the longest word of at least three letters of the first name that has one. */
+/** A search word from the names seen: the word of at least three letters most names share (ties: the longer), so that search has hits to page. */
 export function termFrom(assets: any[]): string | null {
-  for (const a of assets) {
-    if (typeof a?.name !== 'string') continue;
-    const words = a.name.replace(/\.[^.]*$/, '').split(/[^\p{L}\p{N}]+/u).filter((w: string) => w.length >= 3 && /\p{L}/u.test(w));
-    if (words.length) return words.sort((x: string, y: string) => y.length - x.length)[0]!;
+  const count = new Map<string, number>();
+  for (const a of uniqueById(assets)) {
+    if (typeof a.name !== 'string') continue;
+    const words = new Set<string>(a.name.replace(/\.[^.]*$/, '').toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w: string) => w.length >= 3 && /\p{L}/u.test(w)));
+    for (const w of words) count.set(w, (count.get(w) ?? 0) + 1);
   }
-  return null;
+  const best = [...count].sort((x, y) => y[1] - x[1] || y[0].length - x[0].length || (x[0] < y[0] ? -1 : 1))[0];
+  return best ? best[0] : null;
 }
 
 function uniqueById(assets: any[]): any[] {

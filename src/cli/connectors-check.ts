@@ -29,6 +29,7 @@ const OPTIONS = {
   'fields-file': { type: 'string' },
   'allow-secret-args': { type: 'boolean' },
   term: { type: 'string' },
+  folder: { type: 'string' },
   'max-assets': { type: 'string' },
   'max-bytes': { type: 'string' },
   timeout: { type: 'string' },
@@ -116,7 +117,7 @@ export async function connectorsCommand(args: string[], configFrom: ConfigFrom):
         const timer = setTimeout(() => reject(new Error(`the checks did not finish within --timeout ${timeoutSec} s`)), Math.max(0, deadline - Date.now()));
         timer.unref();
       });
-      checks = await Promise.race([runChecks(client, { providerId: id, term: values.term, maxAssets, maxBytes }), timedOut]).catch((e) => [
+      checks = await Promise.race([runChecks(client, { providerId: id, term: values.term, folderId: values.folder, maxAssets, maxBytes }), timedOut]).catch((e) => [
         { name: 'timeout', outcome: 'fail' as const, detail: (e as Error).message, answers: [], ms: timeoutSec * 1000 },
       ]);
     }

@@ -42,7 +42,7 @@ const COMMAND_USAGE: Record<string, string> = {
   migrate: '  damhub migrate [--database-url URL] [--data DIR]',
   mcp: '  damhub mcp --user SUB [--data DIR] [--library DIR] [--public-url URL]   (MCP over stdio; docs/mcp.md)',
   connectors: `  damhub connectors check ID [--server-url URL] [--field NAME=VALUE|NAME=-]... [--fields-file FILE.json]
-               [--term WORD] [--max-assets N] [--max-bytes N] [--timeout S] [--json] [--open]
+               [--term WORD] [--folder ID] [--max-assets N] [--max-bytes N] [--timeout S] [--json] [--open]
                [--data DIR] [--host H] [--port P] [--public-url URL]
     read-only checks against a live account (docs/connectors.md); exit 0 all pass, 1 a check failed.
     Secrets: NAME=- reads the next line of stdin; literal password fields need --allow-secret-args.`,
@@ -124,8 +124,8 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     redisKeyPrefix: env.DAMHUB_REDIS_PREFIX || 'damhub:',
     adminKey: env.DAMHUB_ADMIN_KEY ?? null,
     logLevel: env.DAMHUB_LOG_LEVEL ?? 'info',
-    dropboxApp: env.DAMHUB_DROPBOX_CLIENT_ID ? { clientId: env.DAMHUB_DROPBOX_CLIENT_ID, clientSecret: env.DAMHUB_DROPBOX_CLIENT_SECRET || null } : null,
-    googleDriveApp: env.DAMHUB_GDRIVE_CLIENT_ID ? { clientId: env.DAMHUB_GDRIVE_CLIENT_ID, clientSecret: env.DAMHUB_GDRIVE_CLIENT_SECRET || null } : null,
+    dropboxApp: env.DAMHUB_DROPBOX_CLIENT_ID ? { clientId: env.DAMHUB_DROPBOX_CLIENT_ID, clientSecret: env.DAMHUB_DROPBOX_CLIENT_SECRET || null, ...standIn(env, 'DAMHUB_DROPBOX_ENDPOINTS') } : null,
+    googleDriveApp: env.DAMHUB_GDRIVE_CLIENT_ID ? { clientId: env.DAMHUB_GDRIVE_CLIENT_ID, clientSecret: env.DAMHUB_GDRIVE_CLIENT_SECRET || null, ...standIn(env, 'DAMHUB_GDRIVE_ENDPOINTS') } : null,
     oauthPkceSecret: env.DAMHUB_OAUTH_PKCE_SECRET || null,
   };
   const publicUrl = pick('public-url', 'DAMHUB_PUBLIC_URL');
@@ -201,6 +201,22 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     throw new UsageError((e as Error).message);
   }
   return defaultConfig(overrides);
+}
+
+/** `{"authorize": URL, "token": URL, "api": URL}`: a stand-in for the vendor (a replay server, a proxy); unset, the vendor's own. */
+function standIn(env: NodeJS.ProcessEnv, name: string): { endpoints?: { authorize: string; token: string; api: string } } {
+  const raw = env[name];
+  if (!raw) return {};
+  let e: Record<string, unknown>;
+  try {
+    e = JSON.parse(raw);
+  } catch {
+    throw new UsageError(`${name} must be JSON: {"authorize": URL, "token": URL, "api": URL}`);
+  }
+  for (const k of ['authorize', 'token', 'api']) {
+    if (typeof e?.[k] !== 'string' || !/^https?:\/\/[^/]/.test(e[k] as string)) throw new UsageError(`${name}: ${k} must be an http(s) URL`);
+  }
+  return { endpoints: { authorize: e.authorize as string, token: e.token as string, api: (e.api as string).replace(/\/+$/, '') } };
 }
 
 async function serveCommand(args: string[]): Promise<number> {
