@@ -250,7 +250,7 @@ export async function runChecks(client: CheckClient, o: CheckOptions): Promise<C
     const a = details.find((x) => typeof x.downloadUrl === 'string');
     if (!a) return { skip: details.length ? 'no asset carries a downloadUrl' : 'no asset detail to download' };
     const t0 = performance.now();
-    const d = await client.fetchPlain(a.downloadUrl, o.maxBytes);
+    const d = await client.fetchPlain(a.downloadUrl, o.maxBytes).catch((e: Error) => fail(`the downloadUrl of ${a.id}: ${e.message}`));
     r.answers.push({ what: `GET downloadUrl of ${a.id}`, status: d.status, excerpt: `${d.bytes} bytes${d.truncated ? ' (stopped at --max-bytes)' : ''}, ${d.contentType || 'no content-type'}`, ms: Math.round(performance.now() - t0) });
     if (d.status !== 200 && d.status !== 206) fail(`the downloadUrl of ${a.id} answered ${d.status} without a session`);
     if (!d.truncated && typeof a.fileSize === 'number' && a.fileSize !== d.bytes) fail(`${a.id}: downloaded ${d.bytes} bytes, the asset says fileSize ${a.fileSize}`);

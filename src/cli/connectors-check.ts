@@ -233,7 +233,14 @@ function checkClient(app: FastifyInstance, config: HubConfig, access: string, to
         const res = await app.inject({ method: 'GET', url: url.slice(base.length), payloadAsStream: true });
         return { status: res.statusCode, contentType: String(res.headers['content-type'] ?? ''), ...(await capped(res.stream(), maxBytes)) };
       }
-      const res = await fetch(url, { redirect: 'follow' });
+      let res: Response;
+      try {
+        res = await fetch(url, { redirect: 'follow' });
+      } catch (e) {
+        // undici says only "fetch failed"; the cause (ENOTFOUND, ECONNREFUSED, a TLS error) is what helps.
+        const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+        throw new Error(`${new URL(url).host} could not be reached: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+      }
       const out = res.body ? await capped(res.body, maxBytes) : { bytes: 0, truncated: false };
       return { status: res.status, contentType: res.headers.get('content-type') ?? '', ...out };
     },

@@ -155,7 +155,7 @@ test('usage errors exit 2: no id, unknown connector, a password typed on the com
   assert.match(noStdin.stderr, /stdin has no line for it/);
 });
 
-test('dropbox over its replay: the CLI prints the sign-in URL, waits for the browser step, and every check passes', async () => {
+test('dropbox over its replay: the CLI prints the sign-in URL, waits for the browser step, and runs every check', async () => {
   const tree = Array.from({ length: 9 }, (_, i) => `Photos/photo ${i}.jpg`).concat('Photos/Trips/photo beach.jpg', 'Docs/readme.txt');
   const replay = await startDropboxReplay(tree, { 'Photos/photo 3.jpg': 2 });
   const port = await freePort();
@@ -187,8 +187,14 @@ test('dropbox over its replay: the CLI prints the sign-in URL, waits for the bro
     const back = consent.headers.get('location')!;
     assert.ok(back.startsWith(`${hub}/api/v1/auth/callback/dropbox?`), back);
     assert.equal((await fetch(back)).status, 200);
-    assert.equal(await exited, 0, stdout + stderr);
+    // Every check but the download passes: the replay answers get_temporary_link with the documented
+    // example's link (a dropboxusercontent.com host), which it does not serve and which cannot be reached here.
+    assert.equal(await exited, 1, stdout + stderr);
     const rep = report(stdout);
+    const download = rep.checks.find((c) => c.name === 'download: downloadUrl with no session')!;
+    assert.equal(download.outcome, 'fail');
+    assert.match(download.detail, /^the downloadUrl of id:\S+: \S*dropboxusercontent\.com could not be reached: /);
+    assert.deepEqual(rep.checks.filter((c) => c.outcome === 'fail').map((c) => c.name), ['download: downloadUrl with no session']);
     assert.equal(rep.signIn.outcome, 'pass');
     const byName = Object.fromEntries(rep.checks.map((c) => [c.name, c]));
     for (const name of ['browse: paging (sizes, cursors, no duplicates, totalAssetsCount)', 'search', 'asset detail: absolute URLs, declared hash', 'versions', 'unknown ids: integration-not-found', 'refresh']) {
