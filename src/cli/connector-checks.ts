@@ -104,8 +104,8 @@ interface Seen {
   assets: any[];
 }
 
-export async function runChecks(client: CheckClient, o: CheckOptions): Promise<CheckResult[]> {
-  const results: CheckResult[] = [];
+/** Runs the checks in order, appending each result to `results` as it finishes (so a caller that stops waiting still has them). */
+export async function runChecks(client: CheckClient, o: CheckOptions, results: CheckResult[] = []): Promise<CheckResult[]> {
   const seen: Seen = { caps: {}, paging: { defaultSize: 50, maxSize: 200 }, rootFolders: [], folderId: null, total: 0, assets: [] };
   const id = o.providerId;
   const enc = encodeURIComponent;

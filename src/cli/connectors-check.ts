@@ -117,8 +117,9 @@ export async function connectorsCommand(args: string[], configFrom: ConfigFrom):
         const timer = setTimeout(() => reject(new Error(`the checks did not finish within --timeout ${timeoutSec} s`)), Math.max(0, deadline - Date.now()));
         timer.unref();
       });
-      checks = await Promise.race([runChecks(client, { providerId: id, term: values.term, folderId: values.folder, maxAssets, maxBytes }), timedOut]).catch((e) => [
-        { name: 'timeout', outcome: 'fail' as const, detail: (e as Error).message, answers: [], ms: timeoutSec * 1000 },
+      const done: CheckResult[] = [];
+      checks = await Promise.race([runChecks(client, { providerId: id, term: values.term, folderId: values.folder, maxAssets, maxBytes }, done), timedOut]).catch((e) => [
+        ...done, { name: 'timeout', outcome: 'fail' as const, detail: (e as Error).message, answers: [], ms: timeoutSec * 1000 },
       ]);
     }
     const report: CheckReport = { provider: id, signIn: signIn.result, checks, passed: signIn.result.outcome === 'pass' && checks.every((c) => c.outcome !== 'fail'), ms: Math.round(performance.now() - t0) };

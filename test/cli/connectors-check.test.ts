@@ -209,3 +209,30 @@ test('dropbox over its replay: the CLI prints the sign-in URL, waits for the bro
     await replay.close();
   }
 });
+
+test('a server that stops answering after the sign-in: --timeout ends the run with exit 1, the timeout named', async () => {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    if (req.method === 'PROPFIND' && req.headers.depth === '0') {
+      return res.writeHead(207, { 'content-type': 'application/xml' }).end('<?xml version="1.0"?><d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/</d:href><d:propstat><d:prop><d:resourcetype><d:collection/></d:resourcetype></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>');
+    }
+    if (req.method === 'OPTIONS') return res.writeHead(200, { dav: '1' }).end();
+    // Every listing hangs.
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/dav/`;
+    const t0 = Date.now();
+    const r = await runCli(['connectors', 'check', 'webdav', '--server-url', url, '--field', 'username=u', '--field', 'password=-', '--timeout', '3', '--json'], ENV, 'pw-of-the-hanging-server\n');
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const rep = report(r.stdout);
+    assert.equal(rep.signIn.outcome, 'pass');
+    // What finished before the timeout is reported; the listing that hung is not.
+    assert.deepEqual(rep.checks.map((c) => [c.name, c.outcome]), [['providers: listed with capabilities and paging', 'pass'], ['timeout', 'fail']]);
+    assert.match(rep.checks[1]!.detail, /did not finish within --timeout 3 s/);
+    assert.ok(Date.now() - t0 < 30_000, 'the run ends soon after the timeout, not when the upstream gives up');
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});
