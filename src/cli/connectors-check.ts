@@ -16,7 +16,7 @@ import type { FastifyInstance } from 'fastify';
 import type { HubConfig } from '../config.js';
 import { buildApp } from '../app.js';
 import { openHub, type Hub } from '../hub.js';
-import { knownConnectors } from '../catalog.js';
+import { connectorsFromEnv, knownConnectors } from '../catalog.js';
 import { runChecks, type CheckClient, type CheckResult } from './connector-checks.js';
 import { parse, UsageError } from './args.js';
 import { formFields, oauthWait, readFields, submitForm } from './connectors-signin.js';
@@ -76,9 +76,8 @@ export async function connectorsCommand(args: string[], configFrom: ConfigFrom):
   // Only the connector under check: no library to index, no demo.
   config = { ...config, libraryDir: null, demo: false, logLevel: process.env.DAMHUB_LOG_LEVEL ?? 'silent', userRateLimitPerMin: 0 };
   if (knownConnectors().includes(id) && !(id in config.connectors)) {
-    // Enabled for this run, with the shared settings DAMHUB_CONNECTOR_* gave the listed ones.
-    const shared = Object.values(config.connectors)[0] ?? sharedFromEnv();
-    config = { ...config, connectors: { ...config.connectors, [id]: { ...shared } } };
+    // Enabled for this run as DAMHUB_CONNECTORS would, with the shared DAMHUB_CONNECTOR_* settings.
+    config = { ...config, connectors: { ...config.connectors, ...connectorsFromEnv({ ...process.env, DAMHUB_CONNECTORS: id }) } };
   }
 
   const secrets = new Set<string>(given.secrets);
@@ -131,11 +130,6 @@ export async function connectorsCommand(args: string[], configFrom: ConfigFrom):
     await opened?.close().catch(() => undefined);
     if (temp) fs.rmSync(temp, { recursive: true, force: true });
   }
-}
-
-function sharedFromEnv() {
-  const allow = process.env.DAMHUB_CONNECTOR_ALLOW_HOSTS;
-  return allow ? { allowHosts: allow.split(',').map((s) => s.trim()).filter(Boolean) } : {};
 }
 
 async function open(config: HubConfig): Promise<{ hub: Hub; close(): Promise<void> }> {

@@ -14,7 +14,7 @@ export interface GivenFields {
   values: Record<string, string>;
   /** Fields whose value was typed on the command line (not stdin, not a file). */
   fromArgs: Set<string>;
-  /** Values read from stdin or the file: scrubbed from every output. */
+  /** Values read from stdin: scrubbed from every output. */
   secrets: string[];
 }
 
@@ -34,8 +34,8 @@ export function readFields(flags: string[], file: string | undefined, stdin: () 
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError('--fields-file must hold one JSON object of field names to strings');
     for (const [k, v] of Object.entries(parsed)) {
       if (typeof v !== 'string') throw new UsageError(`--fields-file: field ${k} must be a string`);
+      // Not all secret (a bucket, an endpoint): the form's password fields are scrubbed from the output, whatever their source.
       out.values[k] = v;
-      out.secrets.push(v);
     }
   }
   let lines: string[] | null = null;
@@ -63,8 +63,8 @@ export interface FormField {
   name: string;
   password: boolean;
   required: boolean;
-  /** The form already carries a value (the server URL given to POST /auth/login). */
-  prefilled: boolean;
+  /** The value the form already carries (the server URL given to POST /auth/login), or ''. */
+  prefilled: string;
 }
 
 /** The connector's sign-in form, as its page declares it (the public contract: the page a browser gets). */
@@ -77,7 +77,7 @@ export async function formFields(app: FastifyInstance, pathAndQuery: string): Pr
     const name = attr('name');
     const type = attr('type') ?? 'text';
     if (!name || type === 'hidden' || type === 'submit') continue;
-    fields.push({ name, password: type === 'password', required: /\brequired\b/.test(m[1]!), prefilled: !!attr('value') });
+    fields.push({ name, password: type === 'password', required: /\brequired\b/.test(m[1]!), prefilled: unescape(attr('value') ?? '') });
   }
   return fields;
 }
@@ -85,7 +85,10 @@ export async function formFields(app: FastifyInstance, pathAndQuery: string): Pr
 /** Posts the form as a browser would and polls the login once: the tokens, or the form's own error text. */
 export async function submitForm(app: FastifyInstance, id: string, state: string, fields: FormField[], values: Record<string, string>): Promise<{ tokens?: { access: string; refresh: string | null }; error?: string; answers: Answer[] }> {
   const body = new URLSearchParams({ state });
-  for (const f of fields) if (values[f.name] !== undefined) body.set(f.name, values[f.name]!);
+  for (const f of fields) {
+    const v = values[f.name] ?? f.prefilled;
+    if (v) body.set(f.name, v);
+  }
   const t0 = performance.now();
   const submit = await app.inject({ method: 'POST', url: `/api/v1/auth/${encodeURIComponent(id)}/signin`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: body.toString() });
   const formError = /<p class="error"[^>]*>([^<]*)<\/p>/.exec(submit.body)?.[1];

@@ -93,8 +93,8 @@ test('webdav with a wrong password: exit 1, the sign-in failure named, the wrong
   assertNoSecret(r, wrong);
 });
 
-test('s3 on OpenStack Swift: every check passes, versions listed, the secret key appears nowhere', async () => {
-  const r = await runCli(['connectors', 'check', 's3', '--field', `endpoint=${s3.endpoint}`, '--field', `region=${s3.region}`, '--field', `bucket=${s3.bucket}`,
+test('s3 on OpenStack Swift (endpoint from --server-url): every check passes, versions listed, the secret key appears nowhere', async () => {
+  const r = await runCli(['connectors', 'check', 's3', '--server-url', s3.endpoint, '--field', `region=${s3.region}`, '--field', `bucket=${s3.bucket}`,
     '--field', `accessKeyId=${s3.accessKeyId}`, '--field', 'secretAccessKey=-', '--term', 'sunset', '--json'], ENV, `${s3.secretAccessKey}\n`);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   const rep = report(r.stdout);
