@@ -150,6 +150,12 @@ test('usage errors exit 2: no id, unknown connector, a password typed on the com
   const missing = await runCli(['connectors', 'check', 'webdav', '--server-url', dav.url, '--field', 'username=alice'], ENV);
   assert.equal(missing.code, 2, missing.stdout + missing.stderr);
   assert.match(missing.stderr, /needs --field password=…/);
+  const badStandIn = await runCli(['connectors', 'check', 'dropbox'], { ...ENV, DAMHUB_DROPBOX_CLIENT_ID: 'app', DAMHUB_DROPBOX_ENDPOINTS: '{"authorize": "ftp://x"}' });
+  assert.equal(badStandIn.code, 2);
+  assert.match(badStandIn.stderr, /DAMHUB_DROPBOX_ENDPOINTS: authorize must be an http\(s\) URL/);
+  const noApp = await runCli(['connectors', 'check', 'gdrive'], ENV);
+  assert.equal(noApp.code, 2);
+  assert.match(noApp.stderr, /set DAMHUB_GDRIVE_CLIENT_ID/);
   const noStdin = await runCli(['connectors', 'check', 'webdav', '--field', 'password=-'], ENV, '');
   assert.equal(noStdin.code, 2);
   assert.match(noStdin.stderr, /stdin has no line for it/);
