@@ -9,7 +9,7 @@ import path from 'node:path';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from './clock.js';
-import type { HubConfig } from './config.js';
+import type { HubConfig, OAuthAppConfig } from './config.js';
 import type { KeyRing } from './auth/keys.js';
 import type { ImagePool } from './images/pool.js';
 import type { MediaUrls, Provider } from './providers/contract.js';
@@ -62,11 +62,11 @@ const CATALOG: CatalogEntry[] = [
   { id: 's3', enabledBy: 'connectors', enabled: (c) => 's3' in c.connectors, build: (d) => s3Connector(connectorDeps(d, 's3')) },
   {
     id: 'dropbox', enabledBy: 'oauthApp', enabled: (c) => c.dropboxApp !== null,
-    build: (d) => dropboxConnector({ ...oauthApp(d.config.dropboxApp!), pkceSecret: pkceSecret(d) })(connectorDeps(d, 'dropbox')),
+    build: (d) => dropboxConnector({ ...oauthApp(d.config.dropboxApp!), pkceSecret: pkceSecret(d) })(oauthDeps(d, 'dropbox', d.config.dropboxApp!)),
   },
   {
     id: 'gdrive', enabledBy: 'oauthApp', enabled: (c) => c.googleDriveApp !== null,
-    build: (d) => googleDriveConnector({ ...oauthApp(d.config.googleDriveApp!), pkceSecret: pkceSecret(d) })(connectorDeps(d, 'gdrive')),
+    build: (d) => googleDriveConnector({ ...oauthApp(d.config.googleDriveApp!), pkceSecret: pkceSecret(d) })(oauthDeps(d, 'gdrive', d.config.googleDriveApp!)),
   },
 ];
 
@@ -107,8 +107,19 @@ function connectorDeps(d: CatalogDeps, id: string): ConnectorDeps {
   return { clock: d.clock, keys: d.keys, publicUrl: d.config.publicUrl, access: d.access, upstream: d.config.connectors[id] };
 }
 
-function oauthApp(app: { clientId: string; clientSecret: string | null }): { clientId: string; clientSecret?: string } {
-  return { clientId: app.clientId, clientSecret: app.clientSecret ?? undefined };
+function oauthApp(app: OAuthAppConfig): { clientId: string; clientSecret?: string; endpoints?: OAuthAppConfig['endpoints']; allowInsecureRequests?: boolean } {
+  if (!app.endpoints) return { clientId: app.clientId, clientSecret: app.clientSecret ?? undefined };
+  // Stand-in endpoints the operator named (DAMHUB_DROPBOX_ENDPOINTS, ...): plain http only there.
+  const insecure = Object.values(app.endpoints).some((u) => u.startsWith('http:'));
+  return { clientId: app.clientId, clientSecret: app.clientSecret ?? undefined, endpoints: app.endpoints, allowInsecureRequests: insecure };
+}
+
+/** The deps of an OAuth connector: the hosts of configured stand-in endpoints are reachable although not public. */
+function oauthDeps(d: CatalogDeps, id: string, app: OAuthAppConfig): ConnectorDeps {
+  const deps = connectorDeps(d, id);
+  if (!app.endpoints) return deps;
+  const hosts = [...new Set(Object.values(app.endpoints).map((u) => new URL(u).hostname))];
+  return { ...deps, upstream: { ...deps.upstream, allowHosts: [...(deps.upstream?.allowHosts ?? []), ...hosts] } };
 }
 
 /** One PKCE sealing secret for every OAuth connector of the node (shared by the cluster when configured). */

@@ -5,6 +5,13 @@ import type { ConnectorsConfig } from './providers/kit/define.js';
 /** The issuer of MCP users when no OAuth server is configured (`damhub mcp`, local tokens). */
 export const LOCAL_MCP_ISSUER = 'urn:damhub:mcp-local';
 
+/** A SaaS connector's OAuth app; `endpoints` replaces the vendor's (a stand-in such as a replay server: its hosts are then reachable although not public). */
+export interface OAuthAppConfig {
+  clientId: string;
+  clientSecret: string | null;
+  endpoints?: { authorize: string; token: string; api: string };
+}
+
 export interface HubConfig {
   host: string;
   port: number;
@@ -105,8 +112,8 @@ export interface HubConfig {
   /** Deadline of one call into a provider (browse, search, refresh, ...): past it the caller gets 504 integration-unavailable. */
   providerTimeoutMs: number;
   /** OAuth apps of the SaaS connectors (src/catalog.ts); a connector is served when its app is configured. */
-  dropboxApp: { clientId: string; clientSecret: string | null } | null;
-  googleDriveApp: { clientId: string; clientSecret: string | null } | null;
+  dropboxApp: OAuthAppConfig | null;
+  googleDriveApp: OAuthAppConfig | null;
   /** Secret PKCE verifiers are derived from; every node of a cluster needs the same (generated into the data dir when not given). */
   oauthPkceSecret: string | null;
   /** Remote connectors to serve, by id, with their upstream overrides (docs/connectors.md); {} = none. */

@@ -1,5 +1,5 @@
 /**
- * `damhub <command>`: serve | partners add|list|remove | keys rotate.
+ * `damhub <command>`: serve | partners add|list|remove | keys rotate | users | index | migrate | mcp | connectors check.
  * Exit codes: 0 success, 1 runtime failure, 2 usage error; errors are one line on stderr.
  */
 import fs from 'node:fs';
@@ -16,6 +16,7 @@ import { StoreConflictError, type Stores } from '../stores/types.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
 import { serve } from './serve.js';
 import { indexCommand, usersCommand } from './library.js';
+import { connectorsCommand } from './connectors-check.js';
 import { dataOpt, parse, UsageError } from './args.js';
 import { AddressPolicy } from '../net/safe-fetch.js';
 import { runStdio } from '../mcp/stdio.js';
@@ -40,6 +41,11 @@ const COMMAND_USAGE: Record<string, string> = {
   keys: '  damhub keys rotate [--data DIR | --database-url URL --redis-url URL]',
   migrate: '  damhub migrate [--database-url URL] [--data DIR]',
   mcp: '  damhub mcp --user SUB [--data DIR] [--library DIR] [--public-url URL]   (MCP over stdio; docs/mcp.md)',
+  connectors: `  damhub connectors check ID [--server-url URL] [--field NAME=VALUE|NAME=-]... [--fields-file FILE.json]
+               [--term WORD] [--folder ID] [--max-assets N] [--max-bytes N] [--timeout S] [--json] [--open]
+               [--data DIR] [--host H] [--port P] [--public-url URL]
+    read-only checks against a live account (docs/connectors.md); exit 0 all pass, 1 a check failed.
+    Secrets: NAME=- reads the next line of stdin; literal password fields need --allow-secret-args.`,
 };
 
 const USAGE = `usage:\n${Object.values(COMMAND_USAGE).join('\n')}`;
@@ -71,6 +77,8 @@ export async function main(argv: string[]): Promise<number> {
         return await migrateCommand(rest);
       case 'mcp':
         return await mcpCommand(rest);
+      case 'connectors':
+        return await connectorsCommand(rest, (values) => configFrom(values));
       case undefined:
       case 'help':
       case '--help':
@@ -116,8 +124,8 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     redisKeyPrefix: env.DAMHUB_REDIS_PREFIX || 'damhub:',
     adminKey: env.DAMHUB_ADMIN_KEY ?? null,
     logLevel: env.DAMHUB_LOG_LEVEL ?? 'info',
-    dropboxApp: env.DAMHUB_DROPBOX_CLIENT_ID ? { clientId: env.DAMHUB_DROPBOX_CLIENT_ID, clientSecret: env.DAMHUB_DROPBOX_CLIENT_SECRET || null } : null,
-    googleDriveApp: env.DAMHUB_GDRIVE_CLIENT_ID ? { clientId: env.DAMHUB_GDRIVE_CLIENT_ID, clientSecret: env.DAMHUB_GDRIVE_CLIENT_SECRET || null } : null,
+    dropboxApp: env.DAMHUB_DROPBOX_CLIENT_ID ? { clientId: env.DAMHUB_DROPBOX_CLIENT_ID, clientSecret: env.DAMHUB_DROPBOX_CLIENT_SECRET || null, ...standIn(env, 'DAMHUB_DROPBOX_ENDPOINTS') } : null,
+    googleDriveApp: env.DAMHUB_GDRIVE_CLIENT_ID ? { clientId: env.DAMHUB_GDRIVE_CLIENT_ID, clientSecret: env.DAMHUB_GDRIVE_CLIENT_SECRET || null, ...standIn(env, 'DAMHUB_GDRIVE_ENDPOINTS') } : null,
     oauthPkceSecret: env.DAMHUB_OAUTH_PKCE_SECRET || null,
   };
   const publicUrl = pick('public-url', 'DAMHUB_PUBLIC_URL');
@@ -193,6 +201,22 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     throw new UsageError((e as Error).message);
   }
   return defaultConfig(overrides);
+}
+
+/** `{"authorize": URL, "token": URL, "api": URL}`: a stand-in for the vendor (a replay server, a proxy); unset, the vendor's own. */
+function standIn(env: NodeJS.ProcessEnv, name: string): { endpoints?: { authorize: string; token: string; api: string } } {
+  const raw = env[name];
+  if (!raw) return {};
+  let e: Record<string, unknown>;
+  try {
+    e = JSON.parse(raw);
+  } catch {
+    throw new UsageError(`${name} must be JSON: {"authorize": URL, "token": URL, "api": URL}`);
+  }
+  for (const k of ['authorize', 'token', 'api']) {
+    if (typeof e?.[k] !== 'string' || !/^https?:\/\/[^/]/.test(e[k] as string)) throw new UsageError(`${name}: ${k} must be an http(s) URL`);
+  }
+  return { endpoints: { authorize: e.authorize as string, token: e.token as string, api: (e.api as string).replace(/\/+$/, '') } };
 }
 
 async function serveCommand(args: string[]): Promise<number> {
