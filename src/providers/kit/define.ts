@@ -18,6 +18,8 @@ import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type 
 import { MediaGrants } from './media-grants.js';
 import { formSignInRoutes, signInPath, type FormSignIn } from './signin-form.js';
 import { defaultImageWork, type ImageWork } from '../../images/pool.js';
+import type { ExtractedMetadata } from '../metadata/index.js';
+import { HEAD_BYTES, readImageHead } from './image-head.js';
 import { ThumbCache, type ThumbCacheFs } from './thumb-cache.js';
 import { cachedThumbnail, credentialScope, etagOf, iconSvg, normalEtag, renderUpstream, thumbnailKey, type Thumbnail } from './thumbnails.js';
 
@@ -79,6 +81,11 @@ export interface CallContext<C> {
    * is a new cache key, so a changed file never gets the old file's thumbnail.
    */
   thumbnailUrl(item: Record<string, unknown>, fileName: string, v: { etag?: string; version?: string | number }): Promise<string>;
+  /**
+   * Dimensions and EXIF/IPTC/XMP of an image item from a ranged read of its head through the
+   * `download` hook (image-head.ts); null when unavailable. For asset details, not listings.
+   */
+  imageHead(item: Record<string, unknown>): Promise<ExtractedMetadata | null>;
 }
 
 export interface ThumbnailRequest<C> {
@@ -183,6 +190,15 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
           const tagged = { ...item, [VERSION_KEY]: normalEtag(v.etag) ?? (v.version === undefined ? null : String(v.version)) };
           const token = await grants.seal({ providerId: spec.id, partnerId: session.partnerId, userId: session.userId, credentials: session.credentials, item: tagged });
           return `${base}/api/v1/connectors/${spec.id}/thumbnail/${encodeURIComponent(fileName)}?g=${token}`;
+        },
+        async imageHead(item) {
+          if (!spec.hooks.download) return null;
+          try {
+            const up = await spec.hooks.download({ cred: c, http: session.signal ? http.during(session.signal) : http, item, range: `bytes=0-${HEAD_BYTES - 1}`, ifNoneMatch: undefined });
+            return await readImageHead(up, thumbs.images, thumbs.timeoutMs);
+          } catch {
+            return null; // the detail is served as listed; the download link reports the real error
+          }
         },
       };
     };
