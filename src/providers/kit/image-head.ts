@@ -65,9 +65,11 @@ export function withImageHead(a: Asset, m: ExtractedMetadata | null): Asset {
   if (Object.keys(m.exif).length) a.exif = m.exif;
   if (Object.keys(m.iptc).length) a.iptc = m.iptc;
   if (Object.keys(m.xmp).length) a.xmp = m.xmp;
-  if (m.title) a.title = m.title;
-  if (m.caption) a.caption = m.caption;
-  if (m.copyright) a.copyright = m.copyright;
+  // What the DAM itself says (object headers, properties) wins over what the file embeds.
+  a.title ??= m.title;
+  a.caption ??= m.caption;
+  a.copyright ??= m.copyright;
+  for (const k of ['title', 'caption', 'copyright'] as const) if (a[k] === undefined) delete a[k];
   if (m.colorSpace) a.colorSpace = m.colorSpace;
   if (m.keywords.length) a.keywords = m.keywords;
   if (m.width && m.height) (a.values ??= []).push({ id: 'dimensions', type: 'TEXT', name: 'Dimensions', value: `${m.width} × ${m.height}` });
