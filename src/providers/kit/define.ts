@@ -253,7 +253,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         if (thumbnail || download) {
           app.get(`/connectors/${spec.id}/thumbnail/:name`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
             const { grant, cred: c } = await openGrant(req.query, 'thumbnail link');
-            const scope = spec.cacheScope ? spec.cacheScope(c) : credentialScope(grant.credentials);
+            const scope = spec.cacheScope?.(c) || credentialScope(grant.credentials);
             const key = thumbnailKey(spec.id, scope, grant.item);
             const etag = `"${key.slice(0, 32)}"`;
             // Not tied to this request's lifetime: concurrent requests share the one production
