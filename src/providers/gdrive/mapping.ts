@@ -19,7 +19,7 @@ function clean(a: Asset): Asset {
   return a;
 }
 
-export function toAsset(f: DriveFile): Asset {
+export function toAsset(f: DriveFile, extra: { thumbnailUrl?: string } = {}): Asset {
   return clean({
     id: f.id,
     name: f.name,
@@ -34,8 +34,9 @@ export function toAsset(f: DriveFile): Asset {
     downloadHashMd5: hex(f.md5Checksum, 32),
     downloadHashSha1: hex(f.sha1Checksum, 40),
     downloadHashSha256: hex(f.sha256Checksum, 64),
-    // thumbnailLink is short-lived and fetchable without the user's token (files#File reference).
-    thumbnailUrl: f.thumbnailLink,
+    // A hub link: Drive's thumbnailLink is short-lived and, for a file not shared publicly, must be
+    // fetched with the user's token (files#File reference), which a browser tile cannot send.
+    thumbnailUrl: extra.thumbnailUrl,
     downloadUrl: f.webContentLink,
     assetDetailsExternalUrl: f.webViewLink,
     type: 'file',

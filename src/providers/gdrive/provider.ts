@@ -6,7 +6,7 @@
  * (docs/connectors.md).
  */
 import { integrationError } from '../../errors.js';
-import { defineProvider, type ConnectorDeps, type DefinedConnector } from '../kit/define.js';
+import { defineProvider, type CallContext, type ConnectorDeps, type DefinedConnector } from '../kit/define.js';
 import type { UpstreamClient } from '../kit/http.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, oauthCredentials, staticServer, type OAuthCredentials } from '../oauth/flow.js';
@@ -44,6 +44,12 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
   function driveId(id: string, what: string): string {
     if (id === 'root' || DRIVE_ID.test(id)) return id;
     throw integrationError('integration-not-found', ID, `no ${what} ${JSON.stringify(id)}`);
+  }
+
+  /** A file as an asset; an image Drive has a thumbnail of gets a hub thumbnail link, keyed by its version. */
+  async function mapFile(ctx: CallContext<OAuthCredentials>, f: DriveFile): Promise<Asset> {
+    const thumb = f.thumbnailLink && f.mimeType.startsWith('image/') ? await ctx.thumbnailUrl({ id: f.id }, `${f.name}.jpg`, { version: f.md5Checksum ?? f.version ?? f.modifiedTime ?? '' }) : undefined;
+    return toAsset(f, { thumbnailUrl: thumb });
   }
 
   /** One call context: the Drive API over this connector's upstream client, for one access token. */
@@ -84,6 +90,8 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
       paging: { defaultSize: 50, maxSize: 200 },
       errorMessage: driveErrorMessage,
       credentials: oauthCredentials,
+      // Thumbnails are cached per Google account, not per (rotating) access token.
+      cacheScope: (c) => c.acct,
       signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
       hooks: {
         refresh: (cred, http) => flow.refresh(cred, http),
@@ -99,7 +107,7 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           return {
             id: folderId,
             name: self.name,
-            assets: page.map(toAsset),
+            assets: await Promise.all(page.map((f) => mapFile(ctx, f))),
             folders: offset === 0 ? entries.filter(isFolder).sort(byName).map(toFolder) : [],
             filters: [],
             totalAssetsCount: all.length,
@@ -126,13 +134,30 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           }
           const all = found.sort(byName);
           const { page, more } = slice(all, offset, opts.size);
-          return { assets: page.map(toAsset), folders: [], filters: [], totalAssetsCount: all.length, ...(more ? { more } : {}) };
+          return { assets: await Promise.all(page.map((f) => mapFile(ctx, f))), folders: [], filters: [], totalAssetsCount: all.length, ...(more ? { more } : {}) };
         },
 
         async asset(ctx, id): Promise<Asset> {
           const f = await new DriveApi(ctx.http, ep.api).getFile(ctx.cred.at, driveId(id, 'file'));
           if (isFolder(f)) throw integrationError('integration-not-found', ID, `${id} is a folder`);
-          return toAsset(f);
+          return mapFile(ctx, f);
+        },
+
+        /**
+         * Drive's rendition: a fresh thumbnailLink (it is short-lived), fetched with the user's token
+         * — sent only to Google's content host or the API's own host, never to another a file names.
+         */
+        async thumbnail({ cred, http, item }) {
+          if (typeof item.id !== 'string') throw integrationError('integration-not-found', ID, 'the thumbnail link names no file');
+          const f = await new DriveApi(http, ep.api).getFile(cred.at, driveId(item.id, 'file'));
+          let link: URL;
+          try {
+            link = new URL(f.thumbnailLink ?? '');
+          } catch {
+            return null;
+          }
+          if (!link.hostname.endsWith('.googleusercontent.com') && link.host !== new URL(ep.api).host) return null;
+          return http.send({ method: 'GET', url: link, headers: { authorization: `Bearer ${cred.at}` }, what: 'Drive thumbnailLink' });
         },
 
         async versions(ctx, id): Promise<VersionList> {
