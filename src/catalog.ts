@@ -104,7 +104,17 @@ export function connectorsFromEnv(env: NodeJS.ProcessEnv): ConnectorsConfig {
 }
 
 function connectorDeps(d: CatalogDeps, id: string): ConnectorDeps {
-  return { clock: d.clock, keys: d.keys, publicUrl: d.config.publicUrl, access: d.access, upstream: d.config.connectors[id] };
+  const c = d.config;
+  return {
+    clock: d.clock, keys: d.keys, publicUrl: c.publicUrl, access: d.access, upstream: c.connectors[id],
+    // Thumbnails decode in the same pool, under the same per-file budget, as the library's indexing;
+    // one cache directory per connector (its keys already name the provider; this keeps budgets apart).
+    thumbnails: {
+      images: { pool: d.imagePool, budget: c.imageIndexDecodeBudget, timeoutMs: c.imageIndexDecodeTimeoutMs },
+      cacheDir: c.thumbnailCacheBytes > 0 ? path.join(c.dataDir, 'thumbnails', id) : null,
+      cacheBytes: c.thumbnailCacheBytes, maxBytes: c.thumbnailMaxBytes, timeoutMs: c.thumbnailTimeoutMs,
+    },
+  };
 }
 
 function oauthApp(app: OAuthAppConfig): { clientId: string; clientSecret?: string; endpoints?: OAuthAppConfig['endpoints']; allowInsecureRequests?: boolean } {

@@ -95,6 +95,12 @@ export interface HubConfig {
   imageDecodeTimeoutMs: number;
   /** Longest decode of a library file at indexing time (the file gets no renditions). */
   imageIndexDecodeTimeoutMs: number;
+  /** Disk for connector thumbnails under `<data>/thumbnails/`, least recently used out first (0: no disk cache). */
+  thumbnailCacheBytes: number;
+  /** Largest original (or vendor rendition) the hub reads to make one connector thumbnail; over it: a generic icon. */
+  thumbnailMaxBytes: number;
+  /** Longest wait for that body, in ms; a body still running is cut (generic icon). */
+  thumbnailTimeoutMs: number;
   /** Bytes of serialised browse pages kept for repeated requests (0 disables; src/content/page-cache.ts). */
   pageCacheBytes: number;
   /**
@@ -172,6 +178,9 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imagePoolQueue: 16,
     imageDecodeTimeoutMs: 10_000,
     imageIndexDecodeTimeoutMs: 60_000,
+    thumbnailCacheBytes: 256 * 1024 * 1024,
+    thumbnailMaxBytes: 50 * 1024 * 1024,
+    thumbnailTimeoutMs: 20_000,
     pageCacheBytes: 32 * 1024 * 1024,
     imageModel: null,
     imageModelWeight: 0.5,

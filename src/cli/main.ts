@@ -175,6 +175,10 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     ['DAMHUB_IMAGE_POOL_QUEUE', 'imagePoolQueue', 0],
     ['DAMHUB_IMAGE_DECODE_TIMEOUT', 'imageDecodeTimeoutMs', 1],
     ['DAMHUB_IMAGE_INDEX_DECODE_TIMEOUT', 'imageIndexDecodeTimeoutMs', 1],
+    // Connector thumbnails (docs/connectors.md, "Thumbnails").
+    ['DAMHUB_THUMBNAIL_CACHE_BYTES', 'thumbnailCacheBytes', 0],
+    ['DAMHUB_THUMBNAIL_MAX_BYTES', 'thumbnailMaxBytes', 1],
+    ['DAMHUB_THUMBNAIL_TIMEOUT', 'thumbnailTimeoutMs', 1],
   ];
   for (const [envName, key, min] of numbers) {
     const v = num(envName);

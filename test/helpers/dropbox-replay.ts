@@ -14,6 +14,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/dropbox');
 export const dropboxFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -33,6 +34,8 @@ export interface DropboxReplay {
   /** Invalidates every access token issued so far (a revoked app). */
   revokeTokens(): void;
   ids: Record<string, string>;
+  /** files/get_thumbnail_v2 calls, by file id. */
+  thumbnails: Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -46,6 +49,10 @@ export async function startDropboxReplay(tree: string[], revisions: Record<strin
   const searchTpl = dropboxFixture('search_v2').response;
   const revTpl = dropboxFixture('list_revisions').response;
   const linkTpl = dropboxFixture('get_temporary_link').response;
+  const thumbFx = dropboxFixture('get_thumbnail_v2');
+  // The reference shows no image bytes; any small JPEG stands for Dropbox's rendition.
+  const thumbnailImage = await sharp({ create: { width: 256, height: 171, channels: 3, background: '#0061fe' } }).jpeg().toBuffer();
+  const thumbnails = new Map<string, number>();
 
   let seq = 0;
   const newId = () => `id:a4ayc_80_OEAAAAAAAA${String(++seq).padStart(4, '0')}`;
@@ -181,6 +188,22 @@ export async function startDropboxReplay(tree: string[], revisions: Record<strin
     }
     const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (!auth || !tokens.has(auth)) return send(res, 401, errors.invalid_access_token);
+    // A content-download endpoint: arguments in Dropbox-API-Arg, the image as the body, the
+    // documented PreviewResult in Dropbox-API-Result (fixture get_thumbnail_v2).
+    if (u.pathname === '/2/files/get_thumbnail_v2') {
+      let arg: any;
+      try {
+        arg = JSON.parse(String(req.headers['dropbox-api-arg'] ?? ''));
+      } catch {
+        res.writeHead(400, { 'content-type': 'text/plain' });
+        return res.end('Error in call to API function "files/get_thumbnail_v2": could not decode input as JSON');
+      }
+      const n = lookup(arg?.resource?.path);
+      if (!n?.meta || n.children) return send(res, 409, errors.not_found);
+      thumbnails.set(n.meta.id, (thumbnails.get(n.meta.id) ?? 0) + 1);
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'dropbox-api-result': JSON.stringify({ ...thumbFx.result, file_metadata: n.meta }) });
+      return res.end(thumbnailImage);
+    }
     let body: any;
     try {
       body = JSON.parse(raw);
@@ -232,6 +255,7 @@ export async function startDropboxReplay(tree: string[], revisions: Record<strin
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
     ids,
+    thumbnails,
     fault(kind, n = 1) {
       faults = { kind, n };
     },

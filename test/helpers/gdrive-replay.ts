@@ -17,6 +17,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/gdrive');
 export const driveFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -33,15 +34,19 @@ export interface DriveReplay {
   /** The next `n` API calls (only those whose path contains `pathIncludes`, when given) fail this way. */
   fault(kind: 'rate-limit-403' | 'rate-limit-429' | 'html' | 'hang', n?: number, pathIncludes?: string): void;
   revokeTokens(): void;
+  /** thumbnailLink fetches, by file id. */
+  thumbnails: Map<string, number>;
   close(): Promise<void>;
 }
 
 export async function startDriveReplay(tree: string[], revisions: Record<string, number> = {}): Promise<DriveReplay> {
-  const fx = driveFixture('files');
+  const fx = { ...driveFixture('files'), thumbnail: driveFixture('thumbnail') };
   const revFx = driveFixture('revisions');
   const about = driveFixture('about').response;
   const errors = driveFixture('errors');
   const tokenFx = driveFixture('oauth2_token');
+  const thumbnailImage = await sharp({ create: { width: 220, height: 124, channels: 3, background: '#1a73e8' } }).jpeg().toBuffer();
+  const thumbnails = new Map<string, number>();
 
   const NATIVE: Record<string, string> = { gdoc: 'application/vnd.google-apps.document', gsheet: 'application/vnd.google-apps.spreadsheet', gform: 'application/vnd.google-apps.form' };
   /** Deterministic bytes of a file, `size` long, different for every path. */
@@ -218,6 +223,15 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     const auth = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (!auth || !tokens.has(auth)) return send(res, 401, errors.invalid_credentials);
 
+    // A file's thumbnailLink, fetched with the user's token as the File reference asks for a file not
+    // shared publicly (fixture thumbnail.json); any small JPEG stands for Google's rendition.
+    const thumb = /^\/drive-storage\/([^=/]+)=s220$/.exec(u.pathname);
+    if (thumb) {
+      if (!files.has(thumb[1]!)) return notFound(res, thumb[1]!);
+      thumbnails.set(thumb[1]!, (thumbnails.get(thumb[1]!) ?? 0) + 1);
+      res.writeHead(200, { 'content-type': 'image/jpeg' });
+      return res.end(thumbnailImage);
+    }
     const m = /^\/drive\/v3\/(about|files)(?:\/([^/]+))?(?:\/(revisions|export))?$/.exec(u.pathname);
     if (!m) return send(res, 404, { error: { code: 404, message: 'Not Found', errors: [{ domain: 'global', reason: 'notFound', message: 'Not Found' }] } });
     if (m[1] === 'about') return send(res, 200, about);
@@ -248,9 +262,13 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     return send(res, 200, { ...revFx.list, revisions: list.slice(offset, offset + REV_PAGE), ...(more ? { nextPageToken: token({ o: offset + REV_PAGE }) } : {}) });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // Google's thumbnail host is this server here: the links point back to it.
+  for (const f of files.values()) if (f.thumbnailLink) f.thumbnailLink = f.thumbnailLink.replace(fx.thumbnail.host, base);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: base,
     ids,
+    thumbnails,
     queries,
     contentRequests,
     content: (id) => {

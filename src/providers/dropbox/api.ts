@@ -4,7 +4,7 @@
  * mapping.ts. Every RPC endpoint is a POST with a JSON body.
  */
 import { integrationError } from '../../errors.js';
-import type { UpstreamClient } from '../kit/http.js';
+import { discard, type UpstreamClient, type UpstreamResponse } from '../kit/http.js';
 import type { UpstreamPage } from '../saas/listing.js';
 
 /** files.FileMetadata (the fields read here). */
@@ -55,9 +55,48 @@ function conflict(providerId: string, route: string, body: unknown) {
   return integrationError(code, providerId, `Dropbox ${route} answered 409: ${summary}`);
 }
 
+/** At most 8 KiB of an error body, as text. */
+async function readText(body: UpstreamResponse['body']): Promise<string> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of body) {
+    chunks.push(c as Buffer);
+    n += (c as Buffer).length;
+    if (n > 8192) break;
+  }
+  discard(body);
+  return Buffer.concat(chunks).subarray(0, 8192).toString('utf8');
+}
+
 /** Dropbox API v2 over the kit's upstream client (timeouts, retries, Retry-After, circuit breaker). */
 export class DropboxApi {
-  constructor(private readonly http: UpstreamClient, private readonly apiBase: string) {}
+  constructor(private readonly http: UpstreamClient, private readonly apiBase: string, private readonly contentBase = apiBase) {}
+
+  /**
+   * files/get_thumbnail_v2 (a content-download endpoint: arguments in the Dropbox-API-Arg header,
+   * the image as the body): a 256 px JPEG of an image file, streamed for the kit to check and
+   * re-encode. The header must be ASCII: other characters are sent as \uXXXX (Dropbox's
+   * "Request and response formats").
+   */
+  async thumbnail(token: string, path: string): Promise<UpstreamResponse> {
+    const arg = JSON.stringify({ resource: { '.tag': 'path', path }, format: 'jpeg', size: 'w256h256', mode: 'fitone_bestfit' })
+      .replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    const route = 'files/get_thumbnail_v2';
+    const r = await this.http.send({
+      method: 'POST', url: `${this.contentBase}/2/${route}`, what: `Dropbox ${route}`, accept: [409],
+      headers: { authorization: `Bearer ${token}`, 'dropbox-api-arg': arg },
+      idempotent: true,
+    });
+    if (r.status === 409) {
+      const text = await readText(r.body);
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch { /* plain text */ }
+      throw conflict(this.http.providerId, route, body);
+    }
+    return r;
+  }
 
   private async rpc<T>(token: string, route: string, body: unknown): Promise<T> {
     const r = await this.http.json<T>({

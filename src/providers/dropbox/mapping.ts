@@ -16,7 +16,14 @@ function parentOf(pathDisplay: string | undefined): string | undefined {
   return i <= 0 ? '/' : pathDisplay.slice(0, i);
 }
 
-export function toAsset(f: DbxFile, extra: { downloadUrl?: string; version?: number } = {}): Asset {
+/** Extensions files/get_thumbnail_v2 renders (its documentation: jpg, jpeg, png, tiff, tif, gif, webp, ppm, bmp). */
+const THUMBNAILED = /\.(jpe?g|png|tiff?|gif|webp|ppm|bmp)$/i;
+
+export function hasThumbnail(f: DbxFile): boolean {
+  return THUMBNAILED.test(f.name);
+}
+
+export function toAsset(f: DbxFile, extra: { downloadUrl?: string; version?: number; thumbnailUrl?: string } = {}): Asset {
   const a: Asset = {
     id: f.id,
     name: f.name,
@@ -32,6 +39,7 @@ export function toAsset(f: DbxFile, extra: { downloadUrl?: string; version?: num
   // Dropbox's content_hash is SHA-256 over the SHA-256 digests of 4 MiB blocks: the hub's Sha256Split4MB.
   if (f.content_hash && /^[0-9a-f]{64}$/.test(f.content_hash)) a.downloadHashSha256Split4MB = f.content_hash;
   if (extra.downloadUrl) a.downloadUrl = extra.downloadUrl;
+  if (extra.thumbnailUrl) a.thumbnailUrl = extra.thumbnailUrl;
   if (extra.version !== undefined) {
     a.version = extra.version;
     a.displayVersion = extra.version;

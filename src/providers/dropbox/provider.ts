@@ -11,7 +11,7 @@ import { OAuthFlow, oauthCredentials, staticServer, type OAuthCredentials } from
 import { oauthLogin } from '../oauth/login.js';
 import { byName, offsetOf, readAll, slice } from '../saas/listing.js';
 import { DropboxApi, dropboxErrorMessage, type DbxFile, type DbxFolder, type DbxMetadata } from './api.js';
-import { toAsset, toFolder } from './mapping.js';
+import { hasThumbnail, toAsset, toFolder } from './mapping.js';
 
 export interface DropboxOptions {
   clientId: string;
@@ -21,7 +21,7 @@ export interface DropboxOptions {
   /** Largest folder or search read in full (exact totals need the whole listing). */
   maxEntries?: number;
   /** For tests against a loopback replay server. */
-  endpoints?: { authorize: string; token: string; api: string };
+  endpoints?: { authorize: string; token: string; api: string; /** content-download endpoints; default `api` */ content?: string };
   allowInsecureRequests?: boolean;
 }
 
@@ -34,7 +34,11 @@ const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewB
 export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => DefinedConnector {
   const ep = o.endpoints ?? { authorize: 'https://www.dropbox.com/oauth2/authorize', token: 'https://api.dropboxapi.com/oauth2/token', api: 'https://api.dropboxapi.com' };
   const cap = o.maxEntries ?? 20_000;
-  const api = (ctx: { http: CallContext<OAuthCredentials>['http'] }) => new DropboxApi(ctx.http, ep.api);
+  const content = o.endpoints ? (o.endpoints.content ?? o.endpoints.api) : 'https://content.dropboxapi.com';
+  const api = (ctx: { http: CallContext<OAuthCredentials>['http'] }) => new DropboxApi(ctx.http, ep.api, content);
+  /** A file as an asset; an image gets a hub thumbnail link (Dropbox's rendition, keyed by its rev). */
+  const mapFile = async (ctx: CallContext<OAuthCredentials>, f: DbxFile, extra: { downloadUrl?: string } = {}) =>
+    toAsset(f, { ...extra, thumbnailUrl: hasThumbnail(f) ? await ctx.thumbnailUrl({ id: f.id }, `${f.name}.jpg`, { version: f.rev }) : undefined });
   const files = (items: DbxMetadata[]) => items.filter((e): e is DbxFile => e['.tag'] === 'file').sort(byName);
 
   /** Folder ids are Dropbox ids ("id:..."), paths, or root. Anything else cannot exist there. */
@@ -67,6 +71,8 @@ export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => De
       paging: { defaultSize: 50, maxSize: 200 },
       errorMessage: dropboxErrorMessage,
       credentials: oauthCredentials,
+      // Thumbnails are cached per Dropbox account, not per (rotating) access token.
+      cacheScope: (c) => c.acct,
       signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
       hooks: {
         refresh: (cred, http) => flow.refresh(cred, http),
@@ -86,7 +92,7 @@ export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => De
           return {
             id: folderId,
             name: self ? self.name : 'Dropbox',
-            assets: page.map((f) => toAsset(f)),
+            assets: await Promise.all(page.map((f) => mapFile(ctx, f))),
             folders: offset === 0 ? entries.filter((e): e is DbxFolder => e['.tag'] === 'folder').sort(byName).map(toFolder) : [],
             filters: [],
             totalAssetsCount: all.length,
@@ -100,7 +106,7 @@ export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => De
           const scope = q.parentId && q.parentId !== 'root' ? folderPath(q.parentId) : null;
           const all = files(await readAll(ID, cap, () => dbx.search(ctx.cred.at, q.query, scope), (c) => dbx.searchContinue(ctx.cred.at, c)));
           const { page, more } = slice(all, offset, opts.size);
-          return { assets: page.map((f) => toAsset(f)), folders: [], filters: [], totalAssetsCount: all.length, ...(more ? { more } : {}) };
+          return { assets: await Promise.all(page.map((f) => mapFile(ctx, f))), folders: [], filters: [], totalAssetsCount: all.length, ...(more ? { more } : {}) };
         },
 
         async asset(ctx, id): Promise<Asset> {
@@ -108,7 +114,13 @@ export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => De
           const meta = await dbx.getMetadata(ctx.cred.at, assetId(id));
           if (meta['.tag'] !== 'file') throw integrationError('integration-not-found', ID, `${id} is not a file`);
           const link = meta.is_downloadable === false ? null : (await dbx.temporaryLink(ctx.cred.at, id)).link;
-          return toAsset(meta, link ? { downloadUrl: link } : {});
+          return mapFile(ctx, meta, link ? { downloadUrl: link } : {});
+        },
+
+        /** Dropbox's own rendition (files/get_thumbnail_v2); the kit checks and re-encodes it. */
+        async thumbnail({ cred, http, item }) {
+          if (typeof item.id !== 'string' || !FILE_ID.test(item.id)) throw integrationError('integration-not-found', ID, 'the thumbnail link names no file');
+          return new DropboxApi(http, ep.api, content).thumbnail(cred.at, item.id);
         },
 
         async versions(ctx, id): Promise<VersionList> {

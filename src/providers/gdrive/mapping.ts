@@ -19,8 +19,11 @@ function clean(a: Asset): Asset {
   return a;
 }
 
-/** `downloadUrl`: the hub's grant link (webContentLink needs the user's Google session in a browser). */
-export function toAsset(f: DriveFile, links: { downloadUrl?: string } = {}): Asset {
+/**
+ * `downloadUrl`: the hub's grant link (webContentLink needs the user's Google session in a browser);
+ * `thumbnailUrl`: the hub's thumbnail link (thumbnailLink needs the user's token).
+ */
+export function toAsset(f: DriveFile, links: { downloadUrl?: string; thumbnailUrl?: string } = {}): Asset {
   return clean({
     id: f.id,
     name: f.name,
@@ -35,8 +38,9 @@ export function toAsset(f: DriveFile, links: { downloadUrl?: string } = {}): Ass
     downloadHashMd5: hex(f.md5Checksum, 32),
     downloadHashSha1: hex(f.sha1Checksum, 40),
     downloadHashSha256: hex(f.sha256Checksum, 64),
-    // thumbnailLink is short-lived and fetchable without the user's token (files#File reference).
-    thumbnailUrl: f.thumbnailLink,
+    // A hub link: Drive's thumbnailLink is short-lived and, for a file not shared publicly, must be
+    // fetched with the user's token (files#File reference), which a browser tile cannot send.
+    thumbnailUrl: links.thumbnailUrl,
     downloadUrl: links.downloadUrl,
     assetDetailsExternalUrl: f.webViewLink,
     type: 'file',

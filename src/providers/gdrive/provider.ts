@@ -47,15 +47,17 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
   }
 
   /**
-   * The asset with a hub download link: the grant carries the user's Drive credentials, so a
-   * partner's server fetches the bytes without a Google session (the link ends with the partner's
-   * access, docs/security.md). A PDF export is named `<name>.pdf`.
+   * A file as an asset with hub links: the download grant carries the user's Drive credentials, so
+   * a partner's server fetches the bytes without a Google session (the link ends with the
+   * partner's access, docs/security.md; a PDF export is named `<name>.pdf`); an image Drive has a
+   * thumbnail of gets a hub thumbnail link, keyed by its version.
    */
-  async function linked(ctx: CallContext<OAuthCredentials>, f: DriveFile): Promise<Asset> {
+  async function mapFile(ctx: CallContext<OAuthCredentials>, f: DriveFile): Promise<Asset> {
+    const thumbnailUrl = f.thumbnailLink && f.mimeType.startsWith('image/') ? await ctx.thumbnailUrl({ id: f.id }, `${f.name}.jpg`, { version: f.md5Checksum ?? f.version ?? f.modifiedTime ?? '' }) : undefined;
     const kind = downloadKind(f.mimeType);
-    if (!kind) return toAsset(f);
+    if (!kind) return toAsset(f, { thumbnailUrl });
     const fileName = kind === 'pdf' && !/\.pdf$/i.test(f.name) ? `${f.name}.pdf` : f.name;
-    return toAsset(f, { downloadUrl: await ctx.downloadUrl({ id: f.id, k: kind }, fileName) });
+    return toAsset(f, { downloadUrl: await ctx.downloadUrl({ id: f.id, k: kind }, fileName), thumbnailUrl });
   }
 
   /** One call context: the Drive API over this connector's upstream client, for one access token. */
@@ -96,6 +98,8 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
       paging: { defaultSize: 50, maxSize: 200 },
       errorMessage: driveErrorMessage,
       credentials: oauthCredentials,
+      // Thumbnails are cached per Google account, not per (rotating) access token.
+      cacheScope: (c) => c.acct,
       signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
       hooks: {
         refresh: (cred, http) => flow.refresh(cred, http),
@@ -111,7 +115,7 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           return {
             id: folderId,
             name: self.name,
-            assets: await Promise.all(page.map((f) => linked(ctx, f))),
+            assets: await Promise.all(page.map((f) => mapFile(ctx, f))),
             folders: offset === 0 ? entries.filter(isFolder).sort(byName).map(toFolder) : [],
             filters: [],
             totalAssetsCount: all.length,
@@ -138,13 +142,13 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           }
           const all = found.sort(byName);
           const { page, more } = slice(all, offset, opts.size);
-          return { assets: await Promise.all(page.map((f) => linked(ctx, f))), folders: [], filters: [], totalAssetsCount: all.length, ...(more ? { more } : {}) };
+          return { assets: await Promise.all(page.map((f) => mapFile(ctx, f))), folders: [], filters: [], totalAssetsCount: all.length, ...(more ? { more } : {}) };
         },
 
         async asset(ctx, id): Promise<Asset> {
           const f = await new DriveApi(ctx.http, ep.api).getFile(ctx.cred.at, driveId(id, 'file'));
           if (isFolder(f)) throw integrationError('integration-not-found', ID, `${id} is a folder`);
-          return linked(ctx, f);
+          return mapFile(ctx, f);
         },
 
         async download({ cred, http, item, range, ifNoneMatch }) {
@@ -156,6 +160,23 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           // connection is untouched). A revoked grant is integration-auth-failed.
           const c = cred.exp !== undefined && cred.exp <= deps.clock.now() + 60_000 ? await flow.refresh(cred, http) : cred;
           return new DriveApi(http, ep.api).content(c.at, item.id, kind, range, ifNoneMatch);
+        },
+
+        /**
+         * Drive's rendition: a fresh thumbnailLink (it is short-lived), fetched with the user's token
+         * — sent only to Google's content host or the API's own host, never to another a file names.
+         */
+        async thumbnail({ cred, http, item }) {
+          if (typeof item.id !== 'string') throw integrationError('integration-not-found', ID, 'the thumbnail link names no file');
+          const f = await new DriveApi(http, ep.api).getFile(cred.at, driveId(item.id, 'file'));
+          let link: URL;
+          try {
+            link = new URL(f.thumbnailLink ?? '');
+          } catch {
+            return null;
+          }
+          if (!link.hostname.endsWith('.googleusercontent.com') && link.host !== new URL(ep.api).host) return null;
+          return http.send({ method: 'GET', url: link, headers: { authorization: `Bearer ${cred.at}` }, what: 'Drive thumbnailLink' });
         },
 
         async versions(ctx, id): Promise<VersionList> {

@@ -17,6 +17,11 @@ import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
 import { MediaGrants } from './media-grants.js';
 import { formSignInRoutes, signInPath, type FormSignIn } from './signin-form.js';
+import { defaultImageWork, type ImageWork } from '../../images/pool.js';
+import type { ExtractedMetadata } from '../metadata/index.js';
+import { HEAD_BYTES, readImageHead } from './image-head.js';
+import { ThumbCache, type ThumbCacheFs } from './thumb-cache.js';
+import { cachedThumbnail, credentialScope, etagOf, iconSvg, normalEtag, renderUpstream, thumbnailKey, type Thumbnail } from './thumbnails.js';
 
 /** Enabled connectors and their upstream overrides (timeouts, retries, allowHosts, ...), by id. */
 export type ConnectorsConfig = Record<string, Partial<UpstreamSettings>>;
@@ -42,7 +47,24 @@ export interface ConnectorDeps {
   /** Test seams of the upstream client (a recording sleep, a fixed random). */
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
+  /** Thumbnails (thumbnails.ts): the image pool and budgets, the disk cache. Absent: no disk cache, the shared fallback pool. */
+  thumbnails?: ThumbnailDeps;
 }
+
+export interface ThumbnailDeps {
+  images: ImageWork;
+  /** `<data>/thumbnails`, or null for no disk cache. */
+  cacheDir: string | null;
+  cacheBytes: number;
+  /** Largest upstream body read for one thumbnail. */
+  maxBytes: number;
+  /** Longest wait for that body. */
+  timeoutMs: number;
+  /** Test seam of the cache's writes (a full disk). */
+  fs?: ThumbCacheFs;
+}
+
+export const DEFAULT_THUMBNAILS = { cacheBytes: 256 * 1024 * 1024, maxBytes: 50 * 1024 * 1024, timeoutMs: 20_000 } as const;
 
 /** Everything a hook gets: the typed credentials of this connection and the kit's services. */
 export interface CallContext<C> {
@@ -53,6 +75,23 @@ export interface CallContext<C> {
   now(): number;
   /** A hub URL that streams `item` through the connector's `download` hook. */
   downloadUrl(item: Record<string, unknown>, fileName: string): Promise<string>;
+  /**
+   * A hub URL serving a thumbnail of `item` (the vendor's rendition through the `thumbnail` hook,
+   * else made by the hub from the `download` hook). `etag`/`version` name the content: a new one
+   * is a new cache key, so a changed file never gets the old file's thumbnail.
+   */
+  thumbnailUrl(item: Record<string, unknown>, fileName: string, v: { etag?: string; version?: string | number }): Promise<string>;
+  /**
+   * Dimensions and EXIF/IPTC/XMP of an image item from a ranged read of its head through the
+   * `download` hook (image-head.ts); null when unavailable. For asset details, not listings.
+   */
+  imageHead(item: Record<string, unknown>): Promise<ExtractedMetadata | null>;
+}
+
+export interface ThumbnailRequest<C> {
+  cred: C;
+  http: UpstreamClient;
+  item: Record<string, unknown>;
 }
 
 export interface DownloadRequest<C> {
@@ -74,6 +113,11 @@ export interface ConnectorHooks<C> {
   refresh?(cred: C, http: UpstreamClient): Promise<C>;
   /** Bytes of an item named in a download URL; the answer is relayed (status, length, type, etag). */
   download?(req: DownloadRequest<C>): Promise<UpstreamResponse>;
+  /**
+   * The vendor's own rendition of an item (its answer is decoded and re-encoded by the hub, never
+   * relayed as is); null: none for this item, the hub makes one from `download`.
+   */
+  thumbnail?(req: ThumbnailRequest<C>): Promise<UpstreamResponse | null>;
 }
 
 export interface ConnectorSpec<C extends ProviderCredentials> {
@@ -92,6 +136,11 @@ export interface ConnectorSpec<C extends ProviderCredentials> {
   errorMessage?(body: string, contentType: string): string;
   /** Reads the typed credentials back out of a DAM connection token; throw on a foreign shape. */
   credentials(raw: ProviderCredentials): C;
+  /**
+   * What tells two accounts apart for the thumbnail cache (an account id, a server and user).
+   * Default: a hash of the whole credentials (strict; tokens that rotate only cost cache misses).
+   */
+  cacheScope?(cred: C): string;
   /** Sign-in: a form (kit-rendered) or a redirect with its own routes (OAuth, see docs/connectors.md). */
   signIn:
     | ({ kind: 'form' } & FormSignIn<C>)
@@ -99,7 +148,7 @@ export interface ConnectorSpec<C extends ProviderCredentials> {
   hooks: ConnectorHooks<C>;
 }
 
-export type DefinedConnector = Provider & { readonly http: UpstreamClient; close(): Promise<void> };
+export type DefinedConnector = Provider & { readonly http: UpstreamClient; readonly thumbnailCache: ThumbCache; close(): Promise<void> };
 
 export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpec<C>): (deps: ConnectorDeps) => DefinedConnector {
   if (!/^[a-z][a-z0-9-]{1,30}$/.test(spec.id)) throw new Error(`connector id ${JSON.stringify(spec.id)}: lower-case letters, digits and dashes`);
@@ -110,6 +159,8 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
     const http = new UpstreamClient(spec.id, settings, { clock: deps.clock, sleep: deps.sleep, random: deps.random, errorMessage: spec.errorMessage });
     const grants = new MediaGrants(deps.keys, deps.clock);
     const base = deps.publicUrl.replace(/\/+$/, '');
+    const thumbs = deps.thumbnails ?? { images: defaultImageWork(), cacheDir: null, ...DEFAULT_THUMBNAILS };
+    const thumbCache = new ThumbCache(thumbs.cacheDir, thumbs.cacheBytes, thumbs.fs);
     const descriptor: ProviderDescriptor = {
       id: spec.id, name: spec.name, version: spec.version, glyph: spec.glyph,
       logo: spec.logo ?? `/api/v1/connectors/${spec.id}/logo.svg`,
@@ -134,14 +185,58 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
           // The grant rides in the query string: request logs carry paths, never query strings.
           return `${base}/api/v1/connectors/${spec.id}/download/${encodeURIComponent(fileName)}?g=${token}`;
         },
+        async thumbnailUrl(item, fileName, v) {
+          // The content's version rides in the sealed item, so it is part of the cache key.
+          const tagged = { ...item, [VERSION_KEY]: normalEtag(v.etag) ?? (v.version === undefined ? null : String(v.version)) };
+          const token = await grants.seal({ providerId: spec.id, partnerId: session.partnerId, userId: session.userId, credentials: session.credentials, item: tagged });
+          return `${base}/api/v1/connectors/${spec.id}/thumbnail/${encodeURIComponent(fileName)}?g=${token}`;
+        },
+        async imageHead(item) {
+          if (!spec.hooks.download) return null;
+          try {
+            const up = await spec.hooks.download({ cred: c, http: session.signal ? http.during(session.signal) : http, item, range: `bytes=0-${HEAD_BYTES - 1}`, ifNoneMatch: undefined });
+            return await readImageHead(up, thumbs.images, thumbs.timeoutMs);
+          } catch {
+            return null; // the detail is served as listed; the download link reports the real error
+          }
+        },
       };
     };
     // Each hook given becomes the provider's operation (and so its capability: src/providers/capabilities.ts).
-    const { refresh, validate, providerInfo, browse, search, asset, versions, download } = spec.hooks;
+    const { refresh, validate, providerInfo, browse, search, asset, versions, download, thumbnail } = spec.hooks;
+
+    /** A media link's grant, checked: sealed by this hub for this provider, its access still live. */
+    const openGrant = async (query: unknown, what: string) => {
+      const token = (query as { g?: unknown }).g;
+      if (typeof token !== 'string' || !token) throw hubError('hub-access-denied', `${what} check failed: the link carries no grant`);
+      const grant = await grants.open(token, spec.id);
+      // The link ends with the access it came from: its partner disabled or removed, its user removed.
+      await deps.access?.check({ partnerId: grant.partnerId, userId: grant.userId }, what);
+      try {
+        return { grant, cred: spec.credentials(grant.credentials) };
+      } catch {
+        throw hubError('hub-access-denied', `${what} check failed: the link carries no usable credentials`);
+      }
+    };
+
+    /** Vendor rendition first (when the hook gives one), else the original through `download`. */
+    const makeThumbnail = async (c: C, item: Record<string, unknown>): Promise<Thumbnail & { stale?: boolean }> => {
+      const { [VERSION_KEY]: version, ...plain } = item;
+      const budget = { maxBytes: thumbs.maxBytes, timeoutMs: thumbs.timeoutMs };
+      const vendor = thumbnail ? await thumbnail({ cred: c, http, item: plain }) : null;
+      if (vendor) return renderUpstream(vendor, thumbs.images, budget);
+      if (!download) return { kind: 'icon', reason: 'the connector offers no thumbnail and no download' };
+      const up = await download({ cred: c, http, item: plain, range: undefined, ifNoneMatch: undefined });
+      // The file changed since it was listed: its bytes are not the version the key names.
+      const now = etagOf(up);
+      const stale = typeof version === 'string' && now !== undefined && now !== version;
+      return { ...(await renderUpstream(up, thumbs.images, budget)), stale };
+    };
 
     const provider: DefinedConnector = {
       descriptor,
       http,
+      thumbnailCache: thumbCache,
       close: () => http.close(),
       async beginLogin(start, host) {
         if (spec.signIn.kind === 'redirect') return spec.signIn.begin(start, host, http);
@@ -155,19 +250,31 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         else await spec.signIn.routes(app, host, http);
         app.get(`/connectors/${spec.id}/logo.svg`, { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
           reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(badge(spec.glyph)));
+        if (thumbnail || download) {
+          app.get(`/connectors/${spec.id}/thumbnail/:name`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
+            const { grant, cred: c } = await openGrant(req.query, 'thumbnail link');
+            const scope = spec.cacheScope?.(c) || credentialScope(grant.credentials);
+            const key = thumbnailKey(spec.id, scope, grant.item);
+            const etag = `"${key.slice(0, 32)}"`;
+            // Not tied to this request's lifetime: concurrent requests share the one production
+            // (single-flight), which the byte cap, the time budget and the pool deadline bound.
+            const t = await cachedThumbnail(thumbCache, key, () => makeThumbnail(c, grant.item));
+            const name = (req.params as { name: string }).name;
+            if (t.kind === 'icon') {
+              // A tile for the picker, not a cached answer: the next request tries again.
+              reply.header('x-damhub-thumbnail', 'icon');
+              reply.header('x-damhub-thumbnail-reason', t.reason.replace(/[^\x20-\x7e]/g, '?').slice(0, 200));
+              return reply.type('image/svg+xml').header('cache-control', 'private, no-store').send(iconSvg(name));
+            }
+            reply.header('etag', etag).header('cache-control', 'private, max-age=3600');
+            reply.header('x-damhub-thumbnail', t.cached ? 'cached' : 'made');
+            if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+            return reply.type('image/jpeg').send(t.bytes);
+          });
+        }
         if (download) {
           app.get(`/connectors/${spec.id}/download/:name`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
-            const token = (req.query as { g?: unknown }).g;
-            if (typeof token !== 'string' || !token) throw hubError('hub-access-denied', 'download link check failed: the link carries no grant');
-            const grant = await grants.open(token, spec.id);
-            // The link ends with the access it came from: its partner disabled or removed, its user removed.
-            await deps.access?.check({ partnerId: grant.partnerId, userId: grant.userId }, 'download link');
-            let c: C;
-            try {
-              c = spec.credentials(grant.credentials);
-            } catch {
-              throw hubError('hub-access-denied', 'download link check failed: the link carries no usable credentials');
-            }
+            const { grant, cred: c } = await openGrant(req.query, 'download link');
             const up = await download({ cred: c, http, item: grant.item, range: req.headers.range, ifNoneMatch: req.headers['if-none-match'] });
             reply.code(up.status);
             for (const name of ['content-type', 'content-length', 'content-range', 'etag', 'last-modified', 'accept-ranges']) {
@@ -198,6 +305,9 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
     return provider;
   };
 }
+
+/** The key of the content version inside a thumbnail grant's item (no connector uses it). */
+const VERSION_KEY = '@v';
 
 function badge(glyph: string): string {
   const g = glyph.replace(/[&<>"']/g, '').slice(0, 3);

@@ -7,7 +7,7 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { XMLParser } from 'fast-xml-parser';
-import { discard, type UpstreamClient } from '../kit/http.js';
+import { discard, type UpstreamClient, type UpstreamResponse } from '../kit/http.js';
 import { malformed } from '../kit/upstream-errors.js';
 
 export const PROVIDER_ID = 's3';
@@ -139,22 +139,13 @@ export async function headObject(http: UpstreamClient, c: S3Cred, key: string): 
   };
 }
 
-/** The first `n` bytes of an object (image headers for metadata). */
-export async function firstBytes(http: UpstreamClient, c: S3Cred, key: string, n: number): Promise<Buffer> {
-  const range = `bytes=0-${n - 1}`;
-  const { url, headers } = await signed(c, 'GET', key, {}, { range });
-  const r = await http.send({ method: 'GET', url, headers, accept: [206], what: `GetObject ${c.bucket}/${key} (first bytes)` });
-  const chunks: Buffer[] = [];
-  let got = 0;
-  for await (const ch of r.body) {
-    chunks.push(ch as Buffer);
-    got += (ch as Buffer).length;
-    if (got >= n) {
-      discard(r.body);
-      break;
-    }
-  }
-  return Buffer.concat(chunks).subarray(0, n);
+/** GetObject as a stream (the thumbnail and head reads of the kit), Range and If-None-Match passed on. */
+export async function getObject(http: UpstreamClient, c: S3Cred, key: string, range: string | undefined, ifNoneMatch: string | undefined): Promise<UpstreamResponse> {
+  const extra: Record<string, string> = {};
+  if (range) extra.range = range;
+  if (ifNoneMatch) extra['if-none-match'] = ifNoneMatch;
+  const { url, headers } = await signed(c, 'GET', key, {}, extra);
+  return http.send({ method: 'GET', url, headers, accept: [206, 304], what: `GetObject ${c.bucket}/${key}` });
 }
 
 export interface S3Version extends S3Object {

@@ -1,9 +1,6 @@
-/** S3 objects and prefixes → the hub's common shape; image metadata from the first bytes. */
+/** S3 objects and prefixes → the hub's common shape. */
 import path from 'node:path';
-import exifr from 'exifr';
-import sharp from 'sharp';
 import type { Asset, Folder } from '../model.js';
-import { parseExifDateTime } from '../metadata/index.js';
 import type { Head, S3Object } from './api.js';
 
 const BY_EXT: Record<string, string> = {
@@ -22,12 +19,26 @@ export function mimeOf(key: string, declared?: string): string {
   return d && d !== 'application/octet-stream' && d !== 'binary/octet-stream' ? d : BY_EXT[path.extname(key).toLowerCase()] ?? 'application/octet-stream';
 }
 
-export function toAsset(o: S3Object & { contentType?: string }, downloadUrl: string): Asset {
+/** Raster types the hub makes thumbnails of (an SVG object is untrusted content: not rasterised). */
+const THUMBNAILED = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'image/tiff', 'image/avif', 'image/heic', 'image/heif']);
+
+export function hasThumbnail(key: string, declared?: string): boolean {
+  return THUMBNAILED.has(mimeOf(key, declared));
+}
+
+export function toAsset(o: S3Object & { contentType?: string }, downloadUrl: string, thumbnailUrl?: string): Asset {
   const mimeType = mimeOf(o.key, o.contentType);
   const a: Asset = {
     id: o.key, name: baseName(o.key), parentPath: `/${o.key.split('/').slice(0, -1).join('/')}`,
     mimeType, type: mimeType.split('/')[0], fileSize: o.size, downloadUrl,
   };
+  if (thumbnailUrl) {
+    a.thumbnailUrl = thumbnailUrl;
+    a.conversions = [
+      { id: 'thumbnail', name: 'Thumbnail', url: thumbnailUrl, extension: 'jpg' },
+      { id: 'original', name: 'Original', url: downloadUrl, extension: path.extname(o.key).slice(1).toLowerCase() || undefined },
+    ];
+  }
   // No version number here: a listing does not say which version of a versioned key this is,
   // and a guessed 1 contradicts `assetversions`. The asset and versions hooks number it.
   if (o.modified !== undefined) {
@@ -48,31 +59,5 @@ export function withHeaders(a: Asset, h: Head): Asset {
   if (h.meta.title) out.title = h.meta.title;
   if (h.meta.caption ?? h.meta.description) out.caption = h.meta.caption ?? h.meta.description;
   if (h.meta.copyright) out.copyright = h.meta.copyright;
-  return out;
-}
-
-/** Width, height and EXIF of an image from its first bytes (headers come first in JPEG/PNG/TIFF). */
-export async function withImageHeader(a: Asset, head: Buffer): Promise<Asset> {
-  const out: Asset = { ...a };
-  try {
-    const m = await sharp(head, { failOn: 'none' }).metadata();
-    if (m.width && m.height) {
-      out.xSizePx = m.width;
-      out.ySizePx = m.height;
-    }
-  } catch { /* not enough of the image to read; the asset goes without dimensions */ }
-  try {
-    const e = await exifr.parse(head, { tiff: true, exif: true, xmp: true, iptc: true, mergeOutput: true });
-    if (e) {
-      const exif: NonNullable<Asset['exif']> = {};
-      if (typeof e.Model === 'string') exif.cameraModel = e.Model;
-      const dto = parseExifDateTime(e.DateTimeOriginal, e.OffsetTimeOriginal);
-      if (dto !== undefined) exif.dateTimeOriginal = dto;
-      if (out.xSizePx) exif.width = out.xSizePx;
-      if (out.ySizePx) exif.height = out.ySizePx;
-      if (Object.keys(exif).length) out.exif = exif;
-      if (typeof e.Copyright === 'string' && !out.copyright) out.copyright = e.Copyright;
-    }
-  } catch { /* no readable metadata in the first bytes */ }
   return out;
 }

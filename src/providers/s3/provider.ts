@@ -5,13 +5,15 @@
  * of a folder counts the level once (1000 keys per request, nothing kept but the count and the
  * sub-prefixes), so totalAssetsCount is exact with bounded memory. Downloads are presigned URLs
  * straight to the bucket; one asset adds its object headers and, for images, metadata read from
- * the first 64 KiB.
+ * the head of the object (the kit's imageHead). Image assets carry a hub thumbnail link (the kit
+ * makes it from GetObject through the `download` hook).
  */
 import { integrationError } from '../../errors.js';
 import type { AssetPage, FolderPage } from '../model.js';
 import { defineProvider, type CallContext } from '../kit/define.js';
-import { firstBytes, headObject, listObjects, listVersions, presignGet, PROVIDER_ID, s3ErrorMessage, type S3Cred, type S3Object, type S3Version } from './api.js';
-import { mimeOf, toAsset, toFolder, withHeaders, withImageHeader } from './mapping.js';
+import { getObject, headObject, listObjects, listVersions, presignGet, PROVIDER_ID, s3ErrorMessage, type S3Cred, type S3Object, type S3Version } from './api.js';
+import { hasThumbnail, toAsset, toFolder, withHeaders } from './mapping.js';
+import { withImageHead } from '../kit/image-head.js';
 
 /** Keys a first page or a search reads at most at one level; beyond it the answer says so. */
 export const MAX_KEYS_SCANNED = 200_000;
@@ -20,7 +22,6 @@ export const MAX_PREFIXES = 10_000;
 /** Matches a search keeps at most (they are paged from memory). */
 export const MAX_SEARCH_HITS = 10_000;
 const PRESIGN_SEC = 3600;
-const HEADER_BYTES = 64 * 1024;
 
 function parseCred(raw: Record<string, unknown>): S3Cred {
   const f = ['endpoint', 'region', 'bucket', 'accessKeyId', 'secretAccessKey'] as const;
@@ -57,7 +58,15 @@ function readCursor(more: string): Cursor {
 
 async function assets(ctx: CallContext<S3Cred>, objects: S3Object[]) {
   const now = ctx.now();
-  return Promise.all(objects.map(async (o) => toAsset(o, await presignGet(ctx.cred, o.key, o.key.split('/').at(-1)!, PRESIGN_SEC, now))));
+  return Promise.all(objects.map((o) => mapObject(ctx, o, now)));
+}
+
+/** One object with its presigned download and, for a raster image, its hub thumbnail link. */
+async function mapObject(ctx: CallContext<S3Cred>, o: S3Object & { contentType?: string }, now: number) {
+  const name = o.key.split('/').at(-1)!;
+  // The ETag names the content: an overwritten key gets a new thumbnail key.
+  const thumb = hasThumbnail(o.key, o.contentType) ? await ctx.thumbnailUrl({ k: o.key }, `${name}.jpg`, o.etag ? { etag: o.etag } : { version: `${o.size}-${o.modified ?? ''}` }) : undefined;
+  return toAsset(o, await presignGet(ctx.cred, o.key, name, PRESIGN_SEC, now), thumb);
 }
 
 /** Walks a listing to its end, one request per 1000 keys, handing each page to `visit`. */
@@ -183,8 +192,7 @@ export const s3Connector = defineProvider<S3Cred>({
     async asset(ctx, assetId) {
       const key = keyOf(assetId);
       const h = await headObject(ctx.http, ctx.cred, key);
-      let a = toAsset({ key, size: h.size, etag: h.etag, modified: h.modified, contentType: h.contentType },
-        await presignGet(ctx.cred, key, key.split('/').at(-1)!, PRESIGN_SEC, ctx.now()));
+      let a = await mapObject(ctx, { key, size: h.size, etag: h.etag, modified: h.modified, contentType: h.contentType }, ctx.now());
       // The asset's number must be the one `assetversions` gives its current content, or a client
       // comparing the two sees a version it cannot find: number it from the same listing.
       // Without versioning the object is its only version: 1, as `assetversions` says too.
@@ -192,8 +200,15 @@ export const s3Connector = defineProvider<S3Cred>({
       a.version = n;
       a.displayVersion = n;
       a = withHeaders(a, h);
-      if (mimeOf(key, h.contentType).startsWith('image/') && h.size > 0) a = await withImageHeader(a, await firstBytes(ctx.http, ctx.cred, key, Math.min(HEADER_BYTES, h.size)));
+      // Pixel size and EXIF from a ranged read of the object's head, parsed as the library parses its files.
+      if (hasThumbnail(key, h.contentType) && h.size > 0) withImageHead(a, await ctx.imageHead({ k: key }));
       return a;
+    },
+
+    /** The thumbnail and head reads of the kit (clients download through presigned URLs). */
+    async download({ cred, http, item, range, ifNoneMatch }) {
+      if (typeof item.k !== 'string' || !item.k) throw integrationError('integration-not-found', PROVIDER_ID, 'the link names no object');
+      return getObject(http, cred, keyOf(item.k), range, ifNoneMatch);
     },
   },
 });

@@ -17,8 +17,19 @@ export function parentOf(p: string): string {
   return i <= 0 ? '/' : p.slice(0, i);
 }
 
-export function toAsset(e: DavEntry, urls: { downloadUrl: string }): Asset {
-  const mimeType = e.contentType && e.contentType !== 'application/octet-stream' ? e.contentType.split(';')[0]!.trim() : BY_EXT[path.extname(e.name).toLowerCase()] ?? 'application/octet-stream';
+/** Raster types the hub makes thumbnails of (SVG from a server is not rasterised: untrusted content). */
+const THUMBNAILED = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'image/tiff', 'image/avif', 'image/heic', 'image/heif']);
+
+export function mimeTypeOf(e: DavEntry): string {
+  return e.contentType && e.contentType !== 'application/octet-stream' ? e.contentType.split(';')[0]!.trim() : BY_EXT[path.extname(e.name).toLowerCase()] ?? 'application/octet-stream';
+}
+
+export function hasThumbnail(e: DavEntry): boolean {
+  return THUMBNAILED.has(mimeTypeOf(e));
+}
+
+export function toAsset(e: DavEntry, urls: { downloadUrl: string; thumbnailUrl?: string }): Asset {
+  const mimeType = mimeTypeOf(e);
   const a: Asset = {
     id: e.path,
     name: e.name,
@@ -28,6 +39,13 @@ export function toAsset(e: DavEntry, urls: { downloadUrl: string }): Asset {
     version: 1,
     downloadUrl: urls.downloadUrl,
   };
+  if (urls.thumbnailUrl) {
+    a.thumbnailUrl = urls.thumbnailUrl;
+    a.conversions = [
+      { id: 'thumbnail', name: 'Thumbnail', url: urls.thumbnailUrl, extension: 'jpg' },
+      { id: 'original', name: 'Original', url: urls.downloadUrl, extension: path.extname(e.name).slice(1).toLowerCase() || undefined },
+    ];
+  }
   if (e.size !== undefined) a.fileSize = e.size;
   if (e.modified !== undefined) a.modified = e.modified;
   if (e.created !== undefined) a.created = e.created;

@@ -10,8 +10,9 @@ import { integrationError, isHubError } from '../../errors.js';
 import type { ListOptions } from '../contract.js';
 import type { AssetPage, FolderPage } from '../model.js';
 import { defineProvider, type CallContext } from '../kit/define.js';
+import { withImageHead } from '../kit/image-head.js';
 import { davErrorMessage, get, PROVIDER_ID, propfind, search as davSearch, supportsSearch, type DavEntry, type WebdavCred } from './api.js';
-import { byName, toAsset, toFolder } from './mapping.js';
+import { byName, hasThumbnail, toAsset, toFolder } from './mapping.js';
 
 /** Folders a search visits at most; a search over a bigger tree says so instead of running on. */
 export const SEARCH_MAX_FOLDERS = 500;
@@ -76,8 +77,19 @@ function offsetOf(more: string | null): number {
 async function page(ctx: CallContext<WebdavCred>, files: DavEntry[], opts: ListOptions): Promise<{ assets: AssetPage['assets']; more?: string }> {
   const from = offsetOf(opts.more);
   const slice = files.slice(from, from + opts.size);
-  const assets = await Promise.all(slice.map(async (e) => toAsset(e, { downloadUrl: await ctx.downloadUrl({ p: e.path }, e.name) })));
+  const assets = await Promise.all(slice.map((e) => mapEntry(ctx, e)));
   return from + opts.size < files.length ? { assets, more: String(from + opts.size) } : { assets };
+}
+
+/** One file as an asset, with its download link and, for a raster image, its thumbnail link. */
+async function mapEntry(ctx: CallContext<WebdavCred>, e: DavEntry) {
+  const item = { p: e.path };
+  // The ETag names the content (else size and date): a changed file gets a new thumbnail key.
+  const version = e.etag ? { etag: e.etag } : { version: `${e.size ?? ''}-${e.modified ?? ''}` };
+  return toAsset(e, {
+    downloadUrl: await ctx.downloadUrl(item, e.name),
+    thumbnailUrl: hasThumbnail(e) ? await ctx.thumbnailUrl(item, `${e.name}.jpg`, version) : undefined,
+  });
 }
 
 export const webdavConnector = defineProvider<WebdavCred>({
@@ -168,7 +180,10 @@ export const webdavConnector = defineProvider<WebdavCred>({
       const p = cleanPath(assetId);
       const [e] = await propfind(ctx.http, ctx.cred, p, 0);
       if (!e || e.collection) throw integrationError('integration-not-found', PROVIDER_ID, `${p} is not a file`);
-      return toAsset(e, { downloadUrl: await ctx.downloadUrl({ p: e.path }, e.name) });
+      const a = await mapEntry(ctx, e);
+      // The detail adds what only the file itself says: its pixel size and EXIF, from its head.
+      if (hasThumbnail(e)) withImageHead(a, await ctx.imageHead({ p: e.path }));
+      return a;
     },
 
     async download({ cred, http, item, range, ifNoneMatch }) {
