@@ -25,6 +25,7 @@ export const DROPBOX_CONTRACT: ContractSpec = {
     { body: 'get_temporary_link.json#response', type: 'files.GetTemporaryLinkResult' },
     { body: 'list_revisions.json#response', type: 'files.ListRevisionsResult' },
     { body: 'search_v2.json#response', type: 'files.SearchV2Result' },
+    { body: 'get_thumbnail_v2.json#result', type: 'files.PreviewResult' },
     { body: 'errors.json#not_found', type: 'RouteError<files.GetMetadataError>' },
     { body: 'errors.json#expired_access_token', type: 'RouteError<auth.AuthError>' },
     { body: 'errors.json#invalid_access_token', type: 'RouteError<auth.AuthError>' },
@@ -34,6 +35,7 @@ export const DROPBOX_CONTRACT: ContractSpec = {
   unchecked: {
     'oauth2_token.json#code': 'the OAuth token endpoint is not an API route: the SDK types no token response (DropboxAuth returns an untyped object); the page is "OAuth Guide" / oauth2/token',
     'oauth2_token.json#refresh': 'as oauth2_token.json#code',
+    'get_thumbnail_v2.json#request': 'the request as sent: its argument travels as a JSON string in the Dropbox-API-Arg header (files.ThumbnailV2Arg once parsed), not as a body',
     'errors.json#invalid_grant': 'an OAuth token endpoint error (RFC 6749 §5.2), not an API route error: no SDK type',
   },
 };

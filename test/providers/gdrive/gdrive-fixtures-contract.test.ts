@@ -30,6 +30,9 @@ export const DRIVE_CONTRACT: ContractSpec = {
     'oauth2_token.json#code': 'the OAuth 2.0 token endpoint is not part of the Drive API: no Drive type describes its answer',
     'oauth2_token.json#refresh': 'as oauth2_token.json#code',
     'oauth2_token.json#invalid_grant': 'as oauth2_token.json#code',
+    'thumbnail.json#field': 'not a response body: the File reference\'s description of thumbnailLink, quoted (the link itself is a File field, checked in files.json)',
+    'thumbnail.json#description': 'as thumbnail.json#field',
+    'thumbnail.json#host': 'as thumbnail.json#field',
   },
 };
 
