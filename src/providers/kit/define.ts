@@ -174,27 +174,27 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         throw hubError('provider-access-token-invalid', `the ${spec.name} connection token does not carry ${spec.name} credentials; sign in again`);
       }
     };
+    /** A hub link to `route` carrying a sealed grant for `item` under this session's access. */
+    const grantLink = async (session: ProviderSession, route: 'download' | 'thumbnail', item: Record<string, unknown>, fileName: string) => {
+      const token = await grants.seal({ providerId: spec.id, partnerId: session.partnerId, userId: session.userId, credentials: session.credentials, item });
+      // The grant rides in the query string: request logs carry paths, never query strings.
+      return `${base}/api/v1/connectors/${spec.id}/${route}/${encodeURIComponent(fileName)}?g=${token}`;
+    };
     const ctx = (session: ProviderSession): CallContext<C> => {
       const c = cred(session);
+      // The call's requests end when the hub stops waiting for it (ProviderSession.signal).
+      const callHttp = session.signal ? http.during(session.signal) : http;
       return {
-        // The call's requests end when the hub stops waiting for it (ProviderSession.signal).
-        session, cred: c, http: session.signal ? http.during(session.signal) : http,
+        session, cred: c, http: callHttp,
         now: () => deps.clock.now(),
-        async downloadUrl(item, fileName) {
-          const token = await grants.seal({ providerId: spec.id, partnerId: session.partnerId, userId: session.userId, credentials: session.credentials, item });
-          // The grant rides in the query string: request logs carry paths, never query strings.
-          return `${base}/api/v1/connectors/${spec.id}/download/${encodeURIComponent(fileName)}?g=${token}`;
-        },
-        async thumbnailUrl(item, fileName, v) {
-          // The content's version rides in the sealed item, so it is part of the cache key.
-          const tagged = { ...item, [VERSION_KEY]: normalEtag(v.etag) ?? (v.version === undefined ? null : String(v.version)) };
-          const token = await grants.seal({ providerId: spec.id, partnerId: session.partnerId, userId: session.userId, credentials: session.credentials, item: tagged });
-          return `${base}/api/v1/connectors/${spec.id}/thumbnail/${encodeURIComponent(fileName)}?g=${token}`;
-        },
+        downloadUrl: (item, fileName) => grantLink(session, 'download', item, fileName),
+        // The content's version rides in the sealed item, so it is part of the cache key.
+        thumbnailUrl: (item, fileName, v) =>
+          grantLink(session, 'thumbnail', { ...item, [VERSION_KEY]: normalEtag(v.etag) ?? (v.version === undefined ? null : String(v.version)) }, fileName),
         async imageHead(item) {
           if (!spec.hooks.download) return null;
           try {
-            const up = await spec.hooks.download({ cred: c, http: session.signal ? http.during(session.signal) : http, item, range: `bytes=0-${HEAD_BYTES - 1}`, ifNoneMatch: undefined });
+            const up = await spec.hooks.download({ cred: c, http: callHttp, item, range: `bytes=0-${HEAD_BYTES - 1}`, ifNoneMatch: undefined });
             return await readImageHead(up, thumbs.images, thumbs.timeoutMs);
           } catch {
             return null; // the detail is served as listed; the download link reports the real error
@@ -256,6 +256,9 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
             const scope = spec.cacheScope?.(c) || credentialScope(grant.credentials);
             const key = thumbnailKey(spec.id, scope, grant.item);
             const etag = `"${key.slice(0, 32)}"`;
+            // The key names the content's version, so a client holding this ETag has these bytes:
+            // answered before any cache read or production.
+            if (req.headers['if-none-match'] === etag) return reply.code(304).header('etag', etag).header('cache-control', 'private, max-age=3600').send();
             // Not tied to this request's lifetime: concurrent requests share the one production
             // (single-flight), which the byte cap, the time budget and the pool deadline bound.
             const t = await cachedThumbnail(thumbCache, key, () => makeThumbnail(c, grant.item));
@@ -268,7 +271,6 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
             }
             reply.header('etag', etag).header('cache-control', 'private, max-age=3600');
             reply.header('x-damhub-thumbnail', t.cached ? 'cached' : 'made');
-            if (req.headers['if-none-match'] === etag) return reply.code(304).send();
             return reply.type('image/jpeg').send(t.bytes);
           });
         }
