@@ -11,7 +11,6 @@ import { errors as joseErrors, importJWK, jwtVerify, type JWTPayload } from 'jos
 import type { Hub } from '../hub.js';
 import type { Partner, User } from '../stores/types.js';
 
-export { LOCAL_MCP_ISSUER as LOCAL_ISSUER } from '../config.js';
 
 export interface McpIdentity {
   user: User;

@@ -7,9 +7,9 @@
  * HTTP, so DAM connections made in either place are shared. Nothing but JSON-RPC goes to stdout.
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import type { HubConfig } from '../config.js';
+import { LOCAL_MCP_ISSUER, type HubConfig } from '../config.js';
 import { openHub } from '../hub.js';
-import { identityFor, LOCAL_ISSUER, mcpPartner } from './identity.js';
+import { identityFor, mcpPartner } from './identity.js';
 import { createMcpServer, toolContext } from './server.js';
 
 export async function runStdio(config: HubConfig, sub: string): Promise<number> {
@@ -17,7 +17,7 @@ export async function runStdio(config: HubConfig, sub: string): Promise<number> 
   // HTTP on any node open here too.
   const { hub, follower } = await openHub(config, { watchLibrary: false });
   await hub.start();
-  const partner = await mcpPartner(hub, config.mcpIssuer ?? LOCAL_ISSUER, config.mcpJwksUrl);
+  const partner = await mcpPartner(hub, config.mcpIssuer ?? LOCAL_MCP_ISSUER, config.mcpJwksUrl);
   const user = await identityFor(hub, partner, sub);
   const ctx = await toolContext(hub);
   const server = createMcpServer(ctx, { user, partner, scopes: [], clientId: 'stdio' });

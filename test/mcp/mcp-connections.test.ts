@@ -10,11 +10,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/clock.js';
-import { defaultConfig } from '../../src/config.js';
+import { defaultConfig, LOCAL_MCP_ISSUER } from '../../src/config.js';
 import { isHubError } from '../../src/errors.js';
 import { Hub } from '../../src/hub.js';
 import type { McpConnections } from '../../src/mcp/connections.js';
-import { identityFor, LOCAL_ISSUER, mcpPartner, type McpIdentity } from '../../src/mcp/identity.js';
+import { identityFor, mcpPartner, type McpIdentity } from '../../src/mcp/identity.js';
 import { toolContext } from '../../src/mcp/server.js';
 import { addAccount } from '../../src/providers/library/accounts.js';
 import { LEGACY_MCP_FILE } from '../../src/stores/legacy-mcp-file.js';
@@ -40,7 +40,7 @@ async function open(dataDir: string, root: string, clock: ManualClock): Promise<
 
 async function setup(hub: Hub, accountId: string): Promise<Setup> {
   const { connections } = await toolContext(hub);
-  const partner = await mcpPartner(hub, LOCAL_ISSUER, null);
+  const partner = await mcpPartner(hub, LOCAL_MCP_ISSUER, null);
   return {
     hub, connections, accountId,
     async connected(sub) {
@@ -120,7 +120,7 @@ describe('MCP held connections', () => {
   });
 
   test('two calls collecting one finished sign-in: both see the connection (the slower one does not report a failure)', async () => {
-    const partner = await mcpPartner(s.hub, LOCAL_ISSUER, null);
+    const partner = await mcpPartner(s.hub, LOCAL_MCP_ISSUER, null);
     const id = { user: await identityFor(s.hub, partner, 'collect-sub'), partner, scopes: [], clientId: 'test' };
     await signIn(s.hub, s.connections, id, s.accountId);
     // The second poll waits until the first call has collected the tokens and stored them, after
