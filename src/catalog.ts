@@ -9,12 +9,14 @@ import path from 'node:path';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from './clock.js';
-import type { HubConfig, OAuthAppConfig } from './config.js';
+import type { HubConfig } from './config.js';
 import type { KeyRing } from './auth/keys.js';
 import type { ImagePool } from './images/pool.js';
 import type { MediaUrls, Provider } from './providers/contract.js';
 import type { ProviderRegistry } from './providers/registry.js';
-import type { ConnectorDeps, ConnectorsConfig, LinkAccess } from './providers/kit/define.js';
+import type { ConnectorDeps, ConnectorsConfig, DefinedConnector, LinkAccess } from './providers/kit/define.js';
+import { insecureEndpoints } from './providers/kit/endpoints.js';
+import type { OAuthConnectorOptions } from './providers/oauth/options.js';
 import type { UpstreamSettings } from './providers/kit/http.js';
 import { webdavConnector } from './providers/webdav/provider.js';
 import { s3Connector } from './providers/s3/provider.js';
@@ -54,25 +56,52 @@ interface CatalogEntry {
   enabledBy: 'libraryDir' | 'connectors' | 'oauthApp';
   enabled(config: HubConfig): boolean;
   build(deps: CatalogDeps): Provider;
+  /** It reaches a vendor at origins of its own (kit/endpoints.ts), which `DAMHUB_<ID>_ENDPOINTS` may replace. */
+  vendorOrigins?: true;
 }
 
 const CATALOG: CatalogEntry[] = [
   { id: 'library', enabledBy: 'libraryDir', enabled: (c) => c.libraryDir !== null, build: embeddedLibraryProvider },
   { id: 'webdav', enabledBy: 'connectors', enabled: (c) => 'webdav' in c.connectors, build: (d) => webdavConnector(connectorDeps(d, 'webdav')) },
   { id: 's3', enabledBy: 'connectors', enabled: (c) => 's3' in c.connectors, build: (d) => s3Connector(connectorDeps(d, 's3')) },
-  {
-    id: 'dropbox', enabledBy: 'oauthApp', enabled: (c) => c.dropboxApp !== null,
-    build: (d) => dropboxConnector({ ...oauthApp(d.config.dropboxApp!), pkceSecret: pkceSecret(d) })(oauthDeps(d, 'dropbox', d.config.dropboxApp!)),
-  },
-  {
-    id: 'gdrive', enabledBy: 'oauthApp', enabled: (c) => c.googleDriveApp !== null,
-    build: (d) => googleDriveConnector({ ...oauthApp(d.config.googleDriveApp!), pkceSecret: pkceSecret(d) })(oauthDeps(d, 'gdrive', d.config.googleDriveApp!)),
-  },
+  oauthConnector('dropbox', dropboxConnector),
+  oauthConnector('gdrive', googleDriveConnector),
 ];
+
+/** An OAuth connector: served when its app is configured (`DAMHUB_<ID>_CLIENT_ID`), built from the app and the node's PKCE secret. */
+function oauthConnector(id: string, factory: (o: OAuthConnectorOptions) => (deps: ConnectorDeps) => DefinedConnector): CatalogEntry {
+  return {
+    id, enabledBy: 'oauthApp', enabled: (c) => id in c.oauthApps, vendorOrigins: true,
+    build: (d) => {
+      const app = d.config.oauthApps[id]!;
+      const endpoints = d.config.connectorEndpoints[id];
+      return factory({
+        clientId: app.clientId, clientSecret: app.clientSecret ?? undefined, pkceSecret: pkceSecret(d),
+        // Replaced origins (a stand-in): plain http only where the operator named it.
+        ...(endpoints ? { endpoints, allowInsecureRequests: insecureEndpoints(endpoints) } : {}),
+      })(connectorDeps(d, id));
+    },
+  };
+}
 
 /** The ids DAMHUB_CONNECTORS takes. */
 export function knownConnectors(): string[] {
   return CATALOG.filter((e) => e.enabledBy === 'connectors').map((e) => e.id).sort();
+}
+
+/** The ids of the OAuth connectors, each enabled by its app (`DAMHUB_<ID>_CLIENT_ID`). */
+export function oauthConnectors(): string[] {
+  return CATALOG.filter((e) => e.enabledBy === 'oauthApp').map((e) => e.id).sort();
+}
+
+/** The connectors with vendor origins of their own (the ones `DAMHUB_<ID>_ENDPOINTS` may name). */
+export function vendorConnectors(): string[] {
+  return CATALOG.filter((e) => e.vendorOrigins).map((e) => e.id).sort();
+}
+
+/** The environment variable prefix of a connector's settings: `DAMHUB_DROPBOX_`. */
+export function connectorEnvPrefix(id: string): string {
+  return `DAMHUB_${id.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_`;
 }
 
 /** Builds every enabled provider, in catalog order (the library first: it is the default). */
@@ -103,10 +132,50 @@ export function connectorsFromEnv(env: NodeJS.ProcessEnv): ConnectorsConfig {
   return Object.fromEntries(ids.map((id) => [id, { ...shared }]));
 }
 
+/** The kit's deps of a connector; the hosts of replaced origins (HubConfig.connectorEndpoints) are reachable although not public. */
+/** `DAMHUB_<ID>_CLIENT_ID` and `_CLIENT_SECRET` of every OAuth connector into HubConfig.oauthApps. */
+export function oauthAppsFromEnv(env: NodeJS.ProcessEnv): HubConfig['oauthApps'] {
+  const apps: HubConfig['oauthApps'] = {};
+  for (const id of oauthConnectors()) {
+    const prefix = connectorEnvPrefix(id);
+    const clientId = env[`${prefix}CLIENT_ID`];
+    if (clientId) apps[id] = { clientId, clientSecret: env[`${prefix}CLIENT_SECRET`] || null };
+  }
+  return apps;
+}
+
+/**
+ * `DAMHUB_<ID>_ENDPOINTS` of every connector with vendor origins (`{"api": URL, ...}`, names the connector
+ * knows) into HubConfig.connectorEndpoints; each value must be an http(s) URL.
+ */
+export function connectorEndpointsFromEnv(env: NodeJS.ProcessEnv): HubConfig['connectorEndpoints'] {
+  const out: HubConfig['connectorEndpoints'] = {};
+  for (const id of vendorConnectors()) {
+    const name = `${connectorEnvPrefix(id)}ENDPOINTS`;
+    const raw = env[name];
+    if (!raw) continue;
+    let e: unknown;
+    try {
+      e = JSON.parse(raw);
+    } catch {
+      throw new Error(`${name} must be JSON: {"api": URL, ...}`);
+    }
+    if (typeof e !== 'object' || e === null || Array.isArray(e)) throw new Error(`${name} must be a JSON object: {"api": URL, ...}`);
+    for (const [k, v] of Object.entries(e)) {
+      if (typeof v !== 'string' || !/^https?:\/\/[^/]/.test(v)) throw new Error(`${name}: ${k} must be an http(s) URL`);
+    }
+    out[id] = Object.fromEntries(Object.entries(e as Record<string, string>).map(([k, v]) => [k, v.replace(/\/+$/, '')]));
+  }
+  return out;
+}
+
 function connectorDeps(d: CatalogDeps, id: string): ConnectorDeps {
   const c = d.config;
+  const endpoints = c.connectorEndpoints[id];
+  const hosts = endpoints ? [...new Set(Object.values(endpoints).map((u) => new URL(u).hostname))] : [];
+  const upstream = hosts.length ? { ...c.connectors[id], allowHosts: [...(c.connectors[id]?.allowHosts ?? []), ...hosts] } : c.connectors[id];
   return {
-    clock: d.clock, keys: d.keys, publicUrl: c.publicUrl, access: d.access, upstream: c.connectors[id],
+    clock: d.clock, keys: d.keys, publicUrl: c.publicUrl, access: d.access, upstream,
     // Thumbnails decode in the same pool, under the same per-file budget, as the library's indexing;
     // one cache directory per connector (its keys already name the provider; this keeps budgets apart).
     thumbnails: {
@@ -115,21 +184,6 @@ function connectorDeps(d: CatalogDeps, id: string): ConnectorDeps {
       cacheBytes: c.thumbnailCacheBytes, maxBytes: c.thumbnailMaxBytes, timeoutMs: c.thumbnailTimeoutMs,
     },
   };
-}
-
-function oauthApp(app: OAuthAppConfig): { clientId: string; clientSecret?: string; endpoints?: OAuthAppConfig['endpoints']; allowInsecureRequests?: boolean } {
-  if (!app.endpoints) return { clientId: app.clientId, clientSecret: app.clientSecret ?? undefined };
-  // Stand-in endpoints the operator named (DAMHUB_DROPBOX_ENDPOINTS, ...): plain http only there.
-  const insecure = Object.values(app.endpoints).some((u) => u.startsWith('http:'));
-  return { clientId: app.clientId, clientSecret: app.clientSecret ?? undefined, endpoints: app.endpoints, allowInsecureRequests: insecure };
-}
-
-/** The deps of an OAuth connector: the hosts of configured stand-in endpoints are reachable although not public. */
-function oauthDeps(d: CatalogDeps, id: string, app: OAuthAppConfig): ConnectorDeps {
-  const deps = connectorDeps(d, id);
-  if (!app.endpoints) return deps;
-  const hosts = [...new Set(Object.values(app.endpoints).map((u) => new URL(u).hostname))];
-  return { ...deps, upstream: { ...deps.upstream, allowHosts: [...(deps.upstream?.allowHosts ?? []), ...hosts] } };
 }
 
 /** One PKCE sealing secret for every OAuth connector of the node (shared by the cluster when configured). */

@@ -5,12 +5,19 @@ import type { ConnectorsConfig } from './providers/kit/define.js';
 /** The issuer of MCP users when no OAuth server is configured (`damhub mcp`, local tokens). */
 export const LOCAL_MCP_ISSUER = 'urn:damhub:mcp-local';
 
-/** A SaaS connector's OAuth app; `endpoints` replaces the vendor's (a stand-in such as a replay server: its hosts are then reachable although not public). */
+/** A SaaS connector's OAuth app, as registered at the vendor (docs/connectors.md, "Enabling"). */
 export interface OAuthAppConfig {
   clientId: string;
   clientSecret: string | null;
-  endpoints?: { authorize: string; token: string; api: string };
 }
+
+/**
+ * A connector's vendor origins replaced by name (`authorize`, `token`, `api`, and the connector's
+ * own: Dropbox's `content`, Microsoft's `graph`, ...): national clouds, regional endpoints, a stand-in
+ * such as a replay server. Names the connector does not know are refused when it is built; the
+ * hosts named here are reachable although not public.
+ */
+export type ConnectorEndpoints = Record<string, string>;
 
 export interface HubConfig {
   host: string;
@@ -117,9 +124,10 @@ export interface HubConfig {
   mcpJwksUrl: string | null;
   /** Deadline of one call into a provider (browse, search, refresh, ...): past it the caller gets 504 integration-unavailable. */
   providerTimeoutMs: number;
-  /** OAuth apps of the SaaS connectors (src/catalog.ts); a connector is served when its app is configured. */
-  dropboxApp: OAuthAppConfig | null;
-  googleDriveApp: OAuthAppConfig | null;
+  /** OAuth apps of the SaaS connectors by connector id (src/catalog.ts); such a connector is served when its app is configured. */
+  oauthApps: Record<string, OAuthAppConfig>;
+  /** Replaced vendor origins by connector id (`DAMHUB_<ID>_ENDPOINTS`); absent: the vendor's public ones. */
+  connectorEndpoints: Record<string, ConnectorEndpoints>;
   /** Secret PKCE verifiers are derived from; every node of a cluster needs the same (generated into the data dir when not given). */
   oauthPkceSecret: string | null;
   /** Remote connectors to serve, by id, with their upstream overrides (docs/connectors.md); {} = none. */
@@ -188,8 +196,8 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     mcpIssuer: null,
     mcpJwksUrl: null,
     providerTimeoutMs: 30_000,
-    dropboxApp: null,
-    googleDriveApp: null,
+    oauthApps: {},
+    connectorEndpoints: {},
     oauthPkceSecret: null,
     connectors: {},
     libraryLeaseSec: 15,

@@ -16,7 +16,7 @@ import type { FastifyInstance } from 'fastify';
 import type { HubConfig } from '../config.js';
 import { buildApp } from '../app.js';
 import { openHub, type Hub } from '../hub.js';
-import { connectorsFromEnv, knownConnectors } from '../catalog.js';
+import { connectorEnvPrefix, connectorsFromEnv, knownConnectors, oauthConnectors } from '../catalog.js';
 import { runChecks, type CheckClient, type CheckResult } from './connector-checks.js';
 import { parse, UsageError } from './args.js';
 import { formFields, oauthWait, readFields, submitForm } from './connectors-signin.js';
@@ -94,8 +94,8 @@ export async function connectorsCommand(args: string[], configFrom: ConfigFrom):
     opened = await open(config);
     const hub = opened.hub;
     if (!hub.providers.get(id)) {
-      const hint = id === 'dropbox' ? ': set DAMHUB_DROPBOX_CLIENT_ID (and _SECRET)' : id === 'gdrive' ? ': set DAMHUB_GDRIVE_CLIENT_ID (and _SECRET)' : '';
-      throw new UsageError(`no connector ${JSON.stringify(id)} is enabled${hint}; available: ${[...knownConnectors(), 'dropbox', 'gdrive'].join(', ')}`);
+      const hint = oauthConnectors().includes(id) ? `: set ${connectorEnvPrefix(id)}CLIENT_ID (and _CLIENT_SECRET)` : '';
+      throw new UsageError(`no connector ${JSON.stringify(id)} is enabled${hint}; available: ${[...knownConnectors(), ...oauthConnectors()].join(', ')}`);
     }
     app = await buildApp(hub, { logger: false });
     const session = await throwawaySession(hub);

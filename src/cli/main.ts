@@ -10,7 +10,7 @@ import { rotateKeyRing } from '../auth/keys.js';
 import { isHubError } from '../errors.js';
 import { ClusterStores, clusterMode, openStores, StoreConfigError } from '../stores/index.js';
 import { rotateSharedKeys } from '../auth/cluster-secrets.js';
-import { connectorsFromEnv } from '../catalog.js';
+import { connectorEndpointsFromEnv, connectorsFromEnv, oauthAppsFromEnv } from '../catalog.js';
 import { migratePg, createPgPool } from '../stores/postgres/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
@@ -124,8 +124,7 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     redisKeyPrefix: env.DAMHUB_REDIS_PREFIX || 'damhub:',
     adminKey: env.DAMHUB_ADMIN_KEY ?? null,
     logLevel: env.DAMHUB_LOG_LEVEL ?? 'info',
-    dropboxApp: env.DAMHUB_DROPBOX_CLIENT_ID ? { clientId: env.DAMHUB_DROPBOX_CLIENT_ID, clientSecret: env.DAMHUB_DROPBOX_CLIENT_SECRET || null, ...standIn(env, 'DAMHUB_DROPBOX_ENDPOINTS') } : null,
-    googleDriveApp: env.DAMHUB_GDRIVE_CLIENT_ID ? { clientId: env.DAMHUB_GDRIVE_CLIENT_ID, clientSecret: env.DAMHUB_GDRIVE_CLIENT_SECRET || null, ...standIn(env, 'DAMHUB_GDRIVE_ENDPOINTS') } : null,
+    oauthApps: oauthAppsFromEnv(env),
     oauthPkceSecret: env.DAMHUB_OAUTH_PKCE_SECRET || null,
   };
   const publicUrl = pick('public-url', 'DAMHUB_PUBLIC_URL');
@@ -201,26 +200,11 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (env.DAMHUB_MCP_JWKS_URL) overrides.mcpJwksUrl = env.DAMHUB_MCP_JWKS_URL;
   try {
     overrides.connectors = connectorsFromEnv(env);
+    overrides.connectorEndpoints = connectorEndpointsFromEnv(env);
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
   return defaultConfig(overrides);
-}
-
-/** `{"authorize": URL, "token": URL, "api": URL}`: a stand-in for the vendor (a replay server, a proxy); unset, the vendor's own. */
-function standIn(env: NodeJS.ProcessEnv, name: string): { endpoints?: { authorize: string; token: string; api: string } } {
-  const raw = env[name];
-  if (!raw) return {};
-  let e: Record<string, unknown>;
-  try {
-    e = JSON.parse(raw);
-  } catch {
-    throw new UsageError(`${name} must be JSON: {"authorize": URL, "token": URL, "api": URL}`);
-  }
-  for (const k of ['authorize', 'token', 'api']) {
-    if (typeof e?.[k] !== 'string' || !/^https?:\/\/[^/]/.test(e[k] as string)) throw new UsageError(`${name}: ${k} must be an http(s) URL`);
-  }
-  return { endpoints: { authorize: e.authorize as string, token: e.token as string, api: (e.api as string).replace(/\/+$/, '') } };
 }
 
 async function serveCommand(args: string[]): Promise<number> {

@@ -12,17 +12,13 @@ import { oauthLogin } from '../oauth/login.js';
 import { byName, offsetOf, readAll, slice } from '../saas/listing.js';
 import { DropboxApi, dropboxErrorMessage, type DbxFile, type DbxFolder, type DbxMetadata } from './api.js';
 import { hasThumbnail, toAsset, toFolder } from './mapping.js';
+import { vendorEndpoints } from '../kit/endpoints.js';
+import type { OAuthConnectorOptions } from '../oauth/options.js';
 
-export interface DropboxOptions {
-  clientId: string;
-  clientSecret?: string;
-  /** Shared by every node of a cluster (PKCE verifiers are derived from it). */
-  pkceSecret?: string;
+/** Endpoints (kit/endpoints.ts): `authorize`, `token`, `api` (RPC routes), `content` (content-download routes; when `api` is replaced and `content` is not, `api` serves both, as a stand-in does). */
+export interface DropboxOptions extends OAuthConnectorOptions {
   /** Largest folder or search read in full (exact totals need the whole listing). */
   maxEntries?: number;
-  /** For tests against a loopback replay server. */
-  endpoints?: { authorize: string; token: string; api: string; /** content-download endpoints; default `api` */ content?: string };
-  allowInsecureRequests?: boolean;
 }
 
 const ID = 'dropbox';
@@ -32,9 +28,13 @@ const FILE_ID = /^id:[A-Za-z0-9_-]+$/;
 const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='#0061fe'/%3E%3Cpath d='M20 14l12 8-12 8-12-8zm24 0l12 8-12 8-12-8zM8 38l12-8 12 8-12 8zm36-8l12 8-12 8-12-8zM20 48l12-8 12 8-12 8z' fill='#fff'/%3E%3C/svg%3E";
 
 export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => DefinedConnector {
-  const ep = o.endpoints ?? { authorize: 'https://www.dropbox.com/oauth2/authorize', token: 'https://api.dropboxapi.com/oauth2/token', api: 'https://api.dropboxapi.com' };
+  const standInContent: Record<string, string> = o.endpoints?.api && !o.endpoints.content ? { content: o.endpoints.api } : {};
+  const ep = vendorEndpoints(ID, {
+    authorize: 'https://www.dropbox.com/oauth2/authorize', token: 'https://api.dropboxapi.com/oauth2/token',
+    api: 'https://api.dropboxapi.com', content: 'https://content.dropboxapi.com',
+  }, { ...o.endpoints, ...standInContent });
   const cap = o.maxEntries ?? 20_000;
-  const content = o.endpoints ? (o.endpoints.content ?? o.endpoints.api) : 'https://content.dropboxapi.com';
+  const content = ep.content;
   const api = (ctx: { http: CallContext<OAuthCredentials>['http'] }) => new DropboxApi(ctx.http, ep.api, content);
   /** A file as an asset; an image gets a hub thumbnail link (Dropbox's rendition, keyed by its rev). */
   const mapFile = async (ctx: CallContext<OAuthCredentials>, f: DbxFile, extra: { downloadUrl?: string } = {}) =>

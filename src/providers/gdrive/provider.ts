@@ -14,17 +14,14 @@ import { oauthLogin } from '../oauth/login.js';
 import { byName, offsetOf, readAll, slice } from '../saas/listing.js';
 import { DriveApi, downloadKind, driveErrorMessage, FOLDER_MIME, lit, type DriveFile } from './api.js';
 import { revisionToAsset, toAsset, toFolder } from './mapping.js';
+import { vendorEndpoints } from '../kit/endpoints.js';
+import type { OAuthConnectorOptions } from '../oauth/options.js';
 
-export interface GoogleDriveOptions {
-  clientId: string;
-  clientSecret?: string;
-  pkceSecret?: string;
+export interface GoogleDriveOptions extends OAuthConnectorOptions {
   /** Largest folder or search read in full (exact totals need the whole listing). */
   maxEntries?: number;
   /** Most folders a scoped search descends into. */
   maxSearchFolders?: number;
-  endpoints?: { authorize: string; token: string; api: string };
-  allowInsecureRequests?: boolean;
 }
 
 const ID = 'gdrive';
@@ -36,7 +33,7 @@ const PARENTS_PER_QUERY = 20;
 const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='#fff' stroke='#d5d9e0'/%3E%3Cpath d='M24 12h16l16 28H40z' fill='#fbbc04'/%3E%3Cpath d='M24 12L8 40l8 13 16-28z' fill='#0f9d58'/%3E%3Cpath d='M16 53h32l8-13H24z' fill='#4285f4'/%3E%3C/svg%3E";
 
 export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDeps) => DefinedConnector {
-  const ep = o.endpoints ?? { authorize: 'https://accounts.google.com/o/oauth2/v2/auth', token: 'https://oauth2.googleapis.com/token', api: 'https://www.googleapis.com' };
+  const ep = vendorEndpoints(ID, { authorize: 'https://accounts.google.com/o/oauth2/v2/auth', token: 'https://oauth2.googleapis.com/token', api: 'https://www.googleapis.com' }, o.endpoints);
   const cap = o.maxEntries ?? 20_000;
   const maxFolders = o.maxSearchFolders ?? 500;
   const isFolder = (f: DriveFile) => f.mimeType === FOLDER_MIME;

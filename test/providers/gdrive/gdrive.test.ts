@@ -115,7 +115,7 @@ test('revoked access: integration-auth-failed with the documented message; the D
 });
 
 test('configured OAuth apps register both connectors; the popup goes to the vendors\' documented authorization endpoints with PKCE', async () => {
-  const h = await startTestHub({ config: { dropboxApp: { clientId: 'dbx-id', clientSecret: 's' }, googleDriveApp: { clientId: 'g-id', clientSecret: 's' } } });
+  const h = await startTestHub({ config: { oauthApps: { dropbox: { clientId: 'dbx-id', clientSecret: 's' }, gdrive: { clientId: 'g-id', clientSecret: 's' } } } });
   try {
     const hubAccess = (await h.login()).access_token;
     const list = await h.app.inject({ method: 'GET', url: '/api/v1/auth/providers', headers: { authorization: bearer(hubAccess) } });
