@@ -18,6 +18,7 @@ import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type 
 import { MediaGrants } from './media-grants.js';
 import { formSignInRoutes, signInPath, type FormSignIn } from './signin-form.js';
 import { defaultImageWork, type ImageWork } from '../../images/pool.js';
+import type { ReferenceImage } from '../../images/jobs.js';
 import type { ExtractedMetadata } from '../metadata/index.js';
 import { HEAD_BYTES, readImageHead } from './image-head.js';
 import { ThumbCache, type ThumbCacheFs } from './thumb-cache.js';
@@ -106,6 +107,12 @@ export interface DownloadRequest<C> {
 export interface ConnectorHooks<C> {
   browse?(ctx: CallContext<C>, folderId: string, opts: ListOptions): Promise<FolderPage>;
   search?(ctx: CallContext<C>, q: SearchQuery, opts: ListOptions): Promise<AssetPage>;
+  /**
+   * Search by image, for a vendor that offers it (the reference passed through to its visual or
+   * similarity search). `image` was checked and decoded once by the hub under the decode budget;
+   * forward `image.bytes` (its `format`, `width`, `height` are known) rather than decoding again.
+   */
+  searchByImage?(ctx: CallContext<C>, image: ReferenceImage, opts: ListOptions): Promise<AssetPage>;
   asset?(ctx: CallContext<C>, assetId: string, opts: { uiLocale: string; timeZone: string | null }): Promise<Asset>;
   versions?(ctx: CallContext<C>, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList>;
   validate?(ctx: CallContext<C>): Promise<void>;
@@ -203,7 +210,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
       };
     };
     // Each hook given becomes the provider's operation (and so its capability: src/providers/capabilities.ts).
-    const { refresh, validate, providerInfo, browse, search, asset, versions, download, thumbnail } = spec.hooks;
+    const { refresh, validate, providerInfo, browse, search, searchByImage, asset, versions, download, thumbnail } = spec.hooks;
 
     /** A media link's grant, checked: sealed by this hub for this provider, its access still live. */
     const openGrant = async (query: unknown, what: string) => {
@@ -299,6 +306,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
       ...(providerInfo ? { providerInfo: (s: ProviderSession, o: { uiLocale: string }) => providerInfo(ctx(s), o) } : {}),
       ...(browse ? { browse: (s: ProviderSession, id: string, o: ListOptions) => browse(ctx(s), id, o) } : {}),
       ...(search ? { search: (s: ProviderSession, q: SearchQuery, o: ListOptions) => search(ctx(s), q, o) } : {}),
+      ...(searchByImage ? { searchByImage: (s: ProviderSession, image: ReferenceImage, o: ListOptions) => searchByImage(ctx(s), image, o) } : {}),
       ...(asset
         ? { asset: (s: ProviderSession, id: string, o: { uiLocale: string; timeZone: string | null }) => asset(ctx(s), id, o) }
         : { asset: async () => { throw integrationError('integration-not-implemented', spec.id, `${spec.name}: reading one asset`); } }),

@@ -34,6 +34,15 @@ test('what a connector can do follows from the hooks it gives; a capability cann
   // Asking for an operation that is not there is the seed's 501, named; one that is there is bound to its provider.
   assert.throws(() => operation(none, 'browse', 'folder browsing'), (e: unknown) => isHubError(e) && e.status === 501 && e.code === 'integration-not-supported' && /does not support folder browsing/.test(String(e.details)));
   assert.equal(typeof operation(some, 'search', 'keyword search'), 'function');
+  // A vendor's visual search given as the searchByImage hook is the similarSearch capability; the reference reaches it as the hub decoded it.
+  let seen: { bytes: number; format: string } | null = null;
+  const visual = defineProvider({ ...base, id: 'visual', hooks: { searchByImage: async (_ctx, image) => { seen = { bytes: image.bytes.length, format: image.format }; return empty(); } } })(deps);
+  registry.register(visual);
+  assert.deepEqual(ops('visual'), { browse: false, search: false, similarSearch: true, versions: false, refresh: false, filters: false });
+  const session = { partnerId: 'p', userId: 'u', credentials: {} } as never;
+  await operation(visual, 'similarSearch', 'search by image')(session, { bytes: Buffer.from('jpeg'), format: 'jpeg', width: 1, height: 1, outputs: [] }, { size: 10, more: null } as never);
+  assert.deepEqual(seen, { bytes: 4, format: 'jpeg' });
+  await visual.close();
   // An operation capability declared as a feature is refused at registration, whatever the provider.
   assert.throws(() => new ProviderRegistry().register({ ...none, descriptor: { ...none.descriptor, features: { browse: true } as never } }), /unknown feature "browse"/);
   assert.throws(() => defineProvider({ ...base, id: 'Bad Id', hooks: {} }), /lower-case/);
