@@ -29,6 +29,8 @@ export interface DriveReplay {
   queries: string[];
   /** The bytes alt=media serves for a file id (or a PDF export serves, for a native document). */
   content(id: string): Buffer;
+  /** The bytes revisions.get?alt=media serves for a revision id (the newest revision's are the file's own). */
+  revisionContent(revisionId: string): Buffer;
   /** Headers of the content requests received (alt=media and export), for asserting what was passed. */
   contentRequests: { path: string; query: string; headers: Record<string, string | string[] | undefined> }[];
   /** The next `n` API calls (only those whose path contains `pathIncludes`, when given) fail this way. */
@@ -56,6 +58,7 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     return out;
   };
   const bytes = new Map<string, Buffer>();
+  const revBytes = new Map<string, Buffer>();
   const contentRequests: DriveReplay['contentRequests'] = [];
   let seq = 0;
   const newId = () => `1Pc8jzfU1ErbN_eucMMqdq${String(++seq).padStart(6, '0')}`;
@@ -95,10 +98,15 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     // Native documents have no binary content: Drive reports no size, checksums or webContentLink for them.
     if (native) for (const k of ['size', 'md5Checksum', 'sha1Checksum', 'sha256Checksum', 'webContentLink']) delete (record as any)[k];
     files.set(id, record);
-    revs.set(id, Array.from({ length: n }, (_, k) => ({
-      ...revFx.revision, id: `${id}-r${k + 1}`, originalFilename: name, md5Checksum: md5(k), size: String(1000 + k),
-      modifiedTime: new Date(Date.UTC(2024, 2, 1 + k)).toISOString(),
-    })));
+    revs.set(id, Array.from({ length: n }, (_, k) => {
+      // The newest revision is the file's current content; earlier ones have bytes of their own.
+      const content = k === n - 1 ? bytes.get(id)! : bytesOf(`${f}#${k}`, 1000 + k);
+      revBytes.set(`${id}-r${k + 1}`, content);
+      return {
+        ...revFx.revision, id: `${id}-r${k + 1}`, originalFilename: name, md5Checksum: md5(k), size: String(content.length),
+        modifiedTime: new Date(Date.UTC(2024, 2, 1 + k)).toISOString(),
+      };
+    }));
     ids[f] = id;
   }
 
@@ -152,13 +160,13 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
    * alt=media (403 fileNotDownloadable, "Resolve errors"); a binary file refuses export (403
    * exportOnlySupportsGoogleDocs, ibid.); only PDF exports are replayed (400 otherwise).
    */
-  function serveContent(res: http.ServerResponse, file: any, exportAs: string | null, range: string | undefined) {
+  function serveContent(res: http.ServerResponse, file: any, exportAs: string | null, range: string | undefined, revisionBytes?: Buffer) {
     const native = String(file.mimeType).startsWith('application/vnd.google-apps.');
     const refuse = (reason: string, message: string) => send(res, 403, { error: { code: 403, message, errors: [{ domain: 'global', reason, message, locationType: 'parameter', location: exportAs === null ? 'alt' : 'fileId' }] } });
     if (exportAs === null && native) return refuse('fileNotDownloadable', 'Only files with binary content can be downloaded. Use Export with Docs Editors files.');
     if (exportAs !== null && !native) return refuse('exportOnlySupportsGoogleDocs', 'Export only supports Docs Editors files.');
     if (exportAs !== null && exportAs !== 'application/pdf') return invalid(res, 'mimeType');
-    const body = bytes.get(file.id)!;
+    const body = revisionBytes ?? bytes.get(file.id)!;
     const type = exportAs ?? file.mimeType;
     const r = /^bytes=(\d+)-(\d*)$/.exec(range ?? '');
     if (r && exportAs === null) {
@@ -232,7 +240,7 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
       res.writeHead(200, { 'content-type': 'image/jpeg' });
       return res.end(thumbnailImage);
     }
-    const m = /^\/drive\/v3\/(about|files)(?:\/([^/]+))?(?:\/(revisions|export))?$/.exec(u.pathname);
+    const m = /^\/drive\/v3\/(about|files)(?:\/([^/]+))?(?:\/(revisions|export))?(?:\/([^/]+))?$/.exec(u.pathname);
     if (!m) return send(res, 404, { error: { code: 404, message: 'Not Found', errors: [{ domain: 'global', reason: 'notFound', message: 'Not Found' }] } });
     if (m[1] === 'about') return send(res, 200, about);
     if (!m[2]) {
@@ -250,6 +258,14 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     const id = decodeURIComponent(m[2]);
     const file = files.get(id === 'root' ? rootId : id);
     if (!file) return notFound(res, id);
+    if (m[4] !== undefined) {
+      // revisions.get: the revision's metadata, or with alt=media its bytes ("Download and export files", binary files only).
+      const rev = m[3] === 'revisions' ? revs.get(file.id)?.find((x) => x.id === decodeURIComponent(m[4]!)) : undefined;
+      if (!rev) return send(res, 404, { error: { code: 404, message: `Revision not found: ${m[4]}.`, errors: [{ domain: 'global', reason: 'notFound', message: `Revision not found: ${m[4]}.`, locationType: 'parameter', location: 'revisionId' }] } });
+      if (u.searchParams.get('alt') !== 'media') return send(res, 200, rev);
+      contentRequests.push({ path: u.pathname, query: u.search, headers: req.headers });
+      return serveContent(res, file, null, req.headers.range, revBytes.get(rev.id));
+    }
     if (m[3] === 'export' || u.searchParams.get('alt') === 'media') {
       contentRequests.push({ path: u.pathname, query: u.search, headers: req.headers });
       return serveContent(res, file, m[3] === 'export' ? u.searchParams.get('mimeType') : null, req.headers.range);
@@ -274,6 +290,11 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     content: (id) => {
       const b = bytes.get(id);
       if (!b) throw new Error(`no file ${id}`);
+      return b;
+    },
+    revisionContent: (revisionId) => {
+      const b = revBytes.get(revisionId);
+      if (!b) throw new Error(`no revision ${revisionId}`);
       return b;
     },
     fault(kind, n = 1, pathIncludes) {

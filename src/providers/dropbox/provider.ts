@@ -123,12 +123,14 @@ export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => De
           return new DropboxApi(http, ep.api, content).thumbnail(cred.at, item.id);
         },
 
-        async versions(ctx, id): Promise<VersionList> {
+        async versions(ctx, id, opts): Promise<VersionList> {
           const r = await api(ctx).listRevisions(ctx.cred.at, assetId(id));
           if (!Array.isArray(r.entries) || r.entries.length === 0) throw integrationError('integration-not-found', ID, `no revisions of ${id}`);
-          // Newest first, as Dropbox lists them; version numbers count up from the oldest listed revision.
+          // Newest first, as Dropbox lists them (the first is the current content, listed only with
+          // withMaster); version numbers count up from the oldest listed revision.
           const n = r.entries.length;
-          return { id, name: r.entries[0]!.name, versions: r.entries.map((f, i) => toAsset(f, { version: n - i })) };
+          const all = r.entries.map((f, i) => toAsset(f, { version: n - i }));
+          return { id, name: r.entries[0]!.name, versions: opts.withMaster ? all : all.slice(1) };
         },
       },
     })(deps);

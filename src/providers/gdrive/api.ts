@@ -109,9 +109,11 @@ export class DriveApi {
    * for a Google-native document files.export to PDF (Drive exports whole documents only, up to
    * 10 MB; a Range is still passed and Drive may ignore it, answering 200 with the whole export).
    */
-  content(token: string, id: string, kind: 'media' | 'pdf', range: string | undefined, ifNoneMatch: string | undefined): Promise<UpstreamResponse> {
+  content(token: string, id: string, kind: 'media' | 'pdf', range: string | undefined, ifNoneMatch: string | undefined, revision?: string): Promise<UpstreamResponse> {
     const file = `files/${encodeURIComponent(id)}`;
-    const u = new URL(`${this.apiBase}/drive/v3/${kind === 'pdf' ? `${file}/export` : file}`);
+    // An earlier revision's bytes: revisions.get with alt=media ("Download and export files", binary files only).
+    const media = revision ? `${file}/revisions/${encodeURIComponent(revision)}` : file;
+    const u = new URL(`${this.apiBase}/drive/v3/${kind === 'pdf' ? `${file}/export` : media}`);
     if (kind === 'pdf') u.searchParams.set('mimeType', 'application/pdf');
     else {
       u.searchParams.set('alt', 'media');
@@ -120,7 +122,7 @@ export class DriveApi {
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (range) headers.range = range;
     if (ifNoneMatch) headers['if-none-match'] = ifNoneMatch;
-    return this.http.send({ method: 'GET', url: u, headers, accept: [304], what: kind === 'pdf' ? 'Google Drive files.export' : 'Google Drive files.get (alt=media)' });
+    return this.http.send({ method: 'GET', url: u, headers, accept: [304], what: kind === 'pdf' ? 'Google Drive files.export' : revision ? 'Google Drive revisions.get (alt=media)' : 'Google Drive files.get (alt=media)' });
   }
 
   async revisions(token: string, id: string, pageToken?: string): Promise<UpstreamPage<DriveRevision>> {

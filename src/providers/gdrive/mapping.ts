@@ -49,7 +49,7 @@ export function toAsset(f: DriveFile, links: { downloadUrl?: string; thumbnailUr
 }
 
 /** One revision as an asset version; `n` counts from the oldest (1). */
-export function revisionToAsset(file: DriveFile, r: DriveRevision, n: number): Asset {
+export function revisionToAsset(file: DriveFile, r: DriveRevision, n: number, downloadUrl?: string): Asset {
   return clean({
     id: file.id,
     name: r.originalFilename ?? file.name,
@@ -60,6 +60,7 @@ export function revisionToAsset(file: DriveFile, r: DriveRevision, n: number): A
     displayVersion: n,
     versionComment: `revision ${r.id}${r.keepForever ? ' (kept forever)' : ''}`,
     downloadHashMd5: hex(r.md5Checksum, 32),
+    downloadUrl,
     type: 'file',
     capabilities: READ_ONLY,
   });

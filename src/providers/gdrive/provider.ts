@@ -152,11 +152,13 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           // The item comes out of an authenticated grant, but is still checked: the grant format may outlive this code.
           const kind = item.k === 'media' || item.k === 'pdf' ? item.k : null;
           if (typeof item.id !== 'string' || !DRIVE_ID.test(item.id) || !kind) throw integrationError('integration-not-found', ID, 'the download link names no Drive file');
+          const rev = item.rev === undefined ? undefined : typeof item.rev === 'string' && DRIVE_ID.test(item.rev) && kind === 'media' ? item.rev : null;
+          if (rev === null) throw integrationError('integration-not-found', ID, 'the download link names no Drive revision');
           // The grant lives 4 hours, a Google access token about one: past its expiry the grant's
           // refresh token renews it (Google does not rotate refresh tokens, so the user's
           // connection is untouched). A revoked grant is integration-auth-failed.
           const c = cred.exp !== undefined && cred.exp <= deps.clock.now() + 60_000 ? await flow.refresh(cred, http) : cred;
-          return new DriveApi(http, ep.api).content(c.at, item.id, kind, range, ifNoneMatch);
+          return new DriveApi(http, ep.api).content(c.at, item.id, kind, range, ifNoneMatch, rev);
         },
 
         /**
@@ -176,7 +178,7 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           return http.send({ method: 'GET', url: link, headers: { authorization: `Bearer ${cred.at}` }, what: 'Drive thumbnailLink' });
         },
 
-        async versions(ctx, id): Promise<VersionList> {
+        async versions(ctx, id, opts): Promise<VersionList> {
           const api = new DriveApi(ctx.http, ep.api);
           const at = ctx.cred.at;
           const fid = driveId(id, 'file');
@@ -185,8 +187,15 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
             readAll(ID, cap, () => api.revisions(at, fid), (c) => api.revisions(at, fid, c)),
           ]);
           if (isFolder(file)) throw integrationError('integration-not-found', ID, `${id} is a folder`);
-          // Drive lists revisions oldest first; the hub shows the newest first.
-          return { id, name: file.name, versions: revs.map((r, i) => revisionToAsset(file, r, i + 1)).reverse() };
+          // Drive lists revisions oldest first, the last being the current content: the hub shows
+          // the newest first, the current one only with withMaster. A binary file's revisions
+          // download through the hub's grant (revisions.get?alt=media); a native document's
+          // revisions export only through per-revision links Drive does not promise, so they have none.
+          const binary = downloadKind(file.mimeType) === 'media';
+          const listed = opts.withMaster ? revs : revs.slice(0, -1);
+          const versions = await Promise.all(listed.map(async (r, i) => revisionToAsset(file, r, i + 1,
+            binary && DRIVE_ID.test(r.id) ? await ctx.downloadUrl({ id: file.id, k: 'media', rev: r.id }, r.originalFilename ?? file.name) : undefined)));
+          return { id, name: file.name, versions: versions.reverse() };
         },
       },
     })(deps);

@@ -70,12 +70,16 @@ test('asset: get_metadata plus the documented temporary link as downloadUrl', as
   assertError(folderAsAsset, 'integration-not-found', 404, 'integration');
 });
 
-test('versions: list_revisions, newest first, numbered from the oldest', async () => {
-  const res = await get(`/assets/assetversions/${encodeURIComponent(r.ids['Brand/logo.png']!)}`);
+test('versions: list_revisions, newest first, numbered from the oldest; the current one only with withMaster', async () => {
+  const older = await get(`/assets/assetversions/${encodeURIComponent(r.ids['Brand/logo.png']!)}`);
+  assert.equal(older.statusCode, 200, older.body);
+  assert.deepEqual(older.json().versions.map((x: any) => x.version), [2, 1], 'without withMaster: the earlier revisions');
+  const res = await get(`/assets/assetversions/${encodeURIComponent(r.ids['Brand/logo.png']!)}?withMaster=true`);
   assert.equal(res.statusCode, 200, res.body);
   const v = res.json();
   assert.equal(v.name, 'logo.png');
   assert.deepEqual(v.versions.map((x: any) => x.version), [3, 2, 1]);
+  assert.deepEqual(v.versions.slice(1), older.json().versions);
   assert.equal(new Set(v.versions.map((x: any) => x.downloadHashSha256Split4MB)).size, 3, 'each revision has its own content hash');
   assert.ok(v.versions[0].modified > v.versions[2].modified);
 });

@@ -20,7 +20,7 @@ let dam: { access_token: string };
 let origin: string;
 
 before(async () => {
-  r = await startDriveReplay(['Brand/hero.jpg', 'Brand/Plan.gdoc', 'Brand/Survey.gform', 'notes.txt']);
+  r = await startDriveReplay(['Brand/hero.jpg', 'Brand/Plan.gdoc', 'Brand/Survey.gform', 'notes.txt'], { 'Brand/hero.jpg': 2, 'Brand/Plan.gdoc': 1 });
   ({ t } = await startConnectorHub(googleDriveConnector({
     clientId: 'drive-app', clientSecret: 'drive-secret', allowInsecureRequests: true,
     endpoints: { authorize: `${r.url}/o/oauth2/v2/auth`, token: `${r.url}/token`, api: r.url },
@@ -85,6 +85,35 @@ test('listings carry the same kind of link: browse and search assets download to
   assert.ok(Buffer.from(await res.arrayBuffer()).equals(r.content(r.ids['Brand/hero.jpg']!)));
   const found = (await get('/assets/search?query=notes')).json();
   assert.match(found.assets[0].downloadUrl, /^http:\/\/hub\.test\/api\/v1\/connectors\/gdrive\/download\/notes\.txt\?g=/);
+});
+
+test('every revision of a binary file downloads with no session: its own bytes (revisions.get?alt=media), Range too; a native document\'s revisions have no link', async () => {
+  const res = await get(`/assets/assetversions/${r.ids['Brand/hero.jpg']}?withMaster=true`);
+  assert.equal(res.statusCode, 200, res.body);
+  const versions = res.json().versions as { version: number; downloadUrl?: string }[];
+  assert.deepEqual(versions.map((v) => v.version), [3, 2, 1]);
+  const seen = new Set<string>();
+  for (const v of versions) {
+    const u = new URL(v.downloadUrl!);
+    assert.equal(u.origin, 'http://hub.test', 'the link is on the hub, not on Google');
+    const got = await fetchPlain(`${origin}${u.pathname}${u.search}`);
+    assert.equal(got.status, 200);
+    const body = Buffer.from(await got.arrayBuffer());
+    assert.ok(body.equals(r.revisionContent(`${r.ids['Brand/hero.jpg']}-r${v.version}`)), `version ${v.version}: the revision's own bytes`);
+    seen.add(body.toString('hex'));
+  }
+  assert.equal(seen.size, 3, 'three different contents');
+  // The current revision's bytes are the file's own.
+  assert.ok(r.revisionContent(`${r.ids['Brand/hero.jpg']}-r3`).equals(r.content(r.ids['Brand/hero.jpg']!)));
+  const oldest = new URL(versions[2]!.downloadUrl!);
+  const part = await fetchPlain(`${origin}${oldest.pathname}${oldest.search}`, { range: 'bytes=10-19' });
+  assert.equal(part.status, 206);
+  assert.ok(Buffer.from(await part.arrayBuffer()).equals(r.revisionContent(`${r.ids['Brand/hero.jpg']}-r1`).subarray(10, 20)));
+  assert.ok(r.contentRequests.some((q) => q.path.endsWith(`/revisions/${r.ids['Brand/hero.jpg']}-r1`) && q.query.includes('alt=media')));
+  const doc = await get(`/assets/assetversions/${r.ids['Brand/Plan.gdoc']}?withMaster=true`);
+  assert.equal(doc.statusCode, 200, doc.body);
+  assert.equal(doc.json().versions.length, 2);
+  assert.ok(doc.json().versions.every((v: { downloadUrl?: string }) => v.downloadUrl === undefined));
 });
 
 test('a Google Doc downloads as its PDF export; a Google Form has no downloadUrl', async () => {

@@ -69,12 +69,16 @@ test('scoped search reaches files in sub-sub-folders and escapes quotes in the q
   assert.equal(everywhere.json().totalAssetsCount, 1);
 });
 
-test('versions: every revision page, newest first, numbered from the oldest', async () => {
-  const res = await get(`/assets/assetversions/${r.ids['Brand/logo.png']}`);
+test('versions: every revision page, newest first, numbered from the oldest; the current one only with withMaster', async () => {
+  const older = await get(`/assets/assetversions/${r.ids['Brand/logo.png']}`);
+  assert.equal(older.statusCode, 200, older.body);
+  assert.deepEqual(older.json().versions.map((x: any) => x.version), [3, 2, 1], 'without withMaster: the earlier revisions');
+  const res = await get(`/assets/assetversions/${r.ids['Brand/logo.png']}?withMaster=true`);
   assert.equal(res.statusCode, 200, res.body);
   const v = res.json();
   assert.deepEqual(v.versions.map((x: any) => x.version), [4, 3, 2, 1], 'four revisions over two pages of two');
   assert.equal(new Set(v.versions.map((x: any) => x.downloadHashMd5)).size, 4);
+  assert.deepEqual(v.versions.slice(1).map((x: any) => x.version), older.json().versions.map((x: any) => x.version));
   // Drive's File.version counts every change (it is 8 here); reported as the asset's version it
   // names a version the list above does not have.
   const a = (await get(`/assets/asset/${r.ids['Brand/logo.png']}`)).json();
