@@ -2,8 +2,8 @@
  * `damhub connectors check` as a user runs it: the real CLI process against real servers on
  * loopback (Apache mod_dav, OpenStack Swift's S3 API), against a WebDAV server whose listing
  * changes between pages (duplicates across pages), with wrong credentials, and with usage errors.
- * Dropbox through its OAuth sign-in against its replay server, the browser step done by following
- * the printed URL. Secrets given on stdin never appear in the output.
+ * Dropbox and Google Drive through their OAuth sign-in against their replay servers, the browser
+ * step done by following the printed URL. Secrets given on stdin never appear in the output.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -14,6 +14,7 @@ import { after, before, test } from 'node:test';
 import { spawn } from 'node:child_process';
 import { CLI, freePort, REPO_ROOT, runCli } from '../helpers/process.js';
 import { startDropboxReplay } from '../helpers/dropbox-replay.js';
+import { startDriveReplay } from '../helpers/gdrive-replay.js';
 import { solidJpeg } from '../helpers/library.js';
 import { startApacheDav, startSwiftS3, type RealDav, type RealS3 } from '../helpers/real-servers.js';
 import { tempDir } from '../helpers/hub.js';
@@ -161,25 +162,21 @@ test('usage errors exit 2: no id, unknown connector, a password typed on the com
   assert.match(noStdin.stderr, /stdin has no line for it/);
 });
 
-test('dropbox over its replay: the CLI prints the sign-in URL, waits for the browser step, and runs every check', async () => {
-  const tree = Array.from({ length: 9 }, (_, i) => `Photos/photo ${i}.jpg`).concat('Photos/Trips/photo beach.jpg', 'Docs/readme.txt');
-  const replay = await startDropboxReplay(tree, { 'Photos/photo 3.jpg': 2 });
+/**
+ * Runs `damhub connectors check <id>` for an OAuth connector over its replay and does the browser
+ * step: opens the printed sign-in URL (the replay consents at once) and follows it back to the hub.
+ */
+async function runOAuthCheck(id: string, env: Record<string, string>, authorizeUrl: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const port = await freePort();
   const hub = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [CLI, 'connectors', 'check', 'dropbox', '--port', String(port), '--public-url', hub, '--timeout', '60', '--json'], {
-    cwd: REPO_ROOT,
-    env: {
-      ...process.env, ...ENV, DAMHUB_DROPBOX_CLIENT_ID: 'dbx-app', DAMHUB_DROPBOX_CLIENT_SECRET: 'dbx-secret-value-4410',
-      DAMHUB_DROPBOX_ENDPOINTS: JSON.stringify({ authorize: `${replay.url}/oauth2/authorize`, token: `${replay.url}/oauth2/token`, api: replay.url }),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, [CLI, 'connectors', 'check', id, '--port', String(port), '--public-url', hub, '--timeout', '60', '--json'], {
+    cwd: REPO_ROOT, env: { ...process.env, ...ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
   const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
   try {
-    // The browser step: open the printed URL (the replay consents at once) and follow it back to the hub's callback.
     const signInUrl = await new Promise<string>((resolve, reject) => {
       child.stderr.on('data', (d) => {
         stderr += d;
@@ -188,14 +185,31 @@ test('dropbox over its replay: the CLI prints the sign-in URL, waits for the bro
       });
       child.on('close', () => reject(new Error(`exited before printing a sign-in URL: ${stdout}${stderr}`)));
     });
-    assert.ok(signInUrl.startsWith(`${replay.url}/oauth2/authorize?`), signInUrl);
+    assert.ok(signInUrl.startsWith(`${authorizeUrl}?`), signInUrl);
     const consent = await fetch(signInUrl, { redirect: 'manual' });
     const back = consent.headers.get('location')!;
-    assert.ok(back.startsWith(`${hub}/api/v1/auth/callback/dropbox?`), back);
+    assert.ok(back.startsWith(`${hub}/api/v1/auth/callback/${id}?`), back);
     assert.equal((await fetch(back)).status, 200);
+    return { code: await exited, stdout, stderr };
+  } finally {
+    if (child.exitCode === null) child.kill();
+    await exited;
+  }
+}
+
+const OAUTH_CHECKS = ['browse: paging (sizes, cursors, no duplicates, totalAssetsCount)', 'search', 'asset detail: absolute URLs, declared hash', 'versions', 'unknown ids: integration-not-found', 'refresh'];
+
+test('dropbox over its replay: the CLI prints the sign-in URL, waits for the browser step, and runs every check', async () => {
+  const tree = Array.from({ length: 9 }, (_, i) => `Photos/photo ${i}.jpg`).concat('Photos/Trips/photo beach.jpg', 'Docs/readme.txt');
+  const replay = await startDropboxReplay(tree, { 'Photos/photo 3.jpg': 2 });
+  try {
+    const { code, stdout, stderr } = await runOAuthCheck('dropbox', {
+      DAMHUB_DROPBOX_CLIENT_ID: 'dbx-app', DAMHUB_DROPBOX_CLIENT_SECRET: 'dbx-secret-value-4410',
+      DAMHUB_DROPBOX_ENDPOINTS: JSON.stringify({ authorize: `${replay.url}/oauth2/authorize`, token: `${replay.url}/oauth2/token`, api: replay.url }),
+    }, `${replay.url}/oauth2/authorize`);
     // Every check but the download passes: the replay answers get_temporary_link with the documented
     // example's link (a dropboxusercontent.com host), which it does not serve and which cannot be reached here.
-    assert.equal(await exited, 1, stdout + stderr);
+    assert.equal(code, 1, stdout + stderr);
     const rep = report(stdout);
     const download = rep.checks.find((c) => c.name === 'download: downloadUrl with no session')!;
     assert.equal(download.outcome, 'fail');
@@ -203,15 +217,33 @@ test('dropbox over its replay: the CLI prints the sign-in URL, waits for the bro
     assert.deepEqual(rep.checks.filter((c) => c.outcome === 'fail').map((c) => c.name), ['download: downloadUrl with no session']);
     assert.equal(rep.signIn.outcome, 'pass');
     const byName = Object.fromEntries(rep.checks.map((c) => [c.name, c]));
-    for (const name of ['browse: paging (sizes, cursors, no duplicates, totalAssetsCount)', 'search', 'asset detail: absolute URLs, declared hash', 'versions', 'unknown ids: integration-not-found', 'refresh']) {
-      assert.equal(byName[name]?.outcome, 'pass', `${name}: ${JSON.stringify(byName[name])}`);
-    }
+    for (const name of OAUTH_CHECKS) assert.equal(byName[name]?.outcome, 'pass', `${name}: ${JSON.stringify(byName[name])}`);
     assert.match(byName['asset detail: absolute URLs, declared hash']!.detail, /downloadHashSha256Split4MB/);
     assert.match(byName['search']!.detail, /"photo": 10 hits/);
     assertNoSecret({ stdout, stderr }, 'dbx-secret-value-4410');
   } finally {
-    if (child.exitCode === null) child.kill();
-    await exited;
+    await replay.close();
+  }
+});
+
+test('gdrive over its replay: every check passes, the download through the hub\'s grant included (exit 0)', async () => {
+  const tree = Array.from({ length: 9 }, (_, i) => `Photos/photo ${i}.jpg`).concat('Photos/Trips/photo beach.jpg', 'Docs/readme.txt');
+  const replay = await startDriveReplay(tree, { 'Photos/photo 3.jpg': 2 });
+  try {
+    const { code, stdout, stderr } = await runOAuthCheck('gdrive', {
+      DAMHUB_GDRIVE_CLIENT_ID: 'drive-app', DAMHUB_GDRIVE_CLIENT_SECRET: 'drive-secret',
+      DAMHUB_GDRIVE_ENDPOINTS: JSON.stringify({ authorize: `${replay.url}/o/oauth2/v2/auth`, token: `${replay.url}/token`, api: replay.url }),
+    }, `${replay.url}/o/oauth2/v2/auth`);
+    const rep = report(stdout);
+    assert.deepEqual(rep.checks.filter((c) => c.outcome === 'fail').map((c) => `${c.name}: ${c.detail}`), []);
+    assert.equal(code, 0, stdout + stderr);
+    assert.equal(rep.signIn.outcome, 'pass');
+    const byName = Object.fromEntries(rep.checks.map((c) => [c.name, c]));
+    for (const name of [...OAUTH_CHECKS, 'download: downloadUrl with no session']) assert.equal(byName[name]?.outcome, 'pass', `${name}: ${JSON.stringify(byName[name])}`);
+    assert.equal(byName['asset detail: absolute URLs, declared hash']!.detail, '3 assets');
+    assert.ok(replay.contentRequests.length > 0, 'the download reached Drive\'s alt=media through the hub');
+    assertNoSecret({ stdout, stderr }, 'drive-secret');
+  } finally {
     await replay.close();
   }
 });
