@@ -129,7 +129,8 @@ export async function renderUpstream(up: UpstreamResponse, images: ImageWork, bu
   } catch (e) {
     if (e instanceof BadBytes) return { kind: 'icon', reason: e.message };
     if (e instanceof ImageJobError) {
-      if (e.kind === 'busy' || e.kind === 'aborted') throw hubError('hub-unavailable', `thumbnail: ${e.message}`);
+      // As for a search-by-image reference at capacity: try again shortly, nothing was cached.
+      if (e.kind === 'busy' || e.kind === 'aborted') throw hubError('hub-unavailable', `thumbnail: ${e.message}`, { headers: { 'retry-after': '1' } });
       return { kind: 'icon', reason: e.message };
     }
     throw e;

@@ -11,7 +11,8 @@ import { PassThrough, Readable } from 'node:stream';
 import { after, test } from 'node:test';
 import zlib from 'node:zlib';
 import sharp from 'sharp';
-import { ImagePool } from '../../../src/images/pool.js';
+import { ImageJobError, ImagePool } from '../../../src/images/pool.js';
+import { isHubError } from '../../../src/errors.js';
 import { ThumbCache } from '../../../src/providers/kit/thumb-cache.js';
 import { cachedThumbnail, credentialScope, looksRaster, readCapped, renderUpstream, thumbnailKey } from '../../../src/providers/kit/thumbnails.js';
 import type { UpstreamResponse } from '../../../src/providers/kit/http.js';
@@ -166,4 +167,21 @@ test('untrusted upstream bytes: not an image, corrupt, huge, declared too long: 
   const good = await renderUpstream(upstream(Readable.from([jpeg])), images, budget);
   assert.equal(good.kind, 'image');
   if (good.kind === 'image') assert.deepEqual(await sharp(good.bytes).metadata().then((m) => [m.format, m.width]), ['jpeg', 64]);
+});
+
+test('a saturated image pool: 503 hub-unavailable with Retry-After, nothing cached; the next request makes and stores the thumbnail', async () => {
+  const cache = new ThumbCache(tempDir(), 1_000_000);
+  const jpeg = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#654321' } }).jpeg().toBuffer();
+  const budget = { maxBytes: 1_000_000, timeoutMs: 2000 };
+  // The pool's own refusal (its queue full: test/images/image-pool.test.ts) as the thumbnail path meets it.
+  let runs = 0;
+  const busy = { ...images, pool: { run: async () => { runs++; throw new ImageJobError('busy', '1 images are being decoded and 0 are waiting'); } } as unknown as ImagePool };
+  const k = key('busy.jpg');
+  await assert.rejects(cachedThumbnail(cache, k, () => renderUpstream(upstream(Readable.from([jpeg])), busy, budget)),
+    (e: unknown) => isHubError(e) && e.code === 'hub-unavailable' && e.status === 503 && e.headers?.['retry-after'] === '1' && /being decoded/.test(e.message + String(e.details)));
+  assert.equal(runs, 1);
+  assert.equal(await cache.get(k), null, 'a refusal is never cached');
+  const made = await cachedThumbnail(cache, k, () => renderUpstream(upstream(Readable.from([jpeg])), images, budget));
+  assert.equal(made.kind, 'image');
+  assert.ok(await cache.get(k), 'the next production is stored');
 });
