@@ -9,6 +9,7 @@ import type { FileHashes } from '../hashes.js';
 import type { SearchEngine } from '../search/engine.js';
 import type { ActiveFilters, EngineQuery, EngineResult, FacetKey } from '../search/types.js';
 import type { DescriptorBackend } from '../similarity/backend.js';
+import type { LargeMap } from '../large-map.js';
 
 /** The facets are the search engine's (search/types.ts); a listing filters and counts the same ones. */
 export type { ActiveFilters, FacetKey } from '../search/types.js';
@@ -106,7 +107,8 @@ export interface LibraryIndexStore {
   ensureFolder(path: string): Awaitable<void>;
   pruneFolders(existing: Set<string>): Awaitable<void>;
   asset(id: string): Awaitable<AssetRow | null>;
-  fileStates(): Awaitable<Map<string, { size: number; mtimeMs: number }>>;
+  /** A LargeMap: a library may hold more files than one Map can (2^24). */
+  fileStates(): Awaitable<LargeMap<string, { size: number; mtimeMs: number }>>;
   /** The asset, its keywords and (when given) its previous version, in one transaction. */
   upsertAsset(a: AssetRow, previous: VersionRow | null): Awaitable<void>;
   removeAsset(relPath: string): Awaitable<void>;

@@ -23,6 +23,7 @@ import { DIM, type Descriptor } from '../similarity/descriptor.js';
 import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
 import { LibraryDb } from './postgres-schema.js';
 import { ASSET_COLUMNS, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
+import { LargeMap } from '../large-map.js';
 
 type Row = Record<string, unknown>;
 type Q = Pick<pg.PoolClient, 'query'>;
@@ -87,7 +88,7 @@ export class PgLibraryIndex implements LibraryIndexStore {
   }
 
   async fileStates() {
-    const m = new Map<string, { size: number; mtimeMs: number }>();
+    const m = new LargeMap<string, { size: number; mtimeMs: number }>();
     for (const r of (await this.db.query('SELECT rel_path, size, mtime_ms FROM library_assets', [], true)).rows) {
       m.set(r.rel_path as string, { size: r.size as number, mtimeMs: r.mtime_ms as number });
     }

@@ -15,6 +15,7 @@ import { DescriptorStore } from '../similarity/store.js';
 import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
 import { ASSET_COLUMNS, ASSET_COLUMNS_OF_A, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
 import { migrateSqliteIndex } from './sqlite-schema.js';
+import { LargeMap } from '../large-map.js';
 
 /** Libraries from this size on keep a search snapshot (search/snapshot.ts) for a fast start. */
 export const SNAPSHOT_MIN_ASSETS = 20_000;
@@ -138,8 +139,8 @@ export class LibraryIndex implements LibraryIndexStore {
   }
 
   /** rel_path → size/mtime of every indexed file: the cheap rescan compares against this. */
-  fileStates(): Map<string, { size: number; mtimeMs: number }> {
-    const m = new Map<string, { size: number; mtimeMs: number }>();
+  fileStates(): LargeMap<string, { size: number; mtimeMs: number }> {
+    const m = new LargeMap<string, { size: number; mtimeMs: number }>();
     for (const r of this.stmts.fileStates.iterate() as Iterable<{ rel_path: string; size: number; mtime_ms: number }>) m.set(r.rel_path, { size: r.size, mtimeMs: r.mtime_ms });
     return m;
   }

@@ -8,6 +8,7 @@ import { isWithin } from '../paths.js';
 import type { ComboCounts } from './aggregates.js';
 import type { Postings } from './postings.js';
 import type { FacetKey, SearchDoc } from './types.js';
+import { LargeMap } from '../large-map.js';
 
 /** A document's facet row (DocumentTable.facetRows): header, then three keyword slots. */
 export const ROW_STRIDE = 4;
@@ -19,7 +20,7 @@ const MAX_KEYWORDS = 1000;
 
 /** Facet values ↔ small integer codes; code 0 is "no value". */
 class Dictionary {
-  readonly codes = new Map<string, number>();
+  readonly codes = new LargeMap<string, number>();
   readonly values: string[] = [''];
 
   code(v: string | null): number {
@@ -86,7 +87,7 @@ export class DocumentTable {
   readonly added: number[] = [];
   /** Scratch for one document's keyword codes (readKeywords). */
   readonly kwOut = new Int32Array(MAX_KEYWORDS);
-  private readonly docOf = new Map<number, number>();
+  private readonly docOf = new LargeMap<number, number>();
   live = 0;
   dlSum = 0;
   /**

@@ -3,6 +3,7 @@
  * so that a query word finds every term it is a prefix of.
  */
 import { Postings } from './postings.js';
+import { LargeMap } from '../large-map.js';
 
 /** The terms' part of a snapshot (engine.ts's EngineState): every list's entries, one after another. */
 export interface TermState {
@@ -13,7 +14,7 @@ export interface TermState {
 }
 
 export class TermDictionary {
-  private readonly lists = new Map<string, Postings>();
+  private readonly lists = new LargeMap<string, Postings>();
   /** Terms in sorted order for prefix ranges, plus terms added since the last sort. */
   private sorted: string[] = [];
   private recent: string[] = [];

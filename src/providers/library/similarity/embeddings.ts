@@ -16,6 +16,7 @@
 import type Database from 'better-sqlite3';
 import { SCALE } from './descriptor.js';
 import type { EmbeddingBackend, PendingImage } from './backend.js';
+import { LargeMap } from '../large-map.js';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS similarity_embeddings (
@@ -91,7 +92,7 @@ export class EmbeddingIndex {
   private block: Int8Array;
   private count = 0;
   private ids: string[] = [];
-  private readonly slotOf = new Map<string, number>();
+  private readonly slotOf = new LargeMap<string, number>();
 
   constructor(readonly dim: number, initialCapacity = 1024) {
     this.block = new Int8Array(dim * initialCapacity);

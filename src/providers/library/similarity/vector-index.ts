@@ -12,6 +12,7 @@
  */
 import { DIM, hamming, SCALE, type Descriptor } from './descriptor.js';
 import { createKernel, type DotKernel } from './kernel.js';
+import { LargeMap } from '../large-map.js';
 
 /** Results below this score are not returned (see docs/image-search.md for how it was chosen). */
 export const DEFAULT_CUTOFF = 0.6;
@@ -59,9 +60,9 @@ export class VectorIndex {
   private ids: string[] = [];
   private folderOf = new Uint32Array(0);
   private phashes = new Uint8Array(0);
-  private readonly slotOf = new Map<string, number>();
+  private readonly slotOf = new LargeMap<string, number>();
   private readonly folders: string[] = [];
-  private readonly folderIds = new Map<string, number>();
+  private readonly folderIds = new LargeMap<string, number>();
 
   constructor(initialCapacity = 1024) {
     this.kernel = createKernel();
