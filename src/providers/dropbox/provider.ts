@@ -25,7 +25,7 @@ const ID = 'dropbox';
 const FILE_ID = /^id:[A-Za-z0-9_-]+$/;
 
 /** Inline, so the logo needs no route and no third-party host. */
-const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='#0061fe'/%3E%3Cpath d='M20 14l12 8-12 8-12-8zm24 0l12 8-12 8-12-8zM8 38l12-8 12 8-12 8zm36-8l12 8-12 8-12-8zM20 48l12-8 12 8-12 8z' fill='#fff'/%3E%3C/svg%3E";
+const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='%230061fe'/%3E%3Cpath d='M20 14l12 8-12 8-12-8zm24 0l12 8-12 8-12-8zM8 38l12-8 12 8-12 8zm36-8l12 8-12 8-12-8zM20 48l12-8 12 8-12 8z' fill='%23fff'/%3E%3C/svg%3E";
 
 export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => DefinedConnector {
   const standInContent: Record<string, string> = o.endpoints?.api && !o.endpoints.content ? { content: o.endpoints.api } : {};

@@ -30,7 +30,7 @@ const DRIVE_ID = /^[A-Za-z0-9_-]{1,200}$/;
 const PARENTS_PER_QUERY = 20;
 
 /** Inline, so the logo needs no route and no third-party host. */
-const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='#fff' stroke='#d5d9e0'/%3E%3Cpath d='M24 12h16l16 28H40z' fill='#fbbc04'/%3E%3Cpath d='M24 12L8 40l8 13 16-28z' fill='#0f9d58'/%3E%3Cpath d='M16 53h32l8-13H24z' fill='#4285f4'/%3E%3C/svg%3E";
+const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='%23fff' stroke='%23d5d9e0'/%3E%3Cpath d='M24 12h16l16 28H40z' fill='%23fbbc04'/%3E%3Cpath d='M24 12L8 40l8 13 16-28z' fill='%230f9d58'/%3E%3Cpath d='M16 53h32l8-13H24z' fill='%234285f4'/%3E%3C/svg%3E";
 
 export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDeps) => DefinedConnector {
   const ep = vendorEndpoints(ID, { authorize: 'https://accounts.google.com/o/oauth2/v2/auth', token: 'https://oauth2.googleapis.com/token', api: 'https://www.googleapis.com' }, o.endpoints);
