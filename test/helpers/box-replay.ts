@@ -50,6 +50,11 @@ export interface BoxReplay {
   remove(p: string): void;
   /** How thumbnail.jpg answers for a file: its image, 202 (being made) or 302 (no thumbnail). */
   thumbnailMode(p: string, mode: 'image' | 'pending' | 'none'): void;
+  /**
+   * How /content answers for a file: the documented 302 to a download URL, 202 + Retry-After (not
+   * ready yet, as the download guide describes), or a 302 to a host that is not Box's.
+   */
+  contentMode(p: string, mode: 'redirect' | 'pending' | 'foreign'): void;
   /** The bytes of a file's version (1-based; default the current). */
   bytes(p: string, n?: number): Buffer;
   /** thumbnail.jpg calls, by file id. */
@@ -87,6 +92,7 @@ export async function startBoxReplay(tree: string[], versions: Record<string, nu
   const byPath = new Map<string, Node>([['', root]]);
   const ids: Record<string, string> = {};
   const thumbModes = new Map<string, 'image' | 'pending' | 'none'>();
+  const contentModes = new Map<string, 'redirect' | 'pending' | 'foreign'>();
   const thumbnails = new Map<string, number>();
 
   function folder(p: string): Node {
@@ -320,6 +326,15 @@ export async function startBoxReplay(tree: string[], versions: Record<string, nu
         res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(thumbnailImage.length) });
         return res.end(thumbnailImage);
       }
+      const cmode = contentModes.get(n.id) ?? 'redirect';
+      if (cmode === 'pending') {
+        res.writeHead(202, { 'retry-after': '30' });
+        return res.end();
+      }
+      if (cmode === 'foreign') {
+        res.writeHead(302, { location: 'https://downloads.example.net/d/1/abc/download' });
+        return res.end();
+      }
       const want = u.searchParams.get('version');
       const v = want ? n.versions.find((x) => x.id === want) : n.versions.at(-1);
       if (!v) return notFound();
@@ -356,6 +371,9 @@ export async function startBoxReplay(tree: string[], versions: Record<string, nu
     },
     thumbnailMode(p, mode) {
       thumbModes.set(nodeAt(p).id, mode);
+    },
+    contentMode(p, mode) {
+      contentModes.set(nodeAt(p).id, mode);
     },
     bytes(p, k) {
       const vs = nodeAt(p).versions!;

@@ -175,6 +175,23 @@ test('download: a plain HTTP client with no session gets the bytes Box serves; R
   assert.ok(altered.status >= 400 && altered.status < 500, `an altered link is refused (${altered.status})`);
 });
 
+test('download: a file Box is still processing (202) is integration-unavailable 503 with its Retry-After; a redirect off Box\'s hosts is refused', async () => {
+  const a = await ok(`/assets/asset/${r.ids['Brand/guide.pdf']}`);
+  r.contentMode('Brand/guide.pdf', 'pending');
+  const pending = await fetchPlain(a.downloadUrl);
+  assert.equal(pending.status, 503);
+  assert.equal(pending.headers.get('retry-after'), '30');
+  assert.equal(((await pending.json()) as any).error.code, 'integration-unavailable');
+  r.contentMode('Brand/guide.pdf', 'foreign');
+  const foreign = await fetchPlain(a.downloadUrl);
+  assert.equal(foreign.status, 502);
+  const body = (await foreign.json()) as any;
+  assert.equal(body.error.code, 'integration-unavailable');
+  assert.match(body.error.details, /downloads\.example\.net, which is not a Box download host/);
+  r.contentMode('Brand/guide.pdf', 'redirect');
+  assert.equal((await fetchPlain(a.downloadUrl)).status, 200);
+});
+
 test('thumbnails: Box\'s rendition, and hub-made from the original while Box makes one (202) or has none (302); all decode as images', async () => {
   const b = await ok(`/assets/folder/${r.ids['Brand']}`);
   const by = Object.fromEntries(b.assets.map((a: any) => [a.name, a]));
