@@ -28,7 +28,7 @@ const ID = 'box';
 const BOX_ID = /^\d{1,20}$/;
 
 /** Inline, so the logo needs no route and no third-party host: a Box-blue badge with "box". */
-const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='#0061d5'/%3E%3Ctext x='32' y='40' font-family='Arial,Helvetica,sans-serif' font-size='22' font-weight='700' text-anchor='middle' fill='#fff'%3Ebox%3C/text%3E%3C/svg%3E";
+const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='%230061d5'/%3E%3Ctext x='32' y='40' font-family='Arial,Helvetica,sans-serif' font-size='22' font-weight='700' text-anchor='middle' fill='%23fff'%3Ebox%3C/text%3E%3C/svg%3E";
 
 export function boxConnector(o: BoxOptions): (deps: ConnectorDeps) => DefinedConnector {
   const ep = vendorEndpoints(ID, {

@@ -79,6 +79,21 @@ test('sign-in: the account is GET /users/me\'s id; the refresh token and expiry 
   assert.equal(r.calls.get('/2.0/users/me'), 1);
 });
 
+test('the picker lists Box with its inline logo and honest capabilities (no filters, no search by image)', async () => {
+  const res = await t.app.inject({ method: 'GET', url: '/api/v1/auth/providers', headers: { authorization: bearer(access) } });
+  assert.equal(res.statusCode, 200, res.body);
+  const body = res.json();
+  const box = (Array.isArray(body) ? body : body.providers).find((p: any) => p.id === 'box');
+  assert.match(box.logo, /^data:image\/svg\+xml,%3Csvg /);
+  assert.doesNotMatch(box.logo, /#/, 'a "#" would end a data URI');
+  const caps = box.capabilities;
+  assert.equal(caps.search, true);
+  assert.equal(caps.versions, true);
+  assert.equal(caps.filters, false);
+  assert.equal(caps.similarSearch, false);
+  assert.equal(caps.assetHashAlgorithm, 'Sha1');
+});
+
 test('root browse: "All Files" (folder 0), its folders on the first page, files mapped from File (Full)', async () => {
   const b = await ok('/assets/folder/root');
   assert.equal(b.name, 'All Files');
