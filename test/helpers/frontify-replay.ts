@@ -34,7 +34,7 @@ export interface FrontifyReplay {
   calls: Map<string, number>;
   /** The bytes the signed download URL of a path serves. */
   bytes(path: string): Buffer;
-  fault(kind: 'rate-limit' | 'html' | 'html-502' | 'hang' | 'expired-token', n?: number): void;
+  fault(kind: 'rate-limit' | 'rate-limit-short' | 'html' | 'html-502' | 'hang' | 'expired-token', n?: number): void;
   revokeTokens(): void;
   /** Removes a file (deleted at Frontify between a listing and a detail). */
   remove(path: string): void;
@@ -225,8 +225,8 @@ export async function startFrontifyReplay(tree: string[], revisions: Record<stri
         return res.end(`<!DOCTYPE html><html><head><title>502</title><style>body{color:red}</style></head><body><h1>502 Bad Gateway</h1><p>${'upstream unavailable '.repeat(400)}</p></body></html>`);
       }
       // Frontify documents no rate-limit body: the status and Retry-After only.
-      if (faults.kind === 'rate-limit') {
-        res.writeHead(429, { 'retry-after': '300' });
+      if (faults.kind === 'rate-limit' || faults.kind === 'rate-limit-short') {
+        res.writeHead(429, { 'retry-after': faults.kind === 'rate-limit' ? '300' : '2' });
         return res.end();
       }
       if (faults.kind === 'expired-token') return send(res, 200, errors.policy);
