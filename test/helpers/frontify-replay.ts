@@ -24,12 +24,12 @@ export const frontifyFixture = (name: string): any => JSON.parse(fs.readFileSync
 /** Frontify-like global ids: base64 of a small JSON naming the kind (as the reference's examples look). */
 const gid = (type: string, n: number) => Buffer.from(JSON.stringify({ identifier: n, type })).toString('base64');
 
-interface FolderNode { id: string; name: string; path: string; folders: FolderNode[]; assets: AssetNode[]; bigCount?: number }
+interface FolderNode { id: string; name: string; path: string; folders: FolderNode[]; assets: AssetNode[]; bigCount?: number; lib: { id: string; name: string; __typename: string }; isRoot?: boolean }
 interface AssetNode { id: string; path: string; folder: FolderNode; body: any; revisions: any[]; bytes: Buffer }
 
 export interface FrontifyReplay {
   url: string;
-  /** Hub ids by tree path: folders `f:<library>:<folder>`, files the Frontify asset id; '' is the library (`l:`), '#brand' the brand (`b:`). */
+  /** Hub ids by tree path: folders `f:<library>:<folder>`, files the Frontify asset id; '' is the documented library and `@Name` another (`l:`), '#brand' the brand (`b:`). */
   ids: Record<string, string>;
   calls: Map<string, number>;
   /** The bytes the signed download URL of a path serves. */
@@ -55,9 +55,11 @@ export async function startFrontifyReplay(tree: string[], revisions: Record<stri
 
   let seq = 0;
   let url = '';
-  const root: FolderNode = { id: library.id, name: library.name, path: '', folders: [], assets: [] };
+  // The documented library holds the tree; a path starting `@Name/` is in another media library of the brand, `Name`.
+  const root: FolderNode = { id: library.id, name: library.name, path: '', folders: [], assets: [], lib: library, isRoot: true };
   const folders = new Map<string, FolderNode>([['', root]]);
   const foldersById = new Map<string, FolderNode>();
+  const libraries = new Map<string, FolderNode>([[library.id, root]]);
   const assets = new Map<string, AssetNode>();
   const assetsByPath = new Map<string, AssetNode>();
   const ids: Record<string, string> = { '': `l:${library.id}`, '#brand': `b:${brand.id}` };
@@ -65,13 +67,21 @@ export async function startFrontifyReplay(tree: string[], revisions: Record<stri
   function folder(p: string): FolderNode {
     const hit = folders.get(p);
     if (hit) return hit;
+    if (/^@[^/]+$/.test(p)) {
+      const lib = { ...library, id: gid('project', 10 + libraries.size), name: p.slice(1) };
+      const node: FolderNode = { id: lib.id, name: lib.name, path: p, folders: [], assets: [], lib, isRoot: true };
+      folders.set(p, node);
+      libraries.set(lib.id, node);
+      ids[p] = `l:${lib.id}`;
+      return node;
+    }
     const i = p.lastIndexOf('/');
     const parent = folder(i < 0 ? '' : p.slice(0, i));
-    const node: FolderNode = { id: gid('folder', 100 + ++seq), name: p.slice(i + 1), path: p, folders: [], assets: [] };
+    const node: FolderNode = { id: gid('folder', 100 + ++seq), name: p.slice(i + 1), path: p, folders: [], assets: [], lib: parent.lib };
     parent.folders.push(node);
     folders.set(p, node);
     foldersById.set(node.id, node);
-    ids[p] = `f:${library.id}:${node.id}`;
+    ids[p] = `f:${node.lib.id}:${node.id}`;
     return node;
   }
   const templateFor = (name: string) => (/\.(jpe?g|png|gif|webp)$/i.test(name) ? gql.image.value : /\.pdf$/i.test(name) ? gql.document.value : gql.file.value);
@@ -97,7 +107,7 @@ export async function startFrontifyReplay(tree: string[], revisions: Record<stri
   const bigAsset = (f: FolderNode, k: number) => ({ ...gql.image.value, id: gid('asset', 10_000_000 + k), title: `big ${k}`, filename: `big ${String(k).padStart(6, '0')}.jpg`, extension: 'jpg' });
 
   const withUrls = (a: AssetNode) => {
-    const loc = { ...a.body.location, folder: a.folder === root ? null : { id: a.folder.id, name: a.folder.name, breadcrumbs: breadcrumbs(a.folder) } };
+    const loc = { ...a.body.location, library: { id: a.folder.lib.id, name: a.folder.lib.name }, folder: a.folder.isRoot ? null : { id: a.folder.id, name: a.folder.name, breadcrumbs: breadcrumbs(a.folder) } };
     const out: any = { ...a.body, location: loc, downloadUrl: `${url}/download/${encodeURIComponent(a.id)}?signature=${sig(a.id)}` };
     if ('previewUrl' in a.body) out.previewUrl = `${url}/preview/${encodeURIComponent(a.id)}`;
     return out;
@@ -107,7 +117,7 @@ export async function startFrontifyReplay(tree: string[], revisions: Record<stri
     const parts = f.path.split('/');
     for (let i = 1; i < parts.length; i++) {
       const p = folders.get(parts.slice(0, i).join('/'))!;
-      out.push({ id: p.id, name: p.name });
+      if (!p.isRoot) out.push({ id: p.id, name: p.name });
     }
     return out;
   };
@@ -244,27 +254,30 @@ export async function startFrontifyReplay(tree: string[], revisions: Record<stri
       case 'DamhubBrandLibraries': {
         if (!limitOk(v.limit) || !pageOk(v.page)) return invalidQuery(res);
         if (v.id !== brand.id) return send(res, 200, { data: { brand: null } });
-        return send(res, 200, { data: { brand: { ...brand, libraries: page([library], 1, v.limit, v.page) } } });
+        const libs = [...libraries.values()].map((l) => l.lib);
+        return send(res, 200, { data: { brand: { ...brand, libraries: page(libs, libs.length, v.limit, v.page) } } });
       }
       case 'DamhubLibraryBrowse':
       case 'DamhubFolderBrowse': {
         if (!limitOk(v.limit) || !pageOk(v.page) || !limitOk(v.folderLimit) || !pageOk(v.folderPage)) return invalidQuery(res);
-        const f = op === 'DamhubLibraryBrowse' ? (v.id === library.id ? root : undefined) : foldersById.get(v.id);
+        const f = op === 'DamhubLibraryBrowse' ? libraries.get(v.id) : foldersById.get(v.id);
         const key = op === 'DamhubLibraryBrowse' ? 'library' : 'node';
         if (!f) return send(res, 200, { data: { [key]: null } });
         const content: any = {};
         if (v.withFolders) content.folders = page(f.folders.map((x) => ({ id: x.id, name: x.name })), f.folders.length, v.folderLimit, v.folderPage);
         if (v.withAssets) content.assets = assetPage(f, v.limit, v.page);
-        if (key === 'library') return send(res, 200, { data: { library: { ...library, browse: content } } });
+        if (key === 'library') return send(res, 200, { data: { library: { ...f.lib, browse: content } } });
         return send(res, 200, { data: { node: { __typename: gql.folder.value.__typename, id: f.id, name: f.name, ...content } } });
       }
       case 'DamhubLibrarySearch': {
         if (!limitOk(v.limit) || !pageOk(v.page)) return invalidQuery(res);
-        if (v.id !== library.id) return send(res, 200, { data: { library: null } });
-        const scope = v.query?.inFolder?.id ? foldersById.get(v.query.inFolder.id) : root;
+        const lib = libraries.get(v.id);
+        if (!lib) return send(res, 200, { data: { library: null } });
+        // A folder of another library matches nothing here.
+        const scope = v.query?.inFolder?.id ? [foldersById.get(v.query.inFolder.id)].find((f) => f?.lib.id === lib.lib.id) : lib;
         const term = String(v.query?.search ?? '').toLowerCase();
         const hits = scope ? within(scope).filter((a) => `${a.body.title} ${a.body.filename}`.toLowerCase().includes(term)) : [];
-        return send(res, 200, { data: { library: { ...library, assets: page(hits.map(listed), hits.length, v.limit, v.page) } } });
+        return send(res, 200, { data: { library: { ...lib.lib, assets: page(hits.map(listed), hits.length, v.limit, v.page) } } });
       }
       case 'DamhubAsset': {
         const a = assets.get(v.id);

@@ -38,7 +38,7 @@ async function signIn(serverUrl: string | null) {
 }
 
 before(async () => {
-  r = await startFrontifyReplay(['Brand/hero.jpg', 'Brand/guide.pdf', 'Brand/notes.txt', 'Brand/Sub/logo.png', 'top.png'], { 'Brand/hero.jpg': 2 }, { big: { Huge: 100_000 } });
+  r = await startFrontifyReplay(['Brand/hero.jpg', 'Brand/guide.pdf', 'Brand/notes.txt', 'Brand/Sub/logo.png', 'top.png', '@Archive/hero old.jpg', '@Archive/Old/hero older.jpg', '@Archive/x.png'], { 'Brand/hero.jpg': 2 }, { big: { Huge: 100_000 } });
   const factory = frontifyConnector({ clientId: 'fy-app', clientSecret: 'fy-secret', allowInsecureRequests: true });
   // A recording sleep: Retry-After is honoured without real waiting.
   ({ t } = await startConnectorHub((deps) => factory({ ...deps, sleep: async (ms) => { sleeps.push(ms); } }), { timeoutMs: TIMEOUT_MS, retries: 1, retryBaseMs: 1 }));
@@ -100,7 +100,7 @@ test('hierarchy: root → brands → libraries → folders and assets', async ()
   assert.equal(root.totalAssetsCount, 0);
   const brand = (await get(`/assets/folder/${encodeURIComponent(r.ids['#brand']!)}`)).json();
   assert.equal(brand.name, 'Acme');
-  assert.deepEqual(brand.folders, [{ id: r.ids[''], name: 'Media Library' }]);
+  assert.deepEqual(brand.folders, [{ id: r.ids[''], name: 'Media Library' }, { id: r.ids['@Archive'], name: 'Archive' }]);
   const lib = (await get(`/assets/folder/${encodeURIComponent(r.ids['']!)}`)).json();
   assert.deepEqual(lib.folders.map((f: any) => f.name), ['Brand', 'Huge']);
   assert.deepEqual(lib.assets.map((a: any) => a.name), ['top.png']);
@@ -143,9 +143,27 @@ test('search: within a folder (Frontify inFolder), a library, and from the root'
   assert.deepEqual(inFolder.assets.map((a: any) => a.name), ['logo.png']);
   const none = (await get(`/assets/search?query=top&parentId=${encodeURIComponent(r.ids['Brand']!)}`)).json();
   assert.equal(none.totalAssetsCount, 0);
-  const everywhere = (await get('/assets/search?query=hero')).json();
-  assert.deepEqual(everywhere.assets.map((a: any) => a.name), ['hero.jpg']);
+  const everywhere = (await get('/assets/search?query=guide')).json();
+  assert.deepEqual(everywhere.assets.map((a: any) => a.name), ['guide.pdf']);
   assert.equal(everywhere.totalAssetsCount, 1);
+});
+
+test('search across libraries (root, brand): each library\'s total, then its hits one after another, exact and without gaps', async () => {
+  for (const scope of ['', `&parentId=${encodeURIComponent(r.ids['#brand']!)}`]) {
+    const p1 = (await get(`/assets/search?query=hero&size=2${scope}`)).json();
+    assert.equal(p1.totalAssetsCount, 3);
+    assert.deepEqual(p1.assets.map((a: any) => a.name), ['hero.jpg'], 'a short page at the end of the first library');
+    const p2 = (await get(`/assets/search?query=hero&size=2${scope}&more=${encodeURIComponent(p1.more)}`)).json();
+    assert.deepEqual(p2.assets.map((a: any) => a.name), ['hero old.jpg', 'hero older.jpg']);
+    assert.equal(p2.more, undefined);
+    assert.equal(p2.totalAssetsCount, 3);
+  }
+  const lib = (await get(`/assets/search?query=hero&parentId=${encodeURIComponent(r.ids['@Archive']!)}`)).json();
+  assert.equal(lib.totalAssetsCount, 2);
+  const sub = (await get(`/assets/search?query=hero&parentId=${encodeURIComponent(r.ids['@Archive/Old']!)}`)).json();
+  assert.deepEqual(sub.assets.map((a: any) => a.name), ['hero older.jpg']);
+  const detail = (await get(`/assets/asset/${encodeURIComponent(r.ids['@Archive/Old/hero older.jpg']!)}`)).json();
+  assert.equal(detail.parentPath, '/Acme/Archive/Old');
 });
 
 test('asset detail: metadata, copyright, parent path, preview conversion; the signed downloadUrl serves the bytes to a plain client', async () => {
