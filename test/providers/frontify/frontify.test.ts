@@ -277,3 +277,21 @@ test('revoked mid-traversal: integration-auth-failed; the DAM refresh (Frontify 
   assert.match(String(c.cred.rt), /^def50200f6e5d4c3b2a1\./, 'Frontify rotates refresh tokens: the new one is kept');
   assert.equal(c.cred.srv, r.url);
 });
+
+test('a refresh token used again after Frontify rotated it: integration-auth-failed with invalid_grant', async () => {
+  const ref = await t.app.inject({ method: 'GET', url: '/api/v1/auth/refreshToken', headers: { authorization: bearer(access), 'provider-authorization': bearer(dam.refresh_token!) } });
+  const body = assertError(ref, 'integration-auth-failed', 401, 'integration');
+  assert.match(body.error.details, /invalid_grant/);
+});
+
+test('a cursor that outlived its connection (25 h later, signed in again): a clear 400, and a fresh traversal works', async () => {
+  const p1 = (await get(`/assets/folder/${encodeURIComponent(r.ids['Brand']!)}?size=1`)).json();
+  t.clock.advance(25 * 3600_000);
+  // Both the hub access token and the DAM connection have expired by then: the user signs in again.
+  access = (await t.login()).access_token;
+  dam = (await signIn(r.url)).tokens!;
+  const stale = await get(`/assets/folder/${encodeURIComponent(r.ids['Brand']!)}?size=1&more=${encodeURIComponent(p1.more)}`);
+  const body = assertError(stale, 'hub-validation-error', 400);
+  assert.match(body.error.details, /more: .*start again from the first page/);
+  assert.equal((await get(`/assets/folder/${encodeURIComponent(r.ids['Brand']!)}?size=1`)).statusCode, 200);
+});
