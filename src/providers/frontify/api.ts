@@ -116,7 +116,7 @@ export interface FyLibraryNode extends Named {
   assets?: Page<FyAsset>;
 }
 
-interface GraphQLError { message?: unknown; extensions?: { category?: unknown; code?: unknown } }
+interface GraphQLError { message?: unknown; path?: unknown[]; extensions?: { category?: unknown; code?: unknown } }
 
 /** Frontify's message of an error body (a GraphQL `errors` array, or the text of an HTML or plain page). */
 export function frontifyErrorMessage(body: string): string {
@@ -170,7 +170,13 @@ export class FrontifyApi {
     });
     const body = r.data;
     if (!body || typeof body !== 'object') throw shapeError(op);
-    if (Array.isArray(body.errors) && body.errors.length) throw graphqlError(op, body.errors);
+    if (Array.isArray(body.errors) && body.errors.length) {
+      // GraphQL answers what it could: an error below the root field (a custom metadata property
+      // the user may not see) leaves that part null and the rest usable. An error of the request or
+      // of a root field (`asset`, `library`, ...) is the answer.
+      const fatal = body.errors.filter((e) => !Array.isArray(e?.path) || e.path.length <= 1);
+      if (fatal.length || !body.data || typeof body.data !== 'object') throw graphqlError(op, fatal.length ? fatal : body.errors);
+    }
     if (!body.data || typeof body.data !== 'object') throw shapeError(op);
     return body.data;
   }

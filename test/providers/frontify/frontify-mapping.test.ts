@@ -53,3 +53,16 @@ test('asset mapping: embedded content without a file, BigInt sizes as strings, m
   assert.equal(a.modified, Date.parse(img.modifiedAt));
   assert.deepEqual(a.capabilities!.uploadExtensions, []);
 });
+
+test('a GraphQL error below the root field leaves the rest of the answer usable; one at the root is the answer', async () => {
+  const { FrontifyApi } = await import('../../../src/providers/frontify/api.js');
+  const answer = (body: unknown) => ({
+    json: async () => ({ status: 200, headers: {}, data: body }),
+  }) as never;
+  const partial = { data: { asset: { id: 'a1', customMetadata: null } }, errors: [{ message: 'not allowed', path: ['asset', 'customMetadata'], extensions: { category: 'permission' } }] };
+  assert.deepEqual(await new FrontifyApi(answer(partial), 'https://acme.frontify.com', 't').run('DamhubAsset', { id: 'a1' }), partial.data);
+  const root = { data: { asset: null }, errors: [{ message: 'not allowed', path: ['asset'], extensions: { category: 'permission' } }] };
+  await assert.rejects(new FrontifyApi(answer(root), 'https://acme.frontify.com', 't').run('DamhubAsset', { id: 'a1' }), (e: any) => e.code === 'integration-forbidden');
+  await assert.rejects(new FrontifyApi(answer({ errors: [{ message: 'Invalid query' }] }), 'https://acme.frontify.com', 't').run('DamhubAsset', { id: 'a1' }), (e: any) => e.code === 'integration-operation-failed');
+  await assert.rejects(new FrontifyApi(answer({ data: null }), 'https://acme.frontify.com', 't').run('DamhubAsset', { id: 'a1' }), (e: any) => e.code === 'integration-unavailable' && e.status === 502);
+});
