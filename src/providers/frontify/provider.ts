@@ -36,8 +36,8 @@ const MAX_LIMIT = 100;
 const THUMB_SIZE = 256;
 const SCOPES = ['basic:read'];
 
-/** Inline, so the logo needs no route and no third-party host: a badge in Frontify's dark brand colour. */
-const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='#2d3232'/%3E%3Cpath d='M20 14h26v8H29v8h14v8H29v12h-9z' fill='#fff'/%3E%3C/svg%3E";
+/** Inline, so the logo needs no route and no third-party host: a badge in Frontify's dark brand colour ('#' written %23: in a data: URL a bare '#' starts the fragment). */
+const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='%232d3232'/%3E%3Cpath d='M20 14h26v8H29v8h14v8H29v12h-9z' fill='%23fff'/%3E%3C/svg%3E";
 
 /** A Frontify tenant's authorization server, as the official @frontify/frontify-authenticator uses it. */
 interface TenantServer extends oauth.AuthorizationServer {

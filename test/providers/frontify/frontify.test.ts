@@ -94,6 +94,19 @@ test('a serverUrl that is not a Frontify fails the sign-in before the user is se
   }
 });
 
+test('the providers listing shows Frontify with its capabilities and an inline SVG logo that renders', async () => {
+  const res = await t.app.inject({ method: 'GET', url: '/api/v1/auth/providers', headers: { authorization: bearer(access) } });
+  const fy = res.json().find((p: any) => p.id === 'frontify');
+  assert.equal(fy.name, 'Frontify');
+  assert.equal(fy.capabilities.serverUrl, true);
+  assert.equal(fy.capabilities.similarSearch, false);
+  assert.equal(fy.capabilities.filters, false);
+  assert.match(fy.logo, /^data:image\/svg\+xml,/);
+  assert.doesNotMatch(fy.logo, /#/, 'a bare # would end the data URL');
+  const png = await sharp(Buffer.from(decodeURIComponent(fy.logo.slice('data:image/svg+xml,'.length)))).png().toBuffer();
+  assert.equal((await sharp(png).metadata()).width, 64);
+});
+
 test('hierarchy: root → brands → libraries → folders and assets', async () => {
   const root = (await get('/assets/folder/root')).json();
   assert.deepEqual(root.folders, [{ id: r.ids['#brand'], name: 'Acme' }]);
