@@ -147,7 +147,7 @@ export function frontifyConnector(o: FrontifyOptions): (deps: ConnectorDeps) => 
   }
 
   /** The Frontify page holding hub offset `offset` at `size` per page, and how many of its items precede the offset. */
-  const window = (offset: number, size: number) => ({ limit: size, page: Math.floor(offset / size) + 1, skip: offset % size });
+  const pageAt = (offset: number, size: number) => ({ limit: size, page: Math.floor(offset / size) + 1, skip: offset % size });
 
   async function mapAsset(ctx: CallContext<OAuthCredentials>, a: FyAsset): Promise<Asset> {
     const thumb = hasThumbnail(a) ? await ctx.thumbnailUrl({ id: a.id }, `${fileName(a)}.jpg`, { version: a.modifiedAt ?? a.createdAt }) : undefined;
@@ -157,7 +157,7 @@ export function frontifyConnector(o: FrontifyOptions): (deps: ConnectorDeps) => 
   /** One page of a library's or folder's assets with exact totals, plus (on the first page) all its subfolders. */
   async function browseContainer(ctx: CallContext<OAuthCredentials>, p: Extract<Place, { kind: 'library' | 'folder' }>, offset: number, size: number): Promise<{ name: string; folders: Folder[]; assets: FyAsset[]; total: number }> {
     const fy = api(ctx.http, ctx.cred);
-    const w = window(offset, size);
+    const w = pageAt(offset, size);
     const library = p.kind === 'library' ? p.id : p.library;
     const vars = (folderPage: number, withAssets: boolean) => ({
       id: p.id, limit: w.limit, page: w.page, folderLimit: MAX_LIMIT, folderPage, withFolders: offset === 0, withAssets,
@@ -290,7 +290,7 @@ export function frontifyConnector(o: FrontifyOptions): (deps: ConnectorDeps) => 
           let items: FyAsset[] = [];
           let total = totals ? totals.reduce((s, n) => s + n, 0) : 0;
           if (i < libraries.length) {
-            const w = window(start, opts.size);
+            const w = pageAt(start, opts.size);
             const r = await searchLibrary(ctx, libraries[i]!, query, w.limit, w.page);
             items = itemsOf(r).slice(w.skip);
             if (!totals) total = r.total;
