@@ -23,6 +23,7 @@ import { s3Connector } from './providers/s3/provider.js';
 import { dropboxConnector } from './providers/dropbox/provider.js';
 import { googleDriveConnector } from './providers/gdrive/provider.js';
 import { boxConnector } from './providers/box/provider.js';
+import { frontifyConnector } from './providers/frontify/provider.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import { PgLibraryIndex } from './providers/library/index/postgres.js';
 import { IndexerLease } from './providers/library/indexer-lease.js';
@@ -68,6 +69,7 @@ const CATALOG: CatalogEntry[] = [
   oauthConnector('dropbox', dropboxConnector),
   oauthConnector('gdrive', googleDriveConnector),
   oauthConnector('box', boxConnector),
+  oauthConnector('frontify', frontifyConnector),
 ];
 
 /** An OAuth connector: served when its app is configured (`DAMHUB_<ID>_CLIENT_ID`), built from the app and the node's PKCE secret. */
