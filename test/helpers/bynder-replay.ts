@@ -19,6 +19,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import assert from 'node:assert/strict';
+import { bearer, type TestHub } from './hub.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/bynder');
 export const bynderFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -56,7 +58,8 @@ export interface BynderReplay {
   bytesOf(id: string, version?: number): Buffer;
   /** The next `n` API calls (not OAuth, not signed URLs) answer this way. */
   fault(kind: 'rate-limit' | 'html' | 'expired-token', n?: number, retryAfter?: string): void;
-  revokeTokens(): void;
+  /** Invalidates every access token issued so far; with `refreshToo`, the refresh tokens as well (an app's tokens revoked in the portal). */
+  revokeTokens(refreshToo?: boolean): void;
   deleteAsset(id: string): void;
   close(): Promise<void>;
 }
@@ -348,8 +351,9 @@ export async function startBynderReplay(tree: string[], revisions: Record<string
     fault(kind, n = 1, retryAfter = '300') {
       faults = { kind, n, retryAfter };
     },
-    revokeTokens() {
+    revokeTokens(refreshToo = false) {
       tokens.clear();
+      if (refreshToo) refreshTokens.clear();
     },
     deleteAsset(id) {
       assets.delete(id);
@@ -357,3 +361,17 @@ export async function startBynderReplay(tree: string[], revisions: Record<string
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
   } as BynderReplay;
 }
+
+/** POST /auth/login with the portal as serverUrl, the replay's consent, the callback, the poll. */
+export async function bynderSignIn(hub: TestHub, hubAccess: string, serverUrl: string | null): Promise<{ tokens: any; authorize: URL }> {
+  const start = await hub.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=bynder&polling=true${serverUrl ? `&serverUrl=${encodeURIComponent(serverUrl)}` : ''}`, headers: { authorization: bearer(hubAccess) } });
+  assert.equal(start.statusCode, 200, start.body);
+  const { state, redirect_uri } = start.json();
+  const consent = await fetch(redirect_uri, { redirect: 'manual' });
+  const back = new URL(consent.headers.get('location')!);
+  const cb = await hub.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
+  assert.equal(cb.statusCode, 200, cb.body);
+  const poll = await hub.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
+  return { tokens: poll.json(), authorize: new URL(redirect_uri) };
+}
+

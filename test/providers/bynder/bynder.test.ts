@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import sharp from 'sharp';
 import { DAM_ACCESS_TYP } from '../../../src/auth/provider-tokens.js';
 import { BYNDER_SCOPES, bynderConnector } from '../../../src/providers/bynder/provider.js';
-import { BYNDER_CLIENT, bynderFixture, startBynderReplay, type BynderReplay } from '../../helpers/bynder-replay.js';
+import { BYNDER_CLIENT, bynderFixture, bynderSignIn, startBynderReplay, type BynderReplay } from '../../helpers/bynder-replay.js';
 import { assertError, bearer, type TestHub } from '../../helpers/hub.js';
 import { startConnectorHub } from '../../helpers/saas.js';
 
@@ -18,19 +18,6 @@ let t: TestHub;
 let access: string;
 let dam: { access_token: string; refresh_token?: string };
 let authorizeUrl: URL;
-
-/** POST /auth/login with the portal as serverUrl, the replay's consent, the callback, the poll. */
-export async function bynderSignIn(hub: TestHub, hubAccess: string, serverUrl: string | null): Promise<{ tokens: any; authorize: URL }> {
-  const start = await hub.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=bynder&polling=true${serverUrl ? `&serverUrl=${encodeURIComponent(serverUrl)}` : ''}`, headers: { authorization: bearer(hubAccess) } });
-  assert.equal(start.statusCode, 200, start.body);
-  const { state, redirect_uri } = start.json();
-  const consent = await fetch(redirect_uri, { redirect: 'manual' });
-  const back = new URL(consent.headers.get('location')!);
-  const cb = await hub.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
-  assert.equal(cb.statusCode, 200, cb.body);
-  const poll = await hub.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
-  return { tokens: poll.json(), authorize: new URL(redirect_uri) };
-}
 
 before(async () => {
   r = await startBynderReplay(['Acme/hero.jpg', 'Acme/logo.png', 'Acme/Outdoor/trail.jpg', 'Acme/guide.pdf', 'notes.txt'], { 'Acme/logo.png': 1 }, {
