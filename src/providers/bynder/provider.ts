@@ -213,6 +213,9 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
       id: ID, name: NAME, version: '1.0.0', glyph: 'b', logo: LOGO,
       features: { serverUrl: true, filters: true },
       paging: { defaultSize: 50, maxSize: 200 },
+      // Bynder serves at most 15 requests a second per IP and answers 429 beyond, without a
+      // Retry-After (its API v4 help page): back-off of up to 0.5 s, then 1 s, spans the window.
+      upstream: { retryBaseMs: 500 },
       errorMessage: bynderErrorMessage,
       credentials: oauthCredentials,
       cacheScope: (c) => c.acct,
