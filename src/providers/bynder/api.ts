@@ -217,11 +217,15 @@ export class BynderApi {
    * Retrieve scopes, which needs no token: a portal answers it with `{"groups": [...]}`. Whether
    * a serverUrl is a Bynder portal at all is told by it before a user is sent there.
    */
-  static async probePortal(http: UpstreamClient, portal: string): Promise<boolean> {
-    const r = await http.send({ method: 'GET', url: `${portal}/v6/authentication/oauth2/scopes`, what: 'Bynder portal check (Retrieve scopes)', accept: [301, 302, 400, 401, 403, 404, 405, 410] });
-    if (r.status !== 200 || !/\bjson\b/i.test(String(r.headers['content-type'] ?? ''))) {
+  static async probePortal(http: UpstreamClient, portal: string): Promise<{ ok: true } | { ok: false; why: string }> {
+    const r = await http.send({ method: 'GET', url: `${portal}/v6/authentication/oauth2/scopes`, what: 'Bynder portal check (Retrieve scopes)', accept: [301, 302, 303, 307, 308, 400, 401, 403, 404, 405, 410] });
+    const ct = String(r.headers['content-type'] ?? '');
+    if (r.status !== 200 || !/\bjson\b/i.test(ct)) {
       discard(r.body);
-      return false;
+      const location = r.headers.location;
+      // A portal named with http:// or an old domain answers a redirect: say where, not just "no".
+      if (r.status >= 300 && r.status < 400 && typeof location === 'string') return { ok: false, why: `it redirects to ${location.slice(0, 200)}; use that address` };
+      return { ok: false, why: `it answered ${r.status}${ct ? ` ${ct.split(';')[0]}` : ''}` };
     }
     const chunks: Buffer[] = [];
     let n = 0;
@@ -230,17 +234,18 @@ export class BynderApi {
       // The scopes overview is a few KiB; anything much larger is not it.
       if (n > 256 * 1024) {
         discard(r.body);
-        return false;
+        return { ok: false, why: 'its answer is far larger than the scopes overview' };
       }
       chunks.push(c as Buffer);
     }
     try {
       const j = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { groups?: unknown };
-      return Array.isArray(j.groups);
+      return Array.isArray(j.groups) ? { ok: true } : { ok: false, why: 'its JSON is not the scopes overview' };
     } catch {
-      return false;
+      return { ok: false, why: 'its answer is not JSON' };
     }
   }
+
 }
 
 function mediaParams(q: MediaQuery): Record<string, string | undefined> {

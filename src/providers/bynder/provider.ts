@@ -80,9 +80,9 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
   function checkPortal(portal: string, http: UpstreamClient): Promise<void> {
     let p = portals.get(portal);
     if (!p) {
-      p = BynderApi.probePortal(http, portal).then((ok) => {
-        if (!ok) {
-          throw integrationError('integration-operation-failed', ID, `${portal} did not answer Bynder's Retrieve scopes (/v6/authentication/oauth2/scopes) as a Bynder portal does`, {
+      p = BynderApi.probePortal(http, portal).then((r) => {
+        if (!r.ok) {
+          throw integrationError('integration-operation-failed', ID, `${portal} did not answer Bynder's Retrieve scopes (/v6/authentication/oauth2/scopes) as a Bynder portal does: ${r.why}`, {
             message: `${new URL(portal).host} is not a Bynder portal.`,
           });
         }

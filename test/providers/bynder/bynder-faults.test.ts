@@ -65,7 +65,19 @@ test('a private serverUrl fails the login: the address policy refuses it, and sa
 test('a serverUrl that is not a Bynder portal fails the login, naming why', async () => {
   const body = assertError(await loginWith(notBynderUrl), 'integration-operation-failed', 400, 'integration');
   assert.match(body.error.message, /is not a Bynder portal/);
-  assert.match(body.error.details, /Retrieve scopes/);
+  assert.match(body.error.details, /Retrieve scopes.*: it answered 404 text\/html/);
+  // A portal named by an address that redirects (http://, an old domain): the details say where to.
+  const redirecting = http.createServer((_req, res) => {
+    res.writeHead(301, { location: 'https://acme.bynder.com/v6/authentication/oauth2/scopes' });
+    res.end();
+  });
+  await new Promise<void>((ok) => redirecting.listen(0, '127.0.0.1', ok));
+  try {
+    const moved = assertError(await loginWith(`http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`), 'integration-operation-failed', 400, 'integration');
+    assert.match(moved.error.details, /redirects to https:\/\/acme\.bynder\.com\/v6\/authentication\/oauth2\/scopes; use that address/);
+  } finally {
+    await new Promise<void>((ok) => redirecting.close(() => ok()));
+  }
   const noUrl = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=bynder&polling=true', headers: { authorization: bearer(access) } });
   assert.match(assertError(noUrl, 'integration-operation-failed', 400, 'integration').error.message, /needs the address of your portal/);
 });
