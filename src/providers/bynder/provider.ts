@@ -123,6 +123,21 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
     return { page: Number(m[1]), limit: Math.max(1, Math.min(Number(m[2]), 1000)) };
   }
 
+  /**
+   * A hook's parallel Bynder calls as one: the first failure abandons the others, so no sibling
+   * keeps retrying (and spending the portal's per-IP budget) for an answer nobody reads.
+   */
+  async function together<T>(ctx: CallContext<OAuthCredentials>, run: (c: CallContext<OAuthCredentials>) => Promise<T>): Promise<T> {
+    const ac = new AbortController();
+    const signal = ctx.session.signal ? AbortSignal.any([ac.signal, ctx.session.signal]) : ac.signal;
+    try {
+      return await run({ ...ctx, http: ctx.http.during(signal) });
+    } catch (e) {
+      ac.abort();
+      throw e;
+    }
+  }
+
   return (deps) => {
     const flow = new OAuthFlow({
       providerId: ID, name: NAME, clientId: o.clientId, clientSecret: o.clientSecret, pkceSecret: o.pkceSecret,
@@ -223,7 +238,7 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
       hooks: {
         refresh: (cred, http) => flow.refresh(cred, http),
 
-        async browse(ctx, id, opts): Promise<FolderPage> {
+        browse: (outer, id, opts): Promise<FolderPage> => together(outer, async (ctx) => {
           const scope = scopeOf(id);
           const first = opts.more === null;
           const brands = scope.kind === 'brand' || scope.kind === 'subbrand' || (scope.kind === 'root' && first) ? api(ctx).brands() : Promise.resolve([]);
@@ -251,12 +266,12 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
             })(),
           ]);
           return { id, name: self, ...page, folders };
-        },
+        }),
 
-        async search(ctx, q, opts): Promise<AssetPage> {
+        search: (outer, q, opts): Promise<AssetPage> => together(outer, (ctx) => {
           const scope = q.parentId ? scopeOf(q.parentId) : { kind: 'root' as const };
           return mediaPage(ctx, { keyword: q.query, ...(scope.kind === 'root' ? {} : scope.query) }, opts);
-        },
+        }),
 
         /**
          * Similar Assets Search with the reference image as `imageData` (a base64 data URI), then
@@ -281,10 +296,10 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
           return { assets, folders: [], filters: [], totalAssetsCount: ranked.length, ...(next < ranked.length ? { more: `s${next}` } : {}) };
         },
 
-        async asset(ctx, id): Promise<Asset> {
+        asset: (outer, id): Promise<Asset> => together(outer, async (ctx) => {
           const [m, props] = await Promise.all([api(ctx).asset(assetId(id)), metaproperties(ctx).catch(() => null)]);
           return mapMedia(ctx, m, true, props);
-        },
+        }),
 
         async versions(ctx, id, opts): Promise<VersionList> {
           const m = await api(ctx).asset(assetId(id));
