@@ -244,7 +244,20 @@ export async function startBynderReplay(tree: string[], revisions: Record<string
         res.writeHead(404, { 'content-type': 'application/xml' });
         return res.end('<Error><Code>NoSuchKey</Code></Error>');
       }
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(v.bytes.length), etag: `"${createHash('md5').update(v.bytes).digest('hex')}"` });
+      const etag = `"${createHash('md5').update(v.bytes).digest('hex')}"`;
+      if (req.headers['if-none-match'] === etag) {
+        res.writeHead(304, { etag });
+        return res.end();
+      }
+      // Storage answers a single byte range as S3 does.
+      const range = /^bytes=(\d+)-(\d*)$/.exec(String(req.headers.range ?? ''));
+      if (range) {
+        const from = Number(range[1]);
+        const to = Math.min(range[2] ? Number(range[2]) : v.bytes.length - 1, v.bytes.length - 1);
+        res.writeHead(206, { 'content-type': 'application/octet-stream', 'content-length': String(to - from + 1), 'content-range': `bytes ${from}-${to}/${v.bytes.length}`, etag });
+        return res.end(v.bytes.subarray(from, to + 1));
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(v.bytes.length), etag });
       return res.end(v.bytes);
     }
 

@@ -5,6 +5,7 @@
  * bytes fetched with no session, thumbnails that decode as images, refresh.
  */
 import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import sharp from 'sharp';
 import { DAM_ACCESS_TYP } from '../../../src/auth/provider-tokens.js';
@@ -18,6 +19,7 @@ let t: TestHub;
 let access: string;
 let dam: { access_token: string; refresh_token?: string };
 let authorizeUrl: URL;
+let origin: string;
 
 before(async () => {
   r = await startBynderReplay(['Acme/hero.jpg', 'Acme/logo.png', 'Acme/Outdoor/trail.jpg', 'Acme/guide.pdf', 'notes.txt'], { 'Acme/logo.png': 1 }, {
@@ -25,6 +27,10 @@ before(async () => {
   });
   // Multi-tenant: no portal configured, the user names it.
   ({ t } = await startConnectorHub(bynderConnector({ clientId: BYNDER_CLIENT.id, clientSecret: BYNDER_CLIENT.secret, allowInsecureRequests: true })));
+  // Listening: downloads are fetched as a partner's server would, over HTTP.
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const addr = t.app.server.address() as AddressInfo;
+  origin = `http://127.0.0.1:${addr.port}`;
   access = (await t.login()).access_token;
   const s = await bynderSignIn(t, access, `${r.url}/some/page?x=1`);
   dam = s.tokens;
@@ -163,13 +169,19 @@ test('asset detail: metadata, metaproperties as values, renditions, current vers
   assert.equal((await json(`/assets/asset/${encodeURIComponent(`${lower.slice(0, 23)}-${lower.slice(23)}`)}`)).id, a.id);
 });
 
-test('download: the hub link streams the original, fetched with no session and no token at the signed URL', async () => {
+test('download: a plain HTTP client with no session gets the original; Range passes through; no token reaches the signed URL', async () => {
   const id = r.ids['Acme/hero.jpg']!;
   const a = await json(`/assets/asset/${encodeURIComponent(id)}`);
-  const res = await fetchPlain(a.downloadUrl);
-  assert.equal(res.statusCode, 200, res.body);
-  assert.deepEqual(res.rawPayload, r.bytesOf(id));
-  assert.match(String(res.headers['content-disposition']), /hero\.jpg/);
+  // The hub's public URL is http://hub.test: the same path on the listening hub.
+  const u = new URL(a.downloadUrl);
+  const res = await fetch(`${origin}${u.pathname}${u.search}`);
+  assert.equal(res.status, 200);
+  assert.deepEqual(Buffer.from(await res.arrayBuffer()), r.bytesOf(id));
+  assert.match(String(res.headers.get('content-disposition')), /hero\.jpg/);
+  const part = await fetch(`${origin}${u.pathname}${u.search}`, { headers: { range: 'bytes=10-19' } });
+  assert.equal(part.status, 206);
+  assert.equal(part.headers.get('content-range'), `bytes 10-19/${r.bytesOf(id).length}`);
+  assert.deepEqual(Buffer.from(await part.arrayBuffer()), r.bytesOf(id).subarray(10, 20));
   assert.equal(r.signedWithAuth, 0, 'the bearer token never goes to the signed storage URL');
 });
 
