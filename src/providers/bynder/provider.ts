@@ -40,8 +40,8 @@ export const BYNDER_SCOPES = ['offline', 'asset:read', 'collection:read', 'meta.
 /** Inline, so the logo needs no route and no third-party host: a badge in Bynder's blue. */
 const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='%230a2aff'/%3E%3Ctext x='32' y='44' font-family='Arial,sans-serif' font-size='34' font-weight='700' text-anchor='middle' fill='%23fff'%3Eb%3C/text%3E%3C/svg%3E";
 
-/** The hub's `more` for Bynder's page-numbered listings: the next page and the limit it was asked with. */
-const PAGE_CURSOR = /^p(\d{1,7})l(\d{1,4})$/;
+/** The hub's `more` for Bynder's page-numbered listings: the offset of the next asset. */
+const PAGE_CURSOR = /^o(\d{1,9})$/;
 /** The hub's `more` for a similarity result: an offset into Bynder's ranked list. */
 const OFFSET_CURSOR = /^s(\d{1,6})$/;
 
@@ -114,13 +114,12 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
     return { ...f, query };
   }
 
-  function pageCursor(more: string | null, size: number): { page: number; limit: number } {
-    if (more === null) return { page: 1, limit: size };
+  function cursorOffset(more: string | null): number {
+    if (more === null) return 0;
     const m = PAGE_CURSOR.exec(more);
     // The hub sealed and bound it, so only a cursor of another kind can land here.
     if (!m) throw integrationError('integration-operation-failed', ID, `unreadable cursor ${JSON.stringify(more.slice(0, 40))}`);
-    // The limit stays the one the listing began with, so pages neither overlap nor skip.
-    return { page: Number(m[1]), limit: Math.max(1, Math.min(Number(m[2]), 1000)) };
+    return Number(m[1]);
   }
 
   /**
@@ -200,15 +199,23 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
       const filters = filterParams(opts.filters);
       if (!filters) throw validationError(`unknown filter option in ${JSON.stringify(opts.filters.slice(0, 5))}; use the option ids a listing's filters give`);
       const query = { ...q, filters };
-      const { page, limit } = pageCursor(opts.more, opts.size);
-      const [r, facets] = await Promise.all([
-        api(ctx).media(query, page, limit),
+      const offset = cursorOffset(opts.more);
+      const size = opts.size;
+      // Bynder pages by number: the page of this size holding the offset, and when a client changed
+      // the size mid-listing (the offset is not on a page boundary) the next page for the rest.
+      const page = Math.floor(offset / size) + 1;
+      const skip = offset % size;
+      const [first, facets] = await Promise.all([
+        api(ctx).media(query, page, size),
         opts.more === null ? filtersFor(ctx, query, opts) : Promise.resolve([]),
       ]);
-      const more = page * limit < r.total && r.media.length > 0 ? `p${page + 1}l${limit}` : undefined;
+      let media = first.media.slice(skip, skip + size);
+      if (skip > 0 && media.length < size && page * size < first.total) media = media.concat((await api(ctx).media(query, page + 1, size)).media).slice(0, size);
+      const next = offset + media.length;
+      const more = next < first.total && media.length > 0 ? `o${next}` : undefined;
       return {
-        assets: await Promise.all(r.media.slice(0, limit).map((m) => mapMedia(ctx, m))),
-        folders: [], filters: facets, totalAssetsCount: r.total, ...(more ? { more } : {}),
+        assets: await Promise.all(media.map((m) => mapMedia(ctx, m))),
+        folders: [], filters: facets, totalAssetsCount: first.total, ...(more ? { more } : {}),
       };
     };
 

@@ -120,6 +120,20 @@ test('paging: Bynder pages behind the hub cursor, totals exact, no duplicates', 
   assert.equal(new Set(seen).size, 5);
 });
 
+test('paging with a size changed mid-listing: no page exceeds its size, nothing skipped or repeated', async () => {
+  const all = (await json('/assets/folder/root?size=5')).assets.map((a: any) => a.id);
+  const seen: string[] = [];
+  let more: string | undefined;
+  for (const size of [3, 1, 4]) {
+    const p = await json(`/assets/folder/root?size=${size}${more ? `&more=${encodeURIComponent(more)}` : ''}`);
+    assert.ok(p.assets.length <= size, `a page of size ${size} held ${p.assets.length}`);
+    seen.push(...p.assets.map((a: any) => a.id));
+    more = p.more;
+    if (!more) break;
+  }
+  assert.deepEqual(seen, all);
+});
+
 test('search: keyword, scoped to a folder, and narrowed by a facet filter', async () => {
   const hero = await json('/assets/search?query=hero');
   assert.deepEqual(hero.assets.map((a: any) => a.name), ['hero.jpg']);
