@@ -245,6 +245,20 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
       hooks: {
         refresh: (cred, http) => flow.refresh(cred, http),
 
+        /** The portal, and the filters its listings can carry (asset type, filterable metaproperties, tags). */
+        async providerInfo(ctx, o) {
+          const lc = o.uiLocale.replace(/-/g, '_');
+          const props = await metaproperties(ctx).catch(() => []);
+          return {
+            remoteSystemPrefix: portalFor(ctx.cred),
+            filters: [
+              { id: 'type', name: 'Asset type' },
+              ...props.filter((p) => p.isFilterable !== false).map((p) => ({ id: `property_${p.name}`, name: p.labels?.[lc] ?? p.label ?? p.name })),
+              { id: 'tags', name: 'Tags' },
+            ],
+          };
+        },
+
         browse: (outer, id, opts): Promise<FolderPage> => together(outer, async (ctx) => {
           const scope = scopeOf(id);
           const first = opts.more === null;

@@ -90,6 +90,12 @@ test('root: the asset bank with its exact total, brands and collections as folde
   assert.match(hero.downloadUrl, /^http:\/\/hub\.test\/api\/v1\/connectors\/bynder\/download\//);
 });
 
+test('providerInfo: the portal and the filters it offers', async () => {
+  const info = await json('/system/providerInfo');
+  assert.equal(info.remoteSystemPrefix, r.url);
+  assert.deepEqual(info.filters.map((f: any) => f.id), ['type', 'property_colours', 'property_Bob_button', 'tags']);
+});
+
 test('brand, sub-brand and collection folders', async () => {
   const brand = await json(`/assets/folder/${encodeURIComponent(r.ids['Acme']!)}`);
   assert.equal(brand.name, 'Acme');
