@@ -24,6 +24,7 @@ import { dropboxConnector } from './providers/dropbox/provider.js';
 import { googleDriveConnector } from './providers/gdrive/provider.js';
 import { boxConnector } from './providers/box/provider.js';
 import { frontifyConnector } from './providers/frontify/provider.js';
+import { bynderConnector } from './providers/bynder/provider.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import { PgLibraryIndex } from './providers/library/index/postgres.js';
 import { IndexerLease } from './providers/library/indexer-lease.js';
@@ -70,6 +71,7 @@ const CATALOG: CatalogEntry[] = [
   oauthConnector('gdrive', googleDriveConnector),
   oauthConnector('box', boxConnector),
   oauthConnector('frontify', frontifyConnector),
+  oauthConnector('bynder', bynderConnector),
 ];
 
 /** An OAuth connector: served when its app is configured (`DAMHUB_<ID>_CLIENT_ID`), built from the app and the node's PKCE secret. */
