@@ -174,7 +174,7 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
 
   const childrenOf = (n: Node): any[] => {
     if (n.generated !== undefined) {
-      return { length: n.generated, slice: (a: number, b: number) => Array.from({ length: Math.max(0, Math.min(b, n.generated!) - a) }, (_, k) => ({ ...n.meta, id: `gen${a + k}`, name: `entry ${a + k}.txt`, folder: undefined, file: { mimeType: 'text/plain' } })) } as any;
+      return { length: n.generated, slice: (a: number, b: number) => Array.from({ length: Math.max(0, Math.min(b, n.generated!) - a) }, (_, k) => ({ ...items.file, id: `gen${a + k}`, name: `entry ${a + k}.txt`, image: undefined, photo: undefined, file: { mimeType: 'text/plain' }, parentReference: { ...n.meta.parentReference, id: n.meta.id, path: pathOf(n.meta.parentReference.path, n.meta.name) } })) } as any;
     }
     return n.children!.map((c) => c.meta);
   };
@@ -321,7 +321,23 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
     }
     if (q !== undefined) {
       const term = q.replace(/''/g, "'").toLowerCase();
-      const hits = descendants(node).filter((n) => n.meta.name.toLowerCase().includes(term)).map((n) => ({ ...n.meta, searchResult: coll.search.value[0].searchResult }));
+      const under = descendants(node);
+      const named = under.filter((n) => n.meta.name.toLowerCase().includes(term)).map((n) => n.meta);
+      // The generated entries ("entry N.txt") of a huge folder are made only for the page asked.
+      const huge = under.filter((n) => n.generated !== undefined && 'entry '.includes(term));
+      const total = named.length + huge.reduce((k, n) => k + n.generated!, 0);
+      const slice = (a: number, b: number) => {
+        const out = named.slice(a, b);
+        let skipN = Math.max(0, a - named.length);
+        for (const h of huge) {
+          if (out.length >= b - a) break;
+          const part = childrenOf(h).slice(skipN, skipN + (b - a - out.length));
+          out.push(...part);
+          skipN = Math.max(0, skipN - h.generated!);
+        }
+        return out.map((m: any) => ({ ...m, searchResult: coll.search.value[0].searchResult }));
+      };
+      const hits = { length: total, slice };
       const o = skiptoken ? unskip(skiptoken)?.o : 0;
       if (typeof o !== 'number') return send(res, 400, errors.invalidRequest);
       const more = o + SEARCH_PAGE < hits.length;
