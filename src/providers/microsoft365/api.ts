@@ -138,15 +138,15 @@ export class GraphApi {
     return this.get(token, this.url(this.itemPath(driveId, itemId)), 'driveItem');
   }
 
-  /** GET .../children; $top is a wish (Graph's default page is 200 items). */
+  /** GET .../children, in pages of 200 (the documented default page size). */
   children(token: string, driveId: string, itemId: string): Promise<UpstreamPage<GraphItem>> {
-    return this.page(token, this.url(`${this.itemPath(driveId, itemId)}/children`, { $top: '1000' }), 'driveItem children');
+    return this.page(token, this.url(`${this.itemPath(driveId, itemId)}/children`, { $top: '200' }), 'driveItem children');
   }
 
   /** GET .../search(q='...'): matches in the folder's hierarchy (name, metadata, content). */
   search(token: string, driveId: string, itemId: string, q: string): Promise<UpstreamPage<GraphItem>> {
     // The function call is one path segment: the literal is percent-encoded as a whole, quotes doubled first.
-    return this.page(token, this.url(`${this.itemPath(driveId, itemId)}/search(q=${encodeURIComponent(odataString(q))})`, { $top: '1000' }), 'driveItem search');
+    return this.page(token, this.url(`${this.itemPath(driveId, itemId)}/search(q=${encodeURIComponent(odataString(q))})`, { $top: '200' }), 'driveItem search');
   }
 
   /** GET .../versions: newest first (Graph: "Versions are returned in descending order"). */
