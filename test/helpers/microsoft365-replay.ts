@@ -60,6 +60,8 @@ export interface M365Replay {
   revokeTokens(): void;
   /** Invalidates the refresh tokens too (the user revoked the app's sessions). */
   revokeAll(): void;
+  /** Item-scoped search answers matches from the whole drive (Graph documents search per drive). */
+  wideSearch(on: boolean): void;
   /** Deletes a path (between a listing and a detail). */
   remove(p: string): void;
   /** The current bytes of a file path, and of its version k (1 = oldest). */
@@ -201,6 +203,7 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
   const downloads: M365Replay['downloads'] = [];
   const thumbnails = new Map<string, number>();
   let lastAuthorize: URLSearchParams | null = null;
+  let wide = false;
 
   const send = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     res.writeHead(status, { 'content-type': 'application/json; odata.metadata=minimal; charset=utf-8', ...headers });
@@ -321,7 +324,7 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
     }
     if (q !== undefined) {
       const term = q.replace(/''/g, "'").toLowerCase();
-      const under = descendants(node);
+      const under = descendants(wide ? roots[node.drive]! : node);
       const named = under.filter((n) => n.meta.name.toLowerCase().includes(term)).map((n) => n.meta);
       // The generated entries ("entry N.txt") of a huge folder are made only for the page asked.
       const huge = under.filter((n) => n.generated !== undefined && 'entry '.includes(term));
@@ -386,6 +389,9 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
     },
     revokeTokens() {
       tokens.clear();
+    },
+    wideSearch(on) {
+      wide = on;
     },
     revokeAll() {
       tokens.clear();

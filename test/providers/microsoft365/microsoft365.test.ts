@@ -118,6 +118,18 @@ test('search: scoped to a folder and below, quotes escaped, a type filter from t
   assert.equal(none.totalAssetsCount, 0);
 });
 
+test('search scope holds when Graph answers a folder search with matches from the whole drive (re-checked by path)', async () => {
+  r.wideSearch(true);
+  try {
+    const scoped = await ok(`/assets/search?query=${encodeURIComponent('.txt')}&parentId=${r.ids['Photos']}`);
+    assert.deepEqual(scoped.assets.map((a: any) => a.name), ['a.txt', 'b.txt']);
+    const sub = await ok(`/assets/search?query=${encodeURIComponent('.jpg')}&parentId=${r.ids['Photos/Trips']}`);
+    assert.deepEqual(sub.assets.map((a: any) => a.name), ['beach.jpg']);
+  } finally {
+    r.wideSearch(false);
+  }
+});
+
 test('asset: sizes, dates, hashes, photo EXIF, values, the web URL, and the version number of the versions list', async () => {
   const a = await ok(`/assets/asset/${r.ids['Photos/hero.jpg']}`);
   const f = m365Fixture('items').file;
