@@ -60,6 +60,8 @@ export interface M365Replay {
   revokeTokens(): void;
   /** Invalidates the refresh tokens too (the user revoked the app's sessions). */
   revokeAll(): void;
+  /** A personal Microsoft account: followedSites is not supported (Graph's notSupported error). */
+  personal(on: boolean): void;
   /** Item-scoped search answers matches from the whole drive (Graph documents search per drive). */
   wideSearch(on: boolean): void;
   /** Deletes a path (between a listing and a detail). */
@@ -204,6 +206,7 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
   const thumbnails = new Map<string, number>();
   let lastAuthorize: URLSearchParams | null = null;
   let wide = false;
+  let personal = false;
 
   const send = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
     res.writeHead(status, { 'content-type': 'application/json; odata.metadata=minimal; charset=utf-8', ...headers });
@@ -300,7 +303,9 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
 
     if (rest === 'me') return send(res, 200, me);
     if (rest === 'me/drive') return send(res, 200, drives.me);
-    if (rest === 'me/followedSites') return send(res, 200, sites.followed);
+    if (rest === 'me/followedSites') {
+      return personal ? send(res, 400, { error: { ...errors.invalidRequest.error, code: 'notSupported', message: 'The request is not supported by the system.' } }) : send(res, 200, sites.followed);
+    }
     let m = /^sites\/([^/]+)(\/drives)?$/.exec(rest);
     if (m) {
       if (m[1] !== SITE1 && m[1] !== SITE2) return notFound();
@@ -389,6 +394,9 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
     },
     revokeTokens() {
       tokens.clear();
+    },
+    personal(on) {
+      personal = on;
     },
     wideSearch(on) {
       wide = on;

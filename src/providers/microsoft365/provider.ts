@@ -32,6 +32,9 @@ export const SCOPES = ['offline_access', 'User.Read', 'Files.Read.All', 'Sites.R
 /** Inline, so the logo needs no route and no third-party host. */
 const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='#0364b8'/%3E%3Cpath d='M26 24a12 12 0 0 1 22 4 9 9 0 0 1 1 18H19a8 8 0 0 1-1-16 10 10 0 0 1 8-6z' fill='#fff'/%3E%3C/svg%3E";
 
+/** Graph's answers to `followedSites` for an account without SharePoint. */
+const NO_SITES = new Set<string>(['integration-operation-failed', 'integration-forbidden', 'integration-not-found', 'integration-not-supported']);
+
 /** The hub's file-type filter over what Graph reports (file.mimeType, the image facet). */
 const KINDS = [
   { id: 'type:image', name: 'Images', test: (m: string) => m.startsWith('image/') },
@@ -134,9 +137,10 @@ export function microsoft365Connector(o: Microsoft365Options): (deps: ConnectorD
             ({ id: folderId, name, assets, folders: offset === 0 ? folders : [], filters: [], totalAssetsCount: total, ...(more ? { more } : {}) });
 
           if (ref.kind === 'root') {
-            // Followed sites exist for work or school accounts only; a personal account has none (Graph answers an error).
+            // Followed sites exist for work or school accounts only ("personal Microsoft account: not
+            // supported"): Graph's refusal means no sites. Auth failures and outages still surface.
             const sites = await all<{ id: string; displayName?: string; name?: string }>(api, at, 'me/followedSites', () => api.followedSites(at))
-              .catch((e: unknown) => (isHubError(e) && [400, 403, 404].includes(e.status) ? [] : Promise.reject(e)));
+              .catch((e: unknown) => (isHubError(e) && NO_SITES.has(e.code) ? [] : Promise.reject(e)));
             const folders = sites.map((s) => ({ id: siteId(s.id), name: s.displayName || s.name || s.id }))
               .sort((a, b) => byName(a, b));
             return page(NAME, [{ id: 'me', name: 'My files' }, ...folders]);

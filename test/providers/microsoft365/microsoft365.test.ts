@@ -86,6 +86,19 @@ test('root: "My files" and the followed SharePoint sites; a site: its document l
   assert.equal((await ok(`/assets/folder/${siteId(m365Fixture('sites').followed.value[1].id)}`)).folders.length, 0);
 });
 
+test('a personal account (followedSites not supported): the root holds "My files" only; an outage there still surfaces', async () => {
+  r.personal(true);
+  try {
+    const root = await ok('/assets/folder/root');
+    assert.deepEqual(root.folders, [{ id: 'me', name: 'My files' }]);
+  } finally {
+    r.personal(false);
+  }
+  r.fault('rate-limit', 2, '120');
+  assertError(await get('/assets/folder/root'), 'integration-unavailable', 503, 'integration');
+  r.fault('rate-limit', 0);
+});
+
 test('My files: folders first page only, files paged by the hub over the whole listing, exact total', async () => {
   const mine = await ok('/assets/folder/me');
   assert.equal(mine.name, 'My files');
