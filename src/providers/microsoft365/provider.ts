@@ -117,7 +117,8 @@ export function microsoft365Connector(o: Microsoft365Options): (deps: ConnectorD
     return defineProvider<OAuthCredentials>({
       id: ID, name: NAME, version: '1.0.0', glyph: 'M', logo: LOGO,
       // SharePoint and OneDrive for work or school report only quickXorHash: no seed hash is always there.
-      features: {},
+      // Filters: the search's Type filter (over Graph's file facets).
+      features: { filters: true },
       paging: { defaultSize: 50, maxSize: 200 },
       errorMessage: graphErrorMessage,
       credentials: oauthCredentials,
@@ -206,7 +207,13 @@ export function microsoft365Connector(o: Microsoft365Options): (deps: ConnectorD
           if (!isFile(it)) throw integrationError('integration-not-found', ID, `${id} is not a file`);
           // The version number the versions list gives the current version (their count); none when Graph keeps none.
           const versions = await all<{ id: string }>(api, at, 'driveItem versions', () => api.versions(at, ref.driveId, ref.itemId)).catch(() => []);
-          return mapFile(ctx, it, ref.driveId, versions.length || undefined);
+          const a = await mapFile(ctx, it, ref.driveId, versions.length || undefined);
+          // Graph's large rendition (800 px on its longest side) as a conversion, streamed through the hub's grant.
+          if (isImage(it)) {
+            const d = it.parentReference?.driveId ?? ref.driveId;
+            a.conversions = [{ id: 'large', name: 'Preview (800 px)', extension: 'jpg', url: await ctx.downloadUrl({ d, i: it.id, t: 'large' }, `${it.name.replace(/\.[^.]*$/, '')}-800.jpg`) }];
+          }
+          return a;
         },
 
         async versions(ctx, id, opts): Promise<VersionList> {
@@ -231,6 +238,14 @@ export function microsoft365Connector(o: Microsoft365Options): (deps: ConnectorD
         async download({ cred, http, item, range, ifNoneMatch }) {
           const { d, i, v } = grantItem(item);
           const c = await fresh(cred, http);
+          if (item.t === 'large') {
+            // A rendition: its pre-authenticated URL from the item's ThumbnailSet, fetched without the token.
+            const api = graph(http);
+            const url = (await api.thumbnails(c.at, d, i)).items.map((s) => s.large?.url).find((u): u is string => typeof u === 'string');
+            const r = url ? api.fetchPreauthenticated(url, 'Microsoft Graph thumbnail (large)') : null;
+            if (!r) throw integrationError('integration-not-available', ID, 'Microsoft Graph lists no large rendition of this file');
+            return r;
+          }
           return graph(http).content(c.at, d, i, v, range, ifNoneMatch);
         },
 

@@ -160,6 +160,13 @@ test('asset: sizes, dates, hashes, photo EXIF, values, the web URL, and the vers
   assert.equal(a.version, 3);
   const v = await ok(`/assets/assetversions/${r.ids['Photos/hero.jpg']}?withMaster=true`);
   assert.equal(v.versions[0].version, a.version, 'the detail and the list agree on the current version');
+  // Graph's large rendition as a conversion, fetched with no session; a non-image has none.
+  assert.deepEqual(a.conversions.map((c: any) => [c.id, c.extension]), [['large', 'jpg']]);
+  const conv = await fetch(local(a.conversions[0].url));
+  assert.equal(conv.status, 200);
+  assert.equal((await sharp(Buffer.from(await conv.arrayBuffer())).metadata()).format, 'jpeg');
+  assert.ok((r.thumbnails.get(r.graphId('Photos/hero.jpg')) ?? 0) >= 1);
+  assert.equal((await ok(`/assets/asset/${r.ids['readme.txt']}`)).conversions, undefined);
 });
 
 test('versions: newest first, numbered from the oldest; withMaster includes the current one; each version downloads its own bytes', async () => {
