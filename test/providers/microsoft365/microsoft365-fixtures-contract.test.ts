@@ -21,7 +21,7 @@ export const M365_CONTRACT: ContractSpec = {
     'type ErrorBody = { error: PublicError };',
   ].join('\n'),
   bindings: [
-    { body: 'me.json#response', type: "User & { '@odata.context'?: string }" },
+    { body: 'me.json#response', type: 'User' },
     { body: 'drive.json#me', type: 'Drive', pageWins: { 'lastModifiedBy.user.email': IDENTITY_EMAIL, 'owner.user.email': IDENTITY_EMAIL } },
     { body: 'drive.json#site_drives', type: 'Collection<Drive>', pageWins: { 'value[0].lastModifiedBy.user.email': IDENTITY_EMAIL } },
     { body: 'sites.json#followed', type: 'Collection<Site>' },
