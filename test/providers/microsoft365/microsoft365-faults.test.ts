@@ -62,6 +62,12 @@ test('a 429 storm: Retry-After honoured through the sleep seam, then integration
   assertError(long, 'integration-unavailable', 503, 'integration');
   assert.equal(long.headers['retry-after'], '120');
   assert.deepEqual(slept, []);
+  // Graph's documented sample says `Retry-After: 2.128`: fractional seconds are honoured (rounded up), not ignored.
+  slept.length = 0;
+  r.fault('rate-limit', 1, '2.128');
+  assert.equal((await get('/assets/folder/me')).statusCode, 200);
+  assert.deepEqual(slept, [3000]);
+  slept.length = 0;
   // One 503 with Retry-After, then an answer: the read is retried and succeeds.
   r.fault('service-unavailable', 1, '1');
   assert.equal((await get('/assets/folder/me')).statusCode, 200);
