@@ -25,6 +25,7 @@ import { googleDriveConnector } from './providers/gdrive/provider.js';
 import { boxConnector } from './providers/box/provider.js';
 import { frontifyConnector } from './providers/frontify/provider.js';
 import { bynderConnector } from './providers/bynder/provider.js';
+import { microsoft365Connector } from './providers/microsoft365/provider.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import { PgLibraryIndex } from './providers/library/index/postgres.js';
 import { IndexerLease } from './providers/library/indexer-lease.js';
@@ -72,6 +73,7 @@ const CATALOG: CatalogEntry[] = [
   oauthConnector('box', boxConnector),
   oauthConnector('frontify', frontifyConnector),
   oauthConnector('bynder', bynderConnector),
+  oauthConnector('microsoft365', microsoft365Connector),
 ];
 
 /** An OAuth connector: served when its app is configured (`DAMHUB_<ID>_CLIENT_ID`), built from the app and the node's PKCE secret. */

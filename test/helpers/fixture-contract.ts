@@ -33,7 +33,8 @@ export interface Binding {
 }
 
 export interface ContractSpec {
-  vendor: 'dropbox' | 'gdrive';
+  /** The fixtures' folder under test/fixtures (dropbox, gdrive, microsoft365, ...). */
+  vendor: string;
   /** The import lines and local type aliases every generated file starts with. */
   prelude: string;
   bindings: Binding[];

@@ -70,11 +70,15 @@ export function malformed(provider: string, what: string, why: string, sample?: 
   return integrationError('integration-unavailable', provider, `${what}: ${why}${sample ? `; the answer began: ${clip(sample.slice(0, 200))}` : ''}`, { status: 502 });
 }
 
-/** Seconds from a Retry-After header (delta-seconds or HTTP-date), or undefined. */
+/**
+ * Seconds from a Retry-After header (delta-seconds or HTTP-date), or undefined. Fractional
+ * seconds (Microsoft Graph documents `Retry-After: 2.128`) are rounded up to whole seconds.
+ */
 export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
   const v = Array.isArray(value) ? value[0] : value;
   if (!v) return undefined;
   if (/^\d+$/.test(v.trim())) return Number(v.trim());
+  if (/^\d{1,9}\.\d+$/.test(v.trim())) return Math.ceil(Number(v.trim()));
   const at = Date.parse(v);
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }

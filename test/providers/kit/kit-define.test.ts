@@ -66,6 +66,7 @@ test('Retry-After in seconds or as an HTTP date; statuses to codes', () => {
   assert.equal(parseRetryAfter('30', now), 30);
   assert.equal(parseRetryAfter(new Date(now + 90_000).toUTCString(), now), 90);
   assert.equal(parseRetryAfter('soon', now), undefined);
+  assert.equal(parseRetryAfter('2.128', now), 3, 'fractional seconds (Microsoft Graph) round up');
   assert.deepEqual(codeForStatus(410), { code: 'integration-not-found' });
   assert.deepEqual(codeForStatus(422), { code: 'integration-operation-failed' });
   assert.deepEqual(codeForStatus(504), { code: 'integration-unavailable', status: 504 });
