@@ -30,7 +30,7 @@ const NAME = 'Microsoft 365';
 export const SCOPES = ['offline_access', 'User.Read', 'Files.Read.All', 'Sites.Read.All'];
 
 /** Inline, so the logo needs no route and no third-party host. */
-const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='#0364b8'/%3E%3Cpath d='M26 24a12 12 0 0 1 22 4 9 9 0 0 1 1 18H19a8 8 0 0 1-1-16 10 10 0 0 1 8-6z' fill='#fff'/%3E%3C/svg%3E";
+const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 64 64'%3E%3Crect width='64' height='64' rx='14' fill='%230364b8'/%3E%3Cpath d='M26 24a12 12 0 0 1 22 4 9 9 0 0 1 1 18H19a8 8 0 0 1-1-16 10 10 0 0 1 8-6z' fill='%23fff'/%3E%3C/svg%3E";
 
 /** Graph's answers to `followedSites` for an account without SharePoint. */
 const NO_SITES = new Set<string>(['integration-operation-failed', 'integration-forbidden', 'integration-not-found', 'integration-not-supported']);
