@@ -57,7 +57,7 @@ export interface SearchResult {
   total_count: number;
   next_cursor?: string;
   resources: CldResource[];
-  aggregations?: Record<string, Record<string, number>>;
+  aggregations?: Record<string, unknown>;
 }
 
 export interface SearchRequest {

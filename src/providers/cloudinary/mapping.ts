@@ -82,10 +82,23 @@ export function filterExpression(ids: string[]): { clauses: string[]; active: Ma
   return { clauses, active };
 }
 
-export function toFilters(aggs: Record<string, Record<string, number>> | undefined, active: Map<Facet, string[]>): Filter[] {
+/**
+ * One facet's counts. The Search API reference shows `{"format": {"jpg": 3, "png": 7}}`; Cloudinary's
+ * generated asset-management SDK models `{"values": [{"value": "jpg", "count": 3}]}`: both are read.
+ */
+function countsOf(agg: unknown): Record<string, number> {
+  if (typeof agg !== 'object' || agg === null) return {};
+  const values = (agg as { values?: unknown }).values;
+  const pairs: [string, unknown][] = Array.isArray(values)
+    ? values.map((v) => [String((v as { value?: unknown }).value), (v as { count?: unknown }).count])
+    : Object.entries(agg);
+  return Object.fromEntries(pairs.filter(([, n]) => Number.isInteger(n) && (n as number) >= 0).slice(0, 200)) as Record<string, number>;
+}
+
+export function toFilters(aggs: Record<string, unknown> | undefined, active: Map<Facet, string[]>): Filter[] {
   if (!aggs && active.size === 0) return [];
   return FACETS.map((f) => {
-    const counts = aggs?.[f] ?? {};
+    const counts = countsOf(aggs?.[f]);
     const on = active.get(f) ?? [];
     const options = Object.entries(counts).map(([v, n]) => ({ id: `${f}:${v}`, isActive: on.includes(v), name: f === 'format' ? v.toUpperCase() : v, count: n }));
     for (const v of on) if (!options.some((o) => o.id === `${f}:${v}`)) options.push({ id: `${f}:${v}`, isActive: true, name: f === 'format' ? v.toUpperCase() : v, count: 0 });
