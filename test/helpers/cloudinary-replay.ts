@@ -443,7 +443,7 @@ export async function startCloudinaryReplay(tree: string[], opts: CloudinaryRepl
 }
 
 /** Signs a hub user in through the connector's form (cloud name, key, secret); the DAM token or null. */
-export async function signInCloudinary(t: TestHub, access: string, fields: { cloud: string; key: string; secret: string }): Promise<{ token: string | null; status: number; page: string }> {
+export async function signInCloudinary(t: TestHub, access: string, fields: { cloud: string; key: string; secret: string }): Promise<{ token: string | null; refresh: string | null; status: number; page: string }> {
   const start = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=cloudinary&polling=true', headers: { authorization: `Bearer ${access}` } });
   assert.equal(start.statusCode, 200, start.body);
   const { redirect_uri, state } = start.json();
@@ -456,7 +456,7 @@ export async function signInCloudinary(t: TestHub, access: string, fields: { clo
     payload: new URLSearchParams({ state, ...fields }).toString(),
   });
   const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
-  return { token: poll.json().access_token ?? null, status: submit.statusCode, page: submit.body };
+  return { token: poll.json().access_token ?? null, refresh: poll.json().refresh_token ?? null, status: submit.statusCode, page: submit.body };
 }
 
 export interface CloudinaryHub {
@@ -464,6 +464,7 @@ export interface CloudinaryHub {
   connector: DefinedConnector;
   access: string;
   dam: string;
+  damRefresh: string | null;
   headers: Record<string, string>;
   get(url: string): Promise<{ status: number; body: any; headers: Record<string, unknown> }>;
   post(url: string, body: unknown): Promise<{ status: number; body: any }>;
@@ -477,7 +478,7 @@ export async function startCloudinaryHub(r: CloudinaryReplay, upstream: Partial<
   assert.ok(s.token, s.page);
   const headers = { authorization: `Bearer ${access}`, 'provider-authorization': `Bearer ${s.token}` };
   return {
-    t, connector, access, dam: s.token!, headers,
+    t, connector, access, dam: s.token!, damRefresh: s.refresh, headers,
     async get(url) {
       const res = await t.app.inject({ method: 'GET', url: `/api/v1${url}`, headers });
       let body: any = null;

@@ -56,9 +56,13 @@ export function underFolder(mode: FolderMode, path: string): string {
   return `(${f}=${quoted(path)} OR ${f}:${escapeTerm(path).replace(/\\\//g, '/')}/*)`;
 }
 
+/**
+ * The user's words, each a term, all required. The operator words (AND, OR, NOT, TO: upper case
+ * only) are lower-cased, which keeps them words: the Search API's text matching ignores case.
+ */
 export function keywordExpression(query: string): string | null {
   const words = query.split(/\s+/).filter(Boolean).slice(0, 32);
-  return words.length ? words.map(escapeTerm).join(' AND ') : null;
+  return words.length ? words.map((w) => escapeTerm(/^(AND|OR|NOT|TO)$/.test(w) ? w.toLowerCase() : w)).join(' AND ') : null;
 }
 
 /** Facets asked of the Search API's `aggregate` (Tier 2), as filters of the hub. */
