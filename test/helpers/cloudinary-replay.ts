@@ -62,7 +62,7 @@ export interface CloudinaryReplay {
   /** Bodies of the search requests seen. */
   searches: any[];
   /** Fault injection: the next `n` Admin API calls answer this way. */
-  fault(kind: 'rate-limit' | 'too-many' | 'html' | 'hang', n?: number, reset?: string): void;
+  fault(kind: 'rate-limit' | 'too-many' | 'html' | 'hang' | 'cursor-expired', n?: number, reset?: string): void;
   /** A new secret: the old one is refused from now on (a revoked key). */
   rotateSecret(): void;
   /** Deletes an asset (between a listing and its detail). */
@@ -328,6 +328,8 @@ export async function startCloudinaryReplay(tree: string[], opts: CloudinaryRepl
         return send(res, 420, errors.rate_limited, { 'x-featureratelimit-limit': '500', 'x-featureratelimit-remaining': '0', 'x-featureratelimit-reset': faults.reset ?? new Date(Date.now() + 3600_000).toUTCString() });
       }
       if (faults.kind === 'too-many') return send(res, 429, errors.rate_limited, { 'retry-after': '2' });
+      // A cursor that is no longer valid upstream (Cloudinary's cursors are opaque and may expire).
+      if (faults.kind === 'cursor-expired') return send(res, 400, errors.bad_request);
     }
     if (req.headers.authorization !== `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`) return send(res, 401, errors.unauthorized);
 
