@@ -411,6 +411,8 @@ export async function startCloudinaryReplay(tree: string[], opts: CloudinaryRepl
       const a = assets.get(byId[1]!);
       if (!a) return send(res, 404, { error: { message: `Resource not found - ${byId[1]}` } });
       const detail: any = { ...detailTpl, ...a.res };
+      // A raw file has no format, dimensions or embedded image metadata (none of the image example's).
+      if (a.res.resource_type === 'raw') for (const k of ['format', 'width', 'height', 'image_metadata']) delete detail[k];
       if (mode === 'fixed') delete detail.asset_folder;
       if (mode === 'fixed') delete detail.display_name;
       detail.derived = a.res.type === 'upload' && a.res.resource_type === 'image'

@@ -188,6 +188,9 @@ test('thumbnails decode as images: the CDN rendition for public images, made by 
   assert.ok(Number(r.calls.get('thumbnail')) >= 2, 'public images use the CDN rendition');
   const raw = (await h.get(`/assets/asset/${r.ids['notes.txt']}`)).body;
   assert.equal(raw.thumbnailUrl, undefined, 'a raw file has no thumbnail');
+  assert.equal(raw.name, 'notes.txt', 'a raw file keeps its extension in the public id and has no format');
+  assert.equal(raw.mimeType, 'text/plain');
+  assert.equal(raw.xSizePx, undefined);
 });
 
 test('refresh re-checks the key; a revoked key fails it with integration-auth-failed', async () => {
