@@ -25,6 +25,8 @@ export interface CloudinaryOptions {
 }
 
 const ID = PROVIDER_ID;
+/** Delivery types whose originals are not public: downloaded through the signed endpoint. */
+const RESTRICTED = new Set(['private', 'authenticated']);
 const CLOUD_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 /** The Media Library's page of one asset. */
 const CONSOLE = 'https://console.cloudinary.com/console/media_library/asset';
@@ -60,11 +62,15 @@ export function cloudinaryConnector(o: CloudinaryOptions = {}): (deps: Connector
     const deliveryUrl = (c: CldCred, r: { rt: string; p: string; v?: number }, transformation: string, ext: string) =>
       `${ep.res}/${encodeURIComponent(c.cloud)}/${encodeURIComponent(r.rt)}/upload/${transformation ? `${transformation}/` : ''}${r.v ? `v${r.v}/` : ''}${r.p.split('/').map(encodeURIComponent).join('/')}${ext ? `.${ext}` : ''}`;
 
-    /** Links of one asset: a public original from the CDN, others through the hub's grant. */
+    /**
+     * Links of one asset: a public original (every delivery type but private and authenticated:
+     * upload, fetch, ...) is its secure_url on the CDN; the others go through the hub's grant.
+     */
     async function mapResource(ctx: CallContext<CldCred>, r: CldResource, detail = false): Promise<Asset> {
       const name = nameOf(r);
-      const item = { p: r.public_id, f: r.format ?? '', t: r.type, rt: r.resource_type };
-      const downloadUrl = r.type === 'upload' && r.secure_url ? r.secure_url : await ctx.downloadUrl({ k: 'o', ...item }, name);
+      const isPublic = !RESTRICTED.has(r.type) && typeof r.secure_url === 'string';
+      const item = { p: r.public_id, f: r.format ?? '', t: r.type, rt: r.resource_type, ...(isPublic ? { s: r.secure_url } : {}) };
+      const downloadUrl = isPublic ? r.secure_url! : await ctx.downloadUrl({ k: 'o', ...item }, name);
       // Images (and, public, videos: the CDN renders their frame) get a thumbnail.
       const thumbable = r.resource_type === 'image' || (r.resource_type === 'video' && r.type === 'upload');
       const thumbnailUrl = thumbable ? await ctx.thumbnailUrl({ k: 'o', ...item, v: r.version ?? 0 }, `${name}.jpg`, r.etag ? { etag: r.etag } : { version: r.version ?? 0 }) : undefined;
@@ -221,7 +227,8 @@ export function cloudinaryConnector(o: CloudinaryOptions = {}): (deps: Connector
           if (item.k === 'b' && typeof item.a === 'string' && typeof item.v === 'string') return cld.backupDownload(item.a, item.v, range);
           if (item.k === 'o' && typeof item.p === 'string' && typeof item.t === 'string' && typeof item.rt === 'string') {
             // A public original (the kit's thumbnail fallback): the CDN's own URL, unsigned.
-            if (item.t === 'upload') return deliveryGet(http, deliveryUrl(cred, { rt: item.rt, p: item.p, v: typeof item.v === 'number' ? item.v : undefined }, '', typeof item.f === 'string' ? item.f : ''));
+            if (typeof item.s === 'string') return deliveryGet(http, item.s);
+            if (!RESTRICTED.has(item.t)) throw integrationError('integration-not-found', ID, 'the link names no downloadable Cloudinary asset');
             return cld.privateDownload({ p: item.p, f: typeof item.f === 'string' ? item.f : '', t: item.t, rt: item.rt }, range);
           }
           throw integrationError('integration-not-found', ID, 'the link names no Cloudinary asset');
