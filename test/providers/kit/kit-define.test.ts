@@ -51,13 +51,13 @@ test('what a connector can do follows from the hooks it gives; a capability cann
 });
 
 test('DAMHUB_CONNECTORS enables known connectors with the shared overrides; an unknown id is refused', () => {
-  assert.deepEqual(knownConnectors(), ['s3', 'webdav']);
+  assert.deepEqual(knownConnectors(), ['cloudinary', 's3', 'webdav']);
   assert.deepEqual(connectorsFromEnv({ DAMHUB_CONNECTORS: 'webdav, s3', DAMHUB_CONNECTOR_ALLOW_HOSTS: 'nas.local,10.0.0.0/8', DAMHUB_CONNECTOR_TIMEOUT_MS: '5000' }), {
     webdav: { allowHosts: ['nas.local', '10.0.0.0/8'], timeoutMs: 5000 },
     s3: { allowHosts: ['nas.local', '10.0.0.0/8'], timeoutMs: 5000 },
   });
   assert.deepEqual(connectorsFromEnv({}), {});
-  assert.throws(() => connectorsFromEnv({ DAMHUB_CONNECTORS: 'dropbox-ish' }), /unknown connector "dropbox-ish"; known: s3, webdav/);
+  assert.throws(() => connectorsFromEnv({ DAMHUB_CONNECTORS: 'dropbox-ish' }), /unknown connector "dropbox-ish"; known: cloudinary, s3, webdav/);
   assert.throws(() => connectorsFromEnv({ DAMHUB_CONNECTORS: 'webdav', DAMHUB_CONNECTOR_TIMEOUT_MS: 'soon' }), /DAMHUB_CONNECTOR_TIMEOUT_MS/);
 });
 
