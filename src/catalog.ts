@@ -22,6 +22,7 @@ import { webdavConnector } from './providers/webdav/provider.js';
 import { s3Connector } from './providers/s3/provider.js';
 import { dropboxConnector } from './providers/dropbox/provider.js';
 import { googleDriveConnector } from './providers/gdrive/provider.js';
+import { cantoConnector } from './providers/canto/provider.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import { PgLibraryIndex } from './providers/library/index/postgres.js';
 import { IndexerLease } from './providers/library/indexer-lease.js';
@@ -66,6 +67,7 @@ const CATALOG: CatalogEntry[] = [
   { id: 's3', enabledBy: 'connectors', enabled: (c) => 's3' in c.connectors, build: (d) => s3Connector(connectorDeps(d, 's3')) },
   oauthConnector('dropbox', dropboxConnector),
   oauthConnector('gdrive', googleDriveConnector),
+  oauthConnector('canto', cantoConnector),
 ];
 
 /** An OAuth connector: served when its app is configured (`DAMHUB_<ID>_CLIENT_ID`), built from the app and the node's PKCE secret. */
