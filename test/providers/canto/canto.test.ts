@@ -24,7 +24,7 @@ before(async () => {
     'Marketing/Campaign/hero.jpg', 'Marketing/Campaign/brief.pdf', 'Marketing/Campaign/spot.mp4', 'Marketing/Campaign/jingle.mp3',
     'Marketing/Logos/logo.png', 'Press/kit.txt',
   ], { 'Marketing/Campaign/hero.jpg': 2 });
-  ({ t } = await startCantoHub(r.url, { timeoutMs: 2000, retries: 1, retryBaseMs: 1 }));
+  ({ t } = await startCantoHub(r.url, { timeoutMs: 5000, retries: 1, retryBaseMs: 1 }));
   access = (await t.login()).access_token;
   dam = await cantoSignIn(t, access, r.url);
   await t.app.listen({ port: 0, host: '127.0.0.1' });

@@ -25,8 +25,8 @@ export async function cantoSignIn(t: TestHub, hubAccess: string, serverUrl: stri
   const back = new URL(consent.headers.get('location')!);
   assert.equal(back.pathname, '/api/v1/auth/callback/canto');
   const cb = await t.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
-  assert.equal(cb.statusCode, 200, cb.body);
   const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
+  assert.equal(cb.statusCode, 200, poll.body);
   const tokens = poll.json();
   assert.equal(typeof tokens.access_token, 'string', poll.body);
   return tokens;

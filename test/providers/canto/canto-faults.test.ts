@@ -1,0 +1,174 @@
+/**
+ * Canto faults through the hub, each ending as a clear integration-* error (never a 500) within
+ * the deadline: tokens expiring or revoked mid-traversal, tenants that are not Canto sites or are
+ * private, 429 storms (Retry-After honoured through the injected sleep, no real waits), cursors
+ * past the end, an album of 100,000 contents (paged, never read whole), content deleted between
+ * listing and detail, and HTML error pages.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startCantoReplay, type CantoReplay } from '../../helpers/canto-replay.js';
+import { assertError, bearer, type TestHub } from '../../helpers/hub.js';
+import { cantoSignIn, startCantoHub } from './harness.js';
+
+let r: CantoReplay;
+let t: TestHub;
+let access: string;
+let dam: { access_token: string; refresh_token?: string };
+const slept: number[] = [];
+/** Generous: the machine running the suite may be busy; no test here waits for it. */
+const TIMEOUT_MS = 5000;
+
+before(async () => {
+  r = await startCantoReplay([
+    ...Array.from({ length: 6 }, (_, i) => `Shoot/img ${i}.jpg`),
+    'Shoot/gone.jpg',
+  ]);
+  ({ t } = await startCantoHub(r.url, { timeoutMs: TIMEOUT_MS, retries: 2, retryBaseMs: 1 }, {
+    sleep: async (ms) => { slept.push(ms); },
+  }));
+  access = (await t.login()).access_token;
+  dam = await cantoSignIn(t, access, r.url);
+});
+after(async () => {
+  await t?.close();
+  await r?.close();
+});
+
+const get = (url: string, token = dam.access_token) =>
+  t.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: { authorization: bearer(access), 'provider-authorization': bearer(token) } });
+const album = () => `/assets/folder/${encodeURIComponent(r.ids['Shoot']!)}`;
+
+test('a token that expires mid-traversal: integration-auth-failed 401 with Canto\'s message; after the refresh the traversal goes on', async () => {
+  const first = await get(`${album()}?size=3`);
+  assert.equal(first.statusCode, 200, first.body);
+  const more = first.json().more;
+  r.fault('expired-token');
+  const body = assertError(await get(`${album()}?size=3&more=${encodeURIComponent(more)}`), 'integration-auth-failed', 401, 'integration');
+  assert.match(body.error.details, /answered 401: Unauthorized: the access token is invalid or expired/);
+  r.revokeTokens();
+  assertError(await get(`${album()}?size=3&more=${encodeURIComponent(more)}`), 'integration-auth-failed', 401, 'integration');
+  const ref = await t.app.inject({ method: 'GET', url: '/api/v1/auth/refreshToken', headers: { authorization: bearer(access), 'provider-authorization': bearer(dam.refresh_token!) } });
+  assert.equal(ref.statusCode, 200, ref.body);
+  dam = { ...dam, access_token: ref.json().access_token };
+  const next = await get(`${album()}?size=3&more=${encodeURIComponent(more)}`);
+  assert.equal(next.statusCode, 200, next.body);
+  assert.equal(next.json().assets.length, 3);
+});
+
+test('a revoked refresh token: the renewal is integration-auth-failed with Canto\'s invalid_grant', async () => {
+  r.revokeTokens(true);
+  const ref = await t.app.inject({ method: 'GET', url: '/api/v1/auth/refreshToken', headers: { authorization: bearer(access), 'provider-authorization': bearer(dam.refresh_token!) } });
+  const body = assertError(ref, 'integration-auth-failed', 401, 'integration');
+  assert.match(body.error.details, /invalid_grant/);
+  dam = await cantoSignIn(t, access, r.url);
+});
+
+test('a serverUrl that is not a Canto site is refused at the login start, naming why', async () => {
+  for (const bad of ['https://example.com', 'http://10.0.0.1', 'https://oauth.canto.com', 'https://acme.canto.com.evil.example', 'http://acme.canto.com', 'https://a.b.canto.com']) {
+    const res = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=canto&polling=true&serverUrl=${encodeURIComponent(bad)}`, headers: { authorization: bearer(access) } });
+    const body = assertError(res, 'integration-operation-failed', 400, 'integration');
+    assert.equal(body.error.provider, 'canto');
+    assert.match(body.error.message, /Canto site/, bad);
+  }
+  assertError(await t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=canto&polling=true&serverUrl=not%20a%20url', headers: { authorization: bearer(access) } }), 'hub-validation-error', 400);
+  const none = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=canto&polling=true', headers: { authorization: bearer(access) } });
+  assert.ok(none.statusCode === 400, none.body);
+});
+
+test('each Canto region signs in on its own OAuth host (the US one replaced by the stand-in here), with app_id and an S256 challenge', async () => {
+  const hosts: Record<string, string> = {
+    'https://acme.canto.com': new URL(r.url).host, 'https://acme.canto.global': 'oauth.canto.global', 'https://acme.canto.de': 'oauth.canto.de',
+    'https://acme.ca.canto.com': 'oauth.ca.canto.com', 'https://acme.au.canto.com': 'oauth.au.canto.com',
+  };
+  for (const [site, host] of Object.entries(hosts)) {
+    const res = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=canto&polling=true&serverUrl=${encodeURIComponent(site)}`, headers: { authorization: bearer(access) } });
+    assert.equal(res.statusCode, 200, res.body);
+    const u = new URL(res.json().redirect_uri);
+    assert.equal(`${u.host}${u.pathname}`, `${host}/oauth/api/oauth2/authorize`, site);
+    assert.equal(u.searchParams.get('app_id'), 'canto-app');
+    assert.equal(u.searchParams.get('code_challenge_method'), 'S256');
+    assert.equal(u.searchParams.get('response_type'), 'code');
+  }
+});
+
+test('a tenant at a private address (not allowed by the hub): the login fails with the address refusal, no token used', async () => {
+  const built = await startCantoHub(r.url, { allowHosts: [] });
+  try {
+    const acc = (await built.t.login()).access_token;
+    const start = await built.t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=canto&polling=true&serverUrl=${encodeURIComponent(r.url)}`, headers: { authorization: bearer(acc) } });
+    assert.equal(start.statusCode, 200, start.body);
+    const { state, redirect_uri } = start.json();
+    const back = new URL((await fetch(redirect_uri, { redirect: 'manual' })).headers.get('location')!);
+    const cb = await built.t.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
+    assert.equal(cb.statusCode, 400);
+    const poll = (await built.t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` })).json();
+    assert.match(poll.error, /address is not allowed/);
+  } finally {
+    await built.t.close();
+  }
+});
+
+test('429 storm: Retry-After honoured between attempts, then integration-unavailable 503 passing Retry-After on', async () => {
+  slept.length = 0;
+  r.fault('rate-limit', 3);
+  const body = assertError(await get(album()), 'integration-unavailable', 503, 'integration');
+  assert.deepEqual(slept, [1000, 1000], 'each retry waited the second Retry-After asked for');
+  assert.match(body.error.details, /answered 429: Too many requests/);
+  slept.length = 0;
+  r.fault('rate-limit', 1);
+  assert.equal((await get(album())).statusCode, 200, 'one 429, then the retry answers');
+  assert.deepEqual(slept, [1000]);
+  slept.length = 0;
+  r.fault('rate-limit-long', 1);
+  const long = await get(album());
+  assertError(long, 'integration-unavailable', 503, 'integration');
+  assert.equal(long.headers['retry-after'], '300', 'a longer wait goes back to the client');
+  assert.deepEqual(slept, [], 'no wait for a Retry-After beyond maxRetryAfterMs');
+});
+
+test('a cursor past the end (the album shrank between pages): an empty last page, no error', async () => {
+  const first = (await get(`${album()}?size=6`)).json();
+  assert.equal(typeof first.more, 'string');
+  r.remove('Shoot/img 5.jpg');
+  const rest = await get(`${album()}?size=6&more=${encodeURIComponent(first.more)}`);
+  assert.equal(rest.statusCode, 200, rest.body);
+  assert.equal(rest.json().assets.length, 0);
+  assert.equal(rest.json().more, undefined);
+  assert.equal(rest.json().totalAssetsCount, 6);
+});
+
+test('an album of 100,000 contents is paged by Canto\'s start/limit: exact total, bounded pages', async () => {
+  r.addBigAlbum('Archive', 100_000);
+  const id = encodeURIComponent(r.ids['Archive']!);
+  const p1 = await get(`/assets/folder/${id}?size=1000`);
+  assert.equal(p1.statusCode, 200, p1.body);
+  const b1 = p1.json();
+  assert.equal(b1.totalAssetsCount, 100_000);
+  assert.equal(b1.assets.length, 100, 'clamped to the connector maximum');
+  assert.ok(r.maxLimit <= 100, 'no listing asked Canto for more than one page');
+  const b2 = (await get(`/assets/folder/${id}?size=1000&more=${encodeURIComponent(b1.more)}`)).json();
+  assert.equal(b2.assets[0].name, 'big 000100.jpg');
+  assert.equal(new Set([...b1.assets, ...b2.assets].map((a: any) => a.id)).size, 200);
+});
+
+test('content deleted between listing and detail: 404 integration-not-found; its download link too', async () => {
+  const listed = (await get(album())).json();
+  const gone = listed.assets.find((a: any) => a.name === 'gone.jpg');
+  r.remove('Shoot/gone.jpg');
+  assertError(await get(`/assets/asset/${encodeURIComponent(gone.id)}`), 'integration-not-found', 404, 'integration');
+  assertError(await get(`/assets/assetversions/${encodeURIComponent(gone.id)}`), 'integration-not-found', 404, 'integration');
+  const u = new URL(gone.downloadUrl);
+  const dl = await t.app.inject({ method: 'GET', url: `${u.pathname}${u.search}` });
+  assertError(dl, 'integration-not-found', 404, 'integration');
+  assertError(await get(`/assets/asset/${encodeURIComponent('image:../../etc')}`), 'integration-not-found', 404, 'integration');
+  assertError(await get(`/assets/folder/${encodeURIComponent('album:x/y')}`), 'integration-not-found', 404, 'integration');
+});
+
+test('an HTML error page: integration-unavailable 502 with its words, no markup, bounded', async () => {
+  r.fault('html', 3);
+  const body = assertError(await get(album()), 'integration-unavailable', 502, 'integration');
+  assert.match(body.error.details, /answered 502: Bad Gateway The server is temporarily unable to service your request\./);
+  assert.doesNotMatch(body.error.details, /<|font:12px/);
+  assert.ok(body.error.details.length < 2300, `bounded: ${body.error.details.length}`);
+});
