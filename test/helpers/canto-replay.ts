@@ -22,7 +22,7 @@ export const cantoFixture = (name: string): any => JSON.parse(fs.readFileSync(pa
 
 const SCHEME_BY_EXT: Record<string, string> = { jpg: 'image', jpeg: 'image', png: 'image', gif: 'image', mp4: 'video', mov: 'video', mp3: 'audio', wav: 'audio', pdf: 'document', txt: 'document', docx: 'document', pptx: 'presentation' };
 
-export type CantoFault = 'rate-limit' | 'rate-limit-long' | 'html' | 'hang' | 'expired-token';
+export type CantoFault = 'rate-limit' | 'rate-limit-long' | 'html' | 'hang' | 'expired-token' | 'rate-limit-counts';
 
 export interface CantoReplay {
   url: string;
@@ -42,6 +42,14 @@ export interface CantoReplay {
   revokeTokens(refresh?: boolean): void;
   /** Removes a content (deleted at Canto after it was listed). */
   remove(p: string): void;
+  /**
+   * Not from the reference: binaries answer 302 to a delivery path of the replay (as a content
+   * delivery host would), which serves without a token; `deliveryAuth` records what it was sent.
+   */
+  redirectBinaries(on: boolean): void;
+  deliveryAuth: (string | undefined)[];
+  /** Token answers in RFC 6749 form (access_token, ...) instead of the documented camelCase. */
+  rfcTokens(on: boolean): void;
   /** An album of `n` generated contents (made page by page, never held). */
   addBigAlbum(name: string, n: number): string;
   close(): Promise<void>;
@@ -117,6 +125,11 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
   const calls = new Map<string, number>();
   let maxLimit = 0;
   let lastTokenRequest: Record<string, string> = {};
+  let redirecting = false;
+  let rfc = false;
+  const deliveryAuth: (string | undefined)[] = [];
+  /** A token answer in the documented dialect, or RFC 6749's. */
+  const tokenBody = (b: any) => (rfc ? { access_token: b.accessToken, token_type: b.tokenType, expires_in: Number(b.expiresIn), refresh_token: b.refreshToken } : b);
   const origin = () => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   /** A listing record of a content: the documented record, its URLs on this tenant. */
   const record = (c: Content) => ({ ...c.meta, url: Object.fromEntries(Object.entries(c.meta.url).map(([k, v]) => [k, String(v).replace('https://obj.canto.com', origin())])) });
@@ -177,20 +190,32 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
         const rt = `${tokenFx.code.refreshToken}${seq}`;
         tokens.add(at);
         refreshTokens.add(rt);
-        return send(res, 200, { ...tokenFx.code, accessToken: at, refreshToken: rt });
+        return send(res, 200, tokenBody({ ...tokenFx.code, accessToken: at, refreshToken: rt }));
       }
       if (f.get('grant_type') === 'refresh_token') {
         const rt = f.get('refresh_token') ?? '';
         if (!refreshTokens.has(rt)) return send(res, 400, errors.invalid_grant);
         const at = `${tokenFx.refresh.accessToken}.${++seq}`;
         tokens.add(at);
-        return send(res, 200, { ...tokenFx.refresh, accessToken: at, refreshToken: rt });
+        return send(res, 200, tokenBody({ ...tokenFx.refresh, accessToken: at, refreshToken: rt }));
       }
       return send(res, 400, { error: 'unsupported_grant_type' });
     }
 
-    if (faults && faults.n > 0) {
+    const parts = u.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+    if (parts[0] === 'delivery') {
+      // The delivery host: signed path, no token wanted.
+      deliveryAuth.push(req.headers.authorization);
+      const c = contents.get(parts[2] ?? '');
+      if (!c) return send(res, 404, errors.not_found);
+      const body = parts[3] === 'preview' ? preview : c.bytes;
+      res.writeHead(200, { 'content-type': parts[3] === 'preview' ? 'image/jpeg' : 'application/octet-stream', 'content-length': String(body.length) });
+      return res.end(body);
+    }
+    const counting = u.pathname === '/api/v1/search' && u.searchParams.get('limit') === '1';
+    if (faults && faults.n > 0 && (faults.kind !== 'rate-limit-counts' || counting)) {
       faults.n--;
+      if (faults.kind === 'rate-limit-counts') return send(res, 429, errors.too_many_requests, { 'retry-after': '300' });
       if (faults.kind === 'hang') return; // never answers; the client's deadline must end it
       if (faults.kind === 'html') {
         res.writeHead(502, { 'content-type': 'text/html' });
@@ -203,10 +228,13 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
     const auth = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
     if (!auth || !tokens.has(auth)) return send(res, 401, errors.unauthorized);
 
-    const parts = u.pathname.split('/').filter(Boolean).map(decodeURIComponent);
     if (parts[0] === 'api_binary' && parts[1] === 'v1') {
       const c = contents.get(parts[3] ?? '');
       if (!c || c.meta.scheme !== parts[2]) return send(res, 404, errors.not_found);
+      if (redirecting) {
+        res.writeHead(302, { location: `/delivery/${parts[2]}/${parts[3]}${parts[4] === 'preview' ? '/preview' : ''}?sig=replay` });
+        return res.end();
+      }
       if (parts[4] === 'preview') {
         res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(preview.length) });
         return res.end(preview);
@@ -261,6 +289,13 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
     bytesOf: (p) => contents.get(byPath.get(p)!)!.bytes,
     fault(kind, n = 1) {
       faults = { kind, n };
+    },
+    redirectBinaries(on) {
+      redirecting = on;
+    },
+    deliveryAuth,
+    rfcTokens(on) {
+      rfc = on;
     },
     revokeTokens(refresh = false) {
       tokens.clear();

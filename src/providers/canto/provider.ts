@@ -154,10 +154,6 @@ export function cantoConnector(o: CantoOptions): (deps: ConnectorDeps) => Define
       }, { detail });
     }
 
-    /** The credentials with a fresh access token when the grant's has expired (a hub link outlives it). */
-    const fresh = async (cred: OAuthCredentials, http: UpstreamClient) =>
-      (cred.exp !== undefined && cred.exp <= deps.clock.now() + 60_000 ? flow.refresh(cred, dialect(http)) : cred);
-
     const itemOf = (item: Record<string, unknown>) => {
       if (!isScheme(item.s) || typeof item.id !== 'string' || !CANTO_ID.test(item.id)) throw integrationError('integration-not-found', ID, 'the link names no Canto content');
       return { scheme: item.s, id: item.id };
@@ -243,7 +239,9 @@ export function cantoConnector(o: CantoOptions): (deps: ConnectorDeps) => Define
           } else {
             [page, filters] = await Promise.all([
               a.search(q.query, start, opts.size, { scheme: param(active.scheme), approval: param(active.approval) }),
-              start === 0 ? filtersFor(ctx, q.query, active) : Promise.resolve([]),
+              // The counts are extra: a count Canto does not give (a rate limit, an outage) leaves
+              // the page without filters rather than failing the search itself.
+              start === 0 ? filtersFor(ctx, q.query, active).catch(() => []) : Promise.resolve([]),
             ]);
           }
           const next = start + page.results.length;
@@ -275,16 +273,17 @@ export function cantoConnector(o: CantoOptions): (deps: ConnectorDeps) => Define
         },
 
         async download({ cred, http, item, range, ifNoneMatch }) {
+          // The grant's own token is used as it is: Canto's live 30 days, a grant 4 hours. It is
+          // not renewed here: Canto's refresh answer carries a refresh token, and if Canto rotates
+          // them a renewal inside a link would end the user's connection.
           const { scheme, id } = itemOf(item);
-          const c = await fresh(cred, http);
-          return new CantoApi(http, tenant(c.srv).origin, c.at).binary(`${scheme}/${encodeURIComponent(id)}`, `Canto api_binary ${scheme}/{id}`, range, ifNoneMatch);
+          return new CantoApi(http, tenant(cred.srv).origin, cred.at).binary(`${scheme}/${encodeURIComponent(id)}`, `Canto api_binary ${scheme}/{id}`, range, ifNoneMatch);
         },
 
         /** Canto's own preview rendition (it needs the user's token); the kit checks and re-encodes it. */
         async thumbnail({ cred, http, item }) {
           const { scheme, id } = itemOf(item);
-          const c = await fresh(cred, http);
-          return new CantoApi(http, tenant(c.srv).origin, c.at).binary(`${scheme}/${encodeURIComponent(id)}/preview`, `Canto api_binary ${scheme}/{id}/preview`);
+          return new CantoApi(http, tenant(cred.srv).origin, cred.at).binary(`${scheme}/${encodeURIComponent(id)}/preview`, `Canto api_binary ${scheme}/{id}/preview`);
         },
       },
     })(deps);

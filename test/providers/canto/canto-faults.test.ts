@@ -172,3 +172,42 @@ test('an HTML error page: integration-unavailable 502 with its words, no markup,
   assert.doesNotMatch(body.error.details, /<|font:12px/);
   assert.ok(body.error.details.length < 2300, `bounded: ${body.error.details.length}`);
 });
+
+test('filter counts Canto does not give (rate-limited): the search still answers, without filters', async () => {
+  r.fault('rate-limit-counts', 100);
+  const res = await get('/assets/search?query=img');
+  assert.equal(res.statusCode, 200, res.body);
+  assert.equal(res.json().totalAssetsCount, 5);
+  assert.deepEqual(res.json().filters, []);
+  r.fault('rate-limit-counts', 0);
+});
+
+test('a binary answered with a redirect (a delivery host): followed once, without the user\'s token', async () => {
+  r.redirectBinaries(true);
+  try {
+    const a = (await get(`/assets/asset/${encodeURIComponent(r.ids['Shoot/img 0.jpg']!)}`)).json();
+    const u = new URL(a.downloadUrl);
+    const dl = await t.app.inject({ method: 'GET', url: `${u.pathname}${u.search}` });
+    assert.equal(dl.statusCode, 200, dl.body);
+    assert.ok(dl.rawPayload.equals(r.bytesOf('Shoot/img 0.jpg')));
+    const th = new URL(a.thumbnailUrl);
+    const thumb = await t.app.inject({ method: 'GET', url: `${th.pathname}${th.search}` });
+    assert.equal(thumb.statusCode, 200);
+    assert.equal(thumb.headers['content-type'], 'image/jpeg');
+    assert.equal(r.deliveryAuth.length, 2);
+    assert.deepEqual(r.deliveryAuth, [undefined, undefined], 'the token is not sent to the redirect target');
+  } finally {
+    r.redirectBinaries(false);
+  }
+});
+
+test('a token endpoint answering in plain RFC 6749 form is read as well (the dialect view passes it through)', async () => {
+  r.rfcTokens(true);
+  try {
+    const ref = await t.app.inject({ method: 'GET', url: '/api/v1/auth/refreshToken', headers: { authorization: bearer(access), 'provider-authorization': bearer(dam.refresh_token!) } });
+    assert.equal(ref.statusCode, 200, ref.body);
+    assert.equal((await get('/assets/folder/root', ref.json().access_token)).statusCode, 200);
+  } finally {
+    r.rfcTokens(false);
+  }
+});
