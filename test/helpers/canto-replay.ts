@@ -50,6 +50,8 @@ export interface CantoReplay {
   deliveryAuth: (string | undefined)[];
   /** Token answers in RFC 6749 form (access_token, ...) instead of the documented camelCase. */
   rfcTokens(on: boolean): void;
+  /** A record the connector cannot use (say, of an unknown scheme) listed in an album. */
+  addRaw(albumPath: string, record: unknown): void;
   /** An album of `n` generated contents (made page by page, never held). */
   addBigAlbum(name: string, n: number): string;
   close(): Promise<void>;
@@ -78,6 +80,7 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
   const albums = new Map<string, string[]>();
   const contents = new Map<string, Content>();
   const bigAlbums = new Map<string, number>();
+  const raws = new Map<string, unknown[]>();
   const byPath = new Map<string, string>();
 
   function node(dir: string, scheme: 'folder' | 'album'): string {
@@ -268,7 +271,8 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
       const list = albums.get(id);
       if (!list) return send(res, 404, errors.not_found);
       const kw = (u.searchParams.get('keyword') ?? '').toLowerCase();
-      return send(res, 200, page(albumTpl, list.map((k) => contents.get(k)).filter((c): c is Content => !!c && (!kw || c.meta.name.toLowerCase().includes(kw))).map(record), u));
+      const listed: unknown[] = list.map((k) => contents.get(k)).filter((c): c is Content => !!c && (!kw || c.meta.name.toLowerCase().includes(kw))).map(record);
+      return send(res, 200, page(albumTpl, [...(raws.get(id) ?? []), ...listed], u));
     }
     if (what === 'search' && !id) {
       return send(res, 200, page(searchTpl, [...contents.values()].filter((c) => matches(c, u)).sort((a, b) => (a.meta.name < b.meta.name ? -1 : 1)).map(record), u));
@@ -305,6 +309,10 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
       const id = byPath.get(p)!;
       contents.delete(id);
       for (const l of albums.values()) if (l.includes(id)) l.splice(l.indexOf(id), 1);
+    },
+    addRaw(albumPath, rec) {
+      const id = byPath.get(albumPath)!;
+      raws.set(id, [...(raws.get(id) ?? []), rec]);
     },
     addBigAlbum(name, n) {
       const id = folderId();

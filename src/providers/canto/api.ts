@@ -59,6 +59,8 @@ export interface CantoNode {
 export interface CantoList {
   results: CantoContent[];
   found: number;
+  /** How many records the page held, usable or not: the next page starts that far on. */
+  served: number;
 }
 
 /** The upstream message of a Canto error body: a JSON `message` / `error_description` / `error`, or the text. */
@@ -127,7 +129,7 @@ export class CantoApi {
     // An empty page may come without `results` (nothing found).
     const results = r.results === undefined && found === 0 ? [] : r.results;
     if (!Array.isArray(results) || found === null) throw shapeError(this.http.providerId, what);
-    return { results: results.filter((c): c is CantoContent => typeof c?.id === 'string' && typeof c?.name === 'string' && isScheme(c?.scheme)), found };
+    return { results: results.filter((c): c is CantoContent => typeof c?.id === 'string' && typeof c?.name === 'string' && isScheme(c?.scheme)), found, served: results.length };
   }
 
   /**

@@ -212,14 +212,14 @@ export function cantoConnector(o: CantoOptions): (deps: ConnectorDeps) => Define
           }
           const start = offsetOf(ID, opts.more);
           const page = await a.album(f.id, start, opts.size);
-          const next = start + page.results.length;
+          const next = start + page.served;
           return {
             id: folderId, name: 'Album',
             folders: [],
             assets: await Promise.all(page.results.map((c) => mapContent(ctx, c))),
             filters: [],
             totalAssetsCount: page.found,
-            ...(page.results.length > 0 && next < page.found ? { more: String(next) } : {}),
+            ...(page.served > 0 && next < page.found ? { more: String(next) } : {}),
           };
         },
 
@@ -244,11 +244,11 @@ export function cantoConnector(o: CantoOptions): (deps: ConnectorDeps) => Define
               start === 0 ? filtersFor(ctx, q.query, active).catch(() => []) : Promise.resolve([]),
             ]);
           }
-          const next = start + page.results.length;
+          const next = start + page.served;
           return {
             assets: await Promise.all(page.results.map((c) => mapContent(ctx, c))),
             folders: [], filters, totalAssetsCount: page.found,
-            ...(page.results.length > 0 && next < page.found ? { more: String(next) } : {}),
+            ...(page.served > 0 && next < page.found ? { more: String(next) } : {}),
           };
         },
 
