@@ -235,3 +235,16 @@ test('records the connector cannot use are skipped without shifting the pages (n
     await r2.close();
   }
 });
+
+test('a cursor past its lifetime (24 h, the hub\'s clock): a clear 400, never a 500 or another page', async () => {
+  const first = await get(`${album()}?size=2`);
+  assert.equal(first.statusCode, 200, first.body);
+  const more = first.json().more;
+  t.clock.advance(25 * 3600_000);
+  // The hub access token and the DAM connection token have expired too: a new exchange and sign-in, same user.
+  access = (await t.login()).access_token;
+  dam = await cantoSignIn(t, access, r.url);
+  const stale = await get(`${album()}?size=2&more=${encodeURIComponent(more)}`);
+  const body = assertError(stale, 'hub-validation-error', 400);
+  assert.match(body.error.details, /more/);
+});
