@@ -23,6 +23,7 @@ before(async () => {
   r = await startCantoReplay([
     ...Array.from({ length: 6 }, (_, i) => `Shoot/img ${i}.jpg`),
     'Shoot/gone.jpg',
+    'Odd/a.jpg', 'Odd/b.jpg', 'Odd/c.jpg',
   ]);
   ({ t } = await startCantoHub(r.url, { timeoutMs: TIMEOUT_MS, retries: 2, retryBaseMs: 1 }, {
     sleep: async (ms) => { slept.push(ms); },
@@ -213,27 +214,18 @@ test('a token endpoint answering in plain RFC 6749 form is read as well (the dia
 });
 
 test('records the connector cannot use are skipped without shifting the pages (no repeat, no gap)', async () => {
-  const r2 = await startCantoReplay(['Odd/a.jpg', 'Odd/b.jpg', 'Odd/c.jpg']);
-  r2.addRaw('Odd', { id: 'X1', name: 'a web link', scheme: 'weblink' });
-  r2.addRaw('Odd', { id: 'X2', scheme: 'image' });
-  const built = await startCantoHub(r2.url);
-  try {
-    const acc = (await built.t.login()).access_token;
-    const d = (await cantoSignIn(built.t, acc, r2.url)).access_token;
-    const names: string[] = [];
-    let more: string | undefined;
-    for (let i = 0; i < 10; i++) {
-      const res = await built.t.app.inject({ method: 'GET', url: `/api/v1/assets/folder/${encodeURIComponent(r2.ids['Odd']!)}?size=2${more ? `&more=${encodeURIComponent(more)}` : ''}`, headers: { authorization: bearer(acc), 'provider-authorization': bearer(d) } });
-      assert.equal(res.statusCode, 200, res.body);
-      names.push(...res.json().assets.map((a: any) => a.name));
-      more = res.json().more;
-      if (!more) break;
-    }
-    assert.deepEqual(names, ['a.jpg', 'b.jpg', 'c.jpg']);
-  } finally {
-    await built.t.close();
-    await r2.close();
+  r.addRaw('Odd', { id: 'X1', name: 'a web link', scheme: 'weblink' });
+  r.addRaw('Odd', { id: 'X2', scheme: 'image' });
+  const names: string[] = [];
+  let more: string | undefined;
+  for (let i = 0; i < 10; i++) {
+    const res = await get(`/assets/folder/${encodeURIComponent(r.ids['Odd']!)}?size=2${more ? `&more=${encodeURIComponent(more)}` : ''}`);
+    assert.equal(res.statusCode, 200, res.body);
+    names.push(...res.json().assets.map((a: any) => a.name));
+    more = res.json().more;
+    if (!more) break;
   }
+  assert.deepEqual(names, ['a.jpg', 'b.jpg', 'c.jpg']);
 });
 
 test('a cursor past its lifetime (24 h, the hub\'s clock): a clear 400, never a 500 or another page', async () => {
