@@ -107,7 +107,8 @@ export function cantoConnector(o: CantoOptions): (deps: ConnectorDeps) => Define
       const i = id.indexOf(':');
       const facet = id.slice(0, i) as FacetKey;
       const value = id.slice(i + 1);
-      if (i < 1 || !(facet in FACETS) || !FACETS[facet].options.some((o) => o.value === value)) {
+      // Own keys only: `constructor:x` must be an unknown id, not a prototype's member.
+      if (i < 1 || !Object.hasOwn(FACETS, facet) || !FACETS[facet].options.some((o) => o.value === value)) {
         throw hubError('hub-validation-error', `filters: unknown option id ${JSON.stringify(id.slice(0, 100))}; use ids from a previous response's filters`);
       }
       (out[facet] ??= []).push(value);
