@@ -50,6 +50,8 @@ export interface CantoReplay {
   deliveryAuth: (string | undefined)[];
   /** Token answers in RFC 6749 form (access_token, ...) instead of the documented camelCase. */
   rfcTokens(on: boolean): void;
+  /** Replaces fields of a content's record (a shape the reference does not show). */
+  patch(p: string, fields: Record<string, unknown>): void;
   /** A record the connector cannot use (say, of an unknown scheme) listed in an album. */
   addRaw(albumPath: string, record: unknown): void;
   /** An album of `n` generated contents (made page by page, never held). */
@@ -309,6 +311,10 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
       const id = byPath.get(p)!;
       contents.delete(id);
       for (const l of albums.values()) if (l.includes(id)) l.splice(l.indexOf(id), 1);
+    },
+    patch(p, fields) {
+      const c = contents.get(byPath.get(p)!)!;
+      c.meta = { ...c.meta, ...fields };
     },
     addRaw(albumPath, rec) {
       const id = byPath.get(albumPath)!;

@@ -29,14 +29,22 @@ export const assetIdOf = (c: { scheme: string; id: string }) => `${c.scheme}:${c
 
 /** The media type: Canto's "Content Type" where it is one, else from the name (the project's table). */
 function mimeOf(c: CantoContent): string {
-  const declared = c.default?.['Content Type'];
+  const declared = isObject(c.default) ? c.default['Content Type'] : undefined;
   return typeof declared === 'string' && /^[a-z]+\/[\w.+-]+$/i.test(declared.trim()) ? declared.trim().toLowerCase() : mimeFromName(c.name);
 }
 
-/** The number of the current version (oldest = 1), from versionHistory; undefined without one. */
-export function currentVersion(history: CantoVersion[] | undefined): number | undefined {
-  if (!Array.isArray(history) || history.length === 0) return undefined;
-  const i = history.findIndex((v) => v?.currentVersion === true);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && x.length > 0) : []);
+
+/** The version entries of a content, in Canto's order (oldest first); entries that are not records are dropped. */
+export function historyOf(c: CantoContent): CantoVersion[] {
+  return Array.isArray(c.versionHistory) ? c.versionHistory.filter(isObject) : [];
+}
+
+/** The number of the current version (oldest = 1): the entry marked currentVersion, else the last; undefined without history. */
+export function currentVersion(history: CantoVersion[]): number | undefined {
+  if (history.length === 0) return undefined;
+  const i = history.findIndex((v) => v.currentVersion === true);
   return (i >= 0 ? i : history.length - 1) + 1;
 }
 
@@ -44,7 +52,7 @@ export function currentVersion(history: CantoVersion[] | undefined): number | un
 function valuesOf(c: CantoContent): Value[] {
   const out: Value[] = [];
   if (text(c.approvalStatus)) out.push({ id: 'approvalStatus', type: 'TEXT', name: 'Approval status', value: c.approvalStatus! });
-  for (const [name, v] of Object.entries(c.additional ?? {})) {
+  for (const [name, v] of Object.entries(isObject(c.additional) ? c.additional : {})) {
     const value = Array.isArray(v) ? v.filter((x) => typeof x === 'string').join(', ') : typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
     if (value) out.push({ id: `additional.${name}`, type: 'TEXT', name, value });
   }
@@ -58,7 +66,7 @@ export interface AssetLinks {
 }
 
 export function toAsset(c: CantoContent, links: AssetLinks = {}, opts: { detail?: boolean } = {}): Asset {
-  const keywords = [...new Set([...(c.keyword ?? []), ...(c.tag ?? [])].filter((k): k is string => typeof k === 'string' && k.length > 0))];
+  const keywords = [...new Set([...strings(c.keyword), ...strings(c.tag)])];
   const a: Asset = {
     id: assetIdOf(c),
     name: c.name,
@@ -84,12 +92,13 @@ export function toAsset(c: CantoContent, links: AssetLinks = {}, opts: { detail?
   if (opts.detail) {
     const values = valuesOf(c);
     if (values.length) a.values = values;
-    const v = currentVersion(c.versionHistory);
+    const history = historyOf(c);
+    const v = currentVersion(history);
     if (v !== undefined) {
       a.version = v;
       a.displayVersion = v;
-      const cur = c.versionHistory![v - 1];
-      if (text(cur?.comment)) a.versionComment = cur!.comment;
+      const comment = text(history[v - 1]!.comment);
+      if (comment) a.versionComment = comment;
     }
   }
   for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];

@@ -15,7 +15,7 @@ import { oauthLogin } from '../oauth/login.js';
 import type { OAuthConnectorOptions } from '../oauth/options.js';
 import { offsetOf } from '../saas/listing.js';
 import { CantoApi, cantoErrorMessage, cantoTokenDialect, isScheme, SCHEMES, type CantoContent, type Scheme } from './api.js';
-import { toAsset, toFolder, versionToAsset } from './mapping.js';
+import { currentVersion, historyOf, toAsset, toFolder, versionToAsset } from './mapping.js';
 
 const ID = 'canto';
 const NAME = 'Canto';
@@ -264,12 +264,12 @@ export function cantoConnector(o: CantoOptions): (deps: ConnectorDeps) => Define
           const { scheme, id } = parseAsset(assetId);
           const c = await api(ctx).content(scheme, id);
           if (c?.id !== id) throw integrationError('integration-not-found', ID, `no content ${assetId}`);
-          const history = Array.isArray(c.versionHistory) && c.versionHistory.length ? c.versionHistory : [{ currentVersion: true }];
-          const cur = history.findIndex((v) => v?.currentVersion === true);
-          const current = cur >= 0 ? cur : history.length - 1;
-          // Numbered oldest = 1 in the order Canto lists them (the asset detail carries the same number);
-          // newest first; the current version only with withMaster.
-          const versions = history.map((v, i) => ({ v, n: i + 1 })).filter(({ n }) => opts.withMaster || n !== current + 1).reverse();
+          // Content without a history is its only version.
+          const history = historyOf(c).length ? historyOf(c) : [{ currentVersion: true }];
+          const current = currentVersion(history)!;
+          // Numbered oldest = 1 in the order Canto lists them (the asset detail carries the same
+          // number, from the same function); newest first; the current version only with withMaster.
+          const versions = history.map((v, i) => ({ v, n: i + 1 })).filter(({ n }) => opts.withMaster || n !== current).reverse();
           return { id: assetId, name: c.name, versions: versions.map(({ v, n }) => versionToAsset(c, v, n)) };
         },
 

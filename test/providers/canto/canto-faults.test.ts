@@ -240,3 +240,17 @@ test('a cursor past its lifetime (24 h, the hub\'s clock): a clear 400, never a 
   const body = assertError(stale, 'hub-validation-error', 400);
   assert.match(body.error.details, /more/);
 });
+
+test('a content record in an unexpected shape (a string where a list was due, null version entries): mapped as far as it goes, never a 500', async () => {
+  r.patch('Odd/a.jpg', { keyword: 'spring', tag: [1, 'hero', null], additional: 'none', default: 'x', versionHistory: [null, { version: '1.0', currentVersion: false }, 7, { version: '2.0', comment: 'now', currentVersion: true }] });
+  const id = encodeURIComponent(r.ids['Odd/a.jpg']!);
+  const a = await get(`/assets/asset/${id}`);
+  assert.equal(a.statusCode, 200, a.body);
+  assert.deepEqual(a.json().keywords, ['hero']);
+  assert.equal(a.json().mimeType, 'image/jpeg');
+  assert.equal(a.json().version, 2);
+  assert.equal(a.json().versionComment, 'now');
+  const v = await get(`/assets/assetversions/${id}?withMaster=true`);
+  assert.equal(v.statusCode, 200, v.body);
+  assert.deepEqual(v.json().versions.map((x: any) => x.version), [2, 1]);
+});
