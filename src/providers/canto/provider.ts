@@ -198,6 +198,14 @@ export function cantoConnector(o: CantoOptions): (deps: ConnectorDeps) => Define
       hooks: {
         refresh: (cred, http) => flow.refresh(cred, dialect(http)),
 
+        /** The tenant's site (ids are Canto's) and the filters a library-wide search offers. */
+        async providerInfo(ctx) {
+          return {
+            remoteSystemPrefix: tenant(ctx.cred.srv).origin,
+            filters: (Object.keys(FACETS) as FacetKey[]).map((f) => ({ id: f, name: FACETS[f].name })),
+          };
+        },
+
         async browse(ctx, folderId, opts): Promise<FolderPage> {
           const f = parseFolder(folderId);
           if (opts.filters.length) throw integrationError('integration-not-supported', ID, 'Canto filters apply to search, not to browsing');

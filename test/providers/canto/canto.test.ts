@@ -75,6 +75,12 @@ test('the provider is listed with serverUrl, filters, the Md5 hash and an inline
   assert.equal(p.capabilities.assetHashAlgorithm, 'Md5');
 });
 
+test('providerInfo names the tenant and the search filters', async () => {
+  const info = await ok('/system/providerInfo');
+  assert.equal(info.remoteSystemPrefix, r.url);
+  assert.deepEqual(info.filters, [{ id: 'scheme', name: 'Type' }, { id: 'approval', name: 'Approval status' }]);
+});
+
 test('hierarchy: the root lists the top folders and albums; a folder its albums; an album its content', async () => {
   const root = await ok('/assets/folder/root');
   assert.deepEqual(root.folders, [{ id: r.ids['Marketing'], name: 'Marketing' }, { id: r.ids['Press'], name: 'Press' }]);
