@@ -27,6 +27,7 @@ import { frontifyConnector } from './providers/frontify/provider.js';
 import { bynderConnector } from './providers/bynder/provider.js';
 import { microsoft365Connector } from './providers/microsoft365/provider.js';
 import { cloudinaryConnector } from './providers/cloudinary/provider.js';
+import { cantoConnector } from './providers/canto/provider.js';
 import { LibraryProvider } from './providers/library/provider.js';
 import { PgLibraryIndex } from './providers/library/index/postgres.js';
 import { IndexerLease } from './providers/library/indexer-lease.js';
@@ -76,6 +77,7 @@ const CATALOG: CatalogEntry[] = [
   oauthConnector('bynder', bynderConnector),
   oauthConnector('microsoft365', microsoft365Connector),
   { id: 'cloudinary', enabledBy: 'connectors', enabled: (c) => 'cloudinary' in c.connectors, vendorOrigins: true, build: (d) => cloudinaryConnector({ endpoints: d.config.connectorEndpoints.cloudinary })(connectorDeps(d, 'cloudinary')) },
+  oauthConnector('canto', cantoConnector),
 ];
 
 /** An OAuth connector: served when its app is configured (`DAMHUB_<ID>_CLIENT_ID`), built from the app and the node's PKCE secret. */

@@ -18,8 +18,13 @@ export interface ConformanceHarness {
   provider: Provider;
   /** GET/POST relative to /api/v1 with both credentials attached. */
   request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ConformanceResponse>;
-  /** A folder id holding more assets than `pageSize` (and at least one subfolder). */
+  /** A folder id holding more assets than `pageSize` (and at least one subfolder, unless `subfolderParentId` is given). */
   bigFolderId: string;
+  /**
+   * A folder with subfolders, where the big folder cannot have any (Canto: albums hold assets,
+   * folders hold albums). Default: bigFolderId.
+   */
+  subfolderParentId?: string;
   /** An asset id that exists. */
   knownAssetId: string;
   pageSize: number;
@@ -77,7 +82,7 @@ export function runProviderConformance(name: string, setup: () => Promise<Confor
   });
 
   test(`${name} conformance: folders on the first page, de-duplicable by id (rule 2)`, async () => {
-    const pages = await traverse(h, `/assets/folder/${encodeURIComponent(h.bigFolderId)}`, { size: h.pageSize });
+    const pages = await traverse(h, `/assets/folder/${encodeURIComponent(h.subfolderParentId ?? h.bigFolderId)}`, { size: h.pageSize });
     assert.ok(pages[0].folders.length > 0, 'the big folder has subfolders on the first page');
     for (const p of pages.slice(1)) {
       if (capabilitiesOf(h.provider).foldersOnEveryPage) assert.deepEqual(p.folders, pages[0].folders);
