@@ -26,6 +26,9 @@ import { fileURLToPath } from 'node:url';
 // ── the run's private temp root ─────────────────────────────────────────────────────────────
 /** This run's temp root (also `process.env.TMPDIR` and so `os.tmpdir()` from here on). */
 export const TEMP_ROOT = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-run-'));
+// Traversable by other users (mkdtemp makes it 0700): servers that drop root for an unprivileged
+// user (Apache in startApacheDav) must reach their folders inside it.
+fs.chmodSync(TEMP_ROOT, 0o711);
 process.env.TMPDIR = TEMP_ROOT;
 const toRemove = new Set<string>([TEMP_ROOT]);
 const children = new Set<ChildProcess>();
