@@ -121,7 +121,7 @@ try {
   result(`browse-${mode}-p50`, r.subject.p50, 'ms');
   result(`browse-${mode}-p99`, r.subject.p99, 'ms');
   result(`browse-${mode}-p99-over-p50`, r.subject.p99 / r.subject.p50, 'x', pageCache ? null : ['<=', 5]);
-  result('browse-bare-node-http-rps', r.baseline.rps, 'req/s');
+  result(`browse-${mode}-bare-node-http-rps`, r.baseline.rps, 'req/s');
   result(`browse-${mode}-hub-peak-rss`, after.peakMiB, 'MiB');
 } finally {
   hub.kill('SIGTERM');
