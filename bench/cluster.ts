@@ -102,6 +102,8 @@ async function prepare(c: Config, cluster: { databaseUrl: string; redisUrl: stri
   await run(['partners', 'add', '--id', 'bench', '--issuer', ISSUER, '--jwks-file', jwksFile, '--rate-limit', '100000', '--data', template], env).catch(async (e: Error) => {
     if (!/already exists/.test(e.message)) throw e; // shared stores: registered by the first configuration
   });
+  // With the shared stores the CLI writes nothing to --data (accounts and partners are in PostgreSQL).
+  fs.mkdirSync(template, { recursive: true });
   const children: ChildProcess[] = [];
   const urls: string[] = [];
   for (let i = 0; i < c.nodes; i++) {
