@@ -8,8 +8,9 @@
  *   `process.env.TMPDIR`, so every `os.tmpdir()` after it (the benchmark's own folders, test
  *   helpers such as `tempDir()` / `startLibraryHub`, and every child process, which inherits the
  *   variable) lands inside it. It is removed when the process exits: normally, on an error, and
- *   on SIGINT / SIGTERM / SIGHUP (children started through `startChild` or `trackChild` are
- *   killed first). `removeOnExit()` adds paths outside it.
+ *   on SIGINT / SIGTERM / SIGHUP (children started through `startChild` or `trackChild`, and any
+ *   process whose command line names the temp root, are killed first). `removeOnExit()` adds
+ *   paths outside it; `onInterrupt()` adds an asynchronous clean-up (a database) for signals.
  * - **Figures that cannot lie.** `result()` records each figure; it throws when a figure is 0,
  *   negative or not finite (a timed region that timed nothing), and `median()` / `percentile()`
  *   throw on an empty or non-finite sample set. `reportResults()` ends the run with one line per
@@ -56,6 +57,7 @@ export function cleanUp(): void {
       if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     } catch { /* already gone */ }
   }
+  killStragglers();
   for (const p of toRemove) {
     // A child killed a moment ago may still be writing: retry a few times.
     for (let attempt = 0; ; attempt++) {
@@ -80,6 +82,25 @@ const onSignal: (() => Promise<unknown>)[] = [];
  */
 export function onInterrupt(fn: () => Promise<unknown>): void {
   onSignal.push(fn);
+}
+/**
+ * Processes started for this run that nothing tracks, e.g. a server a test helper started detached
+ * (Apache in startApacheDav, in its own process group, so neither a Ctrl+C nor our exit reaches
+ * it) when the benchmark failed before it could stop them: every process whose command line names
+ * this run's private temp root is this run's. Linux (/proc); best effort.
+ */
+function killStragglers(): void {
+  let pids: string[];
+  try {
+    pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid);
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(TEMP_ROOT)) process.kill(Number(pid), 'SIGKILL');
+    } catch { /* gone, or not ours to read */ }
+  }
 }
 process.on('exit', cleanUp);
 const SIGNALS: Record<string, number> = { SIGINT: 2, SIGTERM: 15, SIGHUP: 1 };

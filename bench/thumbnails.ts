@@ -11,7 +11,7 @@
  * its temp data (the servers' folders and the hubs' data directories) is in the run's temp root,
  * removed however the run ends.
  */
-import { median, reportResults, result } from './lib.js';
+import { median, onInterrupt, reportResults, result } from './lib.js';
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
@@ -47,10 +47,14 @@ const pic = await photo(1);
 const files: Record<string, Buffer> = {};
 // One copy per round (distinct bytes, so distinct ETags and cache keys): each cold load is cold.
 for (let i = 0; i < rounds; i++) files[`bench/img-${i}.jpg`] = Buffer.concat([pic, Buffer.from(`round ${i}`)]);
+// Apache runs detached (its own process group): stopped in `finally` when the run fails, and on
+// an interrupt by onInterrupt (a Ctrl+C in the terminal does not reach it).
 const dav = await startApacheDav(files);
-const hub = await startWebdavHub(dav);
-const lib = await startLibraryHub({ 'bench/img.jpg': pic });
+onInterrupt(() => dav.close());
+const started: { hub?: Awaited<ReturnType<typeof startWebdavHub>>; lib?: Awaited<ReturnType<typeof startLibraryHub>> } = {};
 try {
+  const hub = (started.hub = await startWebdavHub(dav));
+  const lib = (started.lib = await startLibraryHub({ 'bench/img.jpg': pic }));
   const listing = await hub.get(`/api/v1/assets/folder/${encodeURIComponent('/bench')}?size=500`);
   const urls = listing.body.assets.map((a: { thumbnailUrl: string }) => new URL(a.thumbnailUrl));
   const libAsset = (await lib.get('/api/v1/assets/search?query=img')).body.assets[0];
@@ -76,9 +80,10 @@ try {
   result('thumbnail-library-ms', median(library), 'ms');
   result('thumbnail-cached-vs-library', median(cached) / median(library), 'x', ['<=', 2]);
 } finally {
-  await hub.t.close();
-  await lib.t.close();
+  const { hub, lib } = started;
+  await hub?.t.close();
+  await lib?.t.close();
   await dav.close();
-  for (const dir of [lib.root, hub.t.hub.config.dataDir, lib.t.hub.config.dataDir]) fs.rmSync(dir, { recursive: true, force: true });
+  for (const dir of [lib?.root, hub?.t.hub.config.dataDir, lib?.t.hub.config.dataDir]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
 }
 reportResults();

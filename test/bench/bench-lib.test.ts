@@ -146,11 +146,34 @@ test('the temp root: one per run inside TMPDIR, used by os.tmpdir() and by child
   assert.deepEqual(left, [], 'the temp root is gone');
 });
 
-test('the temp root is removed when the benchmark throws (exit code 1)', async () => {
-  const { r, left } = await tempRootCase(`await new Promise((r) => setTimeout(r, 20)); throw new Error('benchmark failed');`);
+/** Waits up to 2 s for a process to be gone. */
+async function gone(pid: number): Promise<boolean> {
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 40 && alive(); i++) await new Promise((res) => setTimeout(res, 50));
+  return !alive();
+}
+
+test('the temp root is removed when the benchmark throws (exit code 1), and a detached server using it is stopped', async () => {
+  // A server in its own process group (as test helpers start Apache), left running by a failure.
+  const { r, left } = await tempRootCase(`
+    const server = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', path.join(os.tmpdir(), 'server.conf')], { stdio: 'ignore', detached: true });
+    server.unref();
+    process.stdout.write(JSON.stringify({ server: server.pid }) + '\\n');
+    await new Promise((r) => setTimeout(r, 20));
+    throw new Error('benchmark failed');
+  `);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /benchmark failed/);
   assert.deepEqual(left, []);
+  const server = (JSON.parse(r.stdout.split('\n')[1]!) as { server: number }).server;
+  assert.ok(await gone(server), 'the detached server is gone');
 });
 
 test('the temp root is removed when a figure is 0 (the run fails)', async () => {
@@ -176,15 +199,6 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
     assert.match(r.stderr, new RegExp(`bench: ${signal}, removing ${info.root.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
     assert.deepEqual(left, []);
     const sleeper = (JSON.parse(r.stdout.split('\n')[1]!) as { sleeper: number }).sleeper;
-    const alive = () => {
-      try {
-        process.kill(sleeper, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    for (let i = 0; i < 40 && alive(); i++) await new Promise((res) => setTimeout(res, 50));
-    assert.equal(alive(), false, 'the tracked child is gone');
+    assert.ok(await gone(sleeper), 'the tracked child is gone');
   });
 }
