@@ -23,7 +23,7 @@
  * Its temp data (the hub's data dir and library, ~1.1 GB at 1M) is in the run's temp root
  * (bench/lib.ts), removed however the run ends.
  */
-import { reportResults, result, samples, scaleTag } from './lib.js';
+import { reportResults, result, samples, scaleTag, timeAsync, timeSync } from './lib.js';
 import os from 'node:os';
 import { embeddedLibrary } from '../src/catalog.js';
 import { parseArgs } from 'node:util';
@@ -158,16 +158,12 @@ for (const size of sizes) {
   const httpMs: number[] = [], scanMs: number[] = [], exactMs: number[] = [], recalls: number[] = [];
   let totals = 0;
   for (const qi of queryImages) {
-    let t = performance.now();
-    const page = await post(qi.body);
-    httpMs.push(performance.now() - t);
+    const { value: page, ms: http } = await timeAsync(() => post(qi.body));
+    httpMs.push(http);
     totals += page.totalAssetsCount;
-    t = performance.now();
-    await sim.search(qi.q, { k: K + 1, after: null, folderAllowed: null });
-    scanMs.push(performance.now() - t);
-    t = performance.now();
-    const truth = exact(qi.q);
-    exactMs.push(performance.now() - t);
+    scanMs.push((await timeAsync(() => sim.search(qi.q, { k: K + 1, after: null, folderAllowed: null }))).ms);
+    const { value: truth, ms } = timeSync(() => exact(qi.q));
+    exactMs.push(ms);
     const got = new Set(page.assets.map((a: { id: string }) => a.id));
     recalls.push(truth.length ? truth.filter((id) => got.has(id)).length / truth.length : 1);
   }

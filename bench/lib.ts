@@ -15,7 +15,8 @@
  *   negative or not finite (a timed region that timed nothing), and `median()` / `percentile()`
  *   throw on an empty or non-finite sample set. `reportResults()` ends the run with one line per
  *   figure: `RESULT <name> <value> <unit> target <op> <value> met|missed` (or `RESULT <name>
- *   <value> <unit>` for a figure without a target).
+ *   <value> <unit>` for a figure without a target). `timeAsync()` / `timeSync()` time a call;
+ *   the second refuses one that returns a promise (an un-awaited call times a few µs, not 0).
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -188,6 +189,31 @@ export function reportResults(log: (line: string) => void = (l) => process.stdou
   const lines = recorded.splice(0);
   for (const l of lines) log(l);
   return lines;
+}
+
+/**
+ * Times `fn` and awaits what it returns, so an asynchronous call cannot end the timer before its
+ * work is done. Returns the value and the milliseconds.
+ */
+export async function timeAsync<T>(fn: () => T | Promise<T>): Promise<{ value: T; ms: number }> {
+  const t0 = performance.now();
+  const value = await fn();
+  return { value, ms: performance.now() - t0 };
+}
+
+/**
+ * Times a synchronous `fn`. Throws a BenchmarkError if it returns a promise (or any thenable): the
+ * timer would stop before the work ran, and the work would land in whatever is timed next (the
+ * un-awaited scan of image-speed before issue 22 read a few µs; no zero check sees that).
+ */
+export function timeSync<T>(fn: () => T): { value: T; ms: number } {
+  const t0 = performance.now();
+  const value = fn();
+  const ms = performance.now() - t0;
+  if (value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function') {
+    throw new BenchmarkError('timeSync: the timed call returned a promise; time it with timeAsync (await it)');
+  }
+  return { value, ms };
 }
 
 /** A short tag for a scale in figure names: 1000000 → 1m, 100000 → 100k, 2000 → 2k. */

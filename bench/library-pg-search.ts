@@ -14,7 +14,7 @@
  * ratio, without targets (docs/benchmarks.md records none for this benchmark). The database is
  * dropped however the run ends.
  */
-import { median, onInterrupt, reportResults, result } from './lib.js';
+import { median, onInterrupt, reportResults, result, timeAsync } from './lib.js';
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -138,18 +138,16 @@ try {
     const e: number[] = [];
     let hits = 0;
     for (let i = 0; i < RUNS; i++) {
-      const s = performance.now();
-      const res = (await index.searchEngine()).search({ words, folderPath: '', allowedRoots: null, filters: {}, limit: 51, after: null, params: null });
-      e.push(performance.now() - s);
+      const { value: res, ms } = await timeAsync(async () => (await index.searchEngine()).search({ words, folderPath: '', allowedRoots: null, filters: {}, limit: 51, after: null, params: null }));
+      e.push(ms);
       hits = res.total;
     }
     const p: number[] = [];
     let pgHits = 0;
     const tsq = words.map((w) => `${w}:*`).join(' & ');
     for (let i = 0; i < RUNS; i++) {
-      const s = performance.now();
-      const row = (await pool.query(pgSql, [tsq])).rows[0];
-      p.push(performance.now() - s);
+      const { value: row, ms } = await timeAsync(async () => (await pool.query(pgSql, [tsq])).rows[0]);
+      p.push(ms);
       pgHits = Number(row.total);
     }
     if (pgHits !== hits) console.log(`  (note: PostgreSQL counted ${pgHits} for "${label}")`);

@@ -41,7 +41,7 @@ function scratch(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-lib-test-'));
 }
 
-test('a figure of 0, a negative, NaN or infinite figure, and an empty or non-finite sample set throw a BenchmarkError', async () => {
+test('a figure of 0, a negative, NaN or infinite figure, an empty or non-finite sample set, and a promise timed as synchronous throw a BenchmarkError', async () => {
   const tmp = scratch();
   try {
     const r = await runWithLib(`
@@ -57,6 +57,8 @@ test('a figure of 0, a negative, NaN or infinite figure, and an empty or non-fin
         negativeCount: () => lib.result('errors', -1, 'answers', ['<=', 0], 'non-negative'),
         noFigure: () => lib.reportResults(),
         spaceInName: () => lib.result('two words', 1, 'ms'),
+        // The image-speed bug: an asynchronous scan timed as if synchronous reads a few µs, not 0.
+        promiseTimedSync: () => lib.timeSync(() => new Promise((r) => setTimeout(r, 30))),
       };
       const out = {};
       for (const [k, fn] of Object.entries(cases)) {
@@ -65,17 +67,23 @@ test('a figure of 0, a negative, NaN or infinite figure, and an empty or non-fin
       // Allowed: 0 for a non-negative figure, a negative for a finite one.
       out.zeroCount = lib.result('errors', 0, 'answers', ['<=', 0], 'non-negative');
       out.negativeTrend = lib.result('rss-trend', -0.25, 'MiB/min', ['<=', 1], 'finite');
+      out.timeAsync = await lib.timeAsync(() => new Promise((r) => setTimeout(() => r(7), 30)));
+      out.timeSync = lib.timeSync(() => 5);
       process.stdout.write(JSON.stringify(out));
     `, tmp);
     assert.equal(r.code, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as Record<string, string>;
-    for (const k of ['zero', 'negative', 'nan', 'infinite', 'emptyMedian', 'emptyPercentile', 'nanSample', 'emptySamples', 'negativeCount', 'noFigure', 'spaceInName']) {
+    const out = JSON.parse(r.stdout) as Record<string, string> & { timeAsync: { value: number; ms: number }; timeSync: { value: number; ms: number } };
+    for (const k of ['zero', 'negative', 'nan', 'infinite', 'emptyMedian', 'emptyPercentile', 'nanSample', 'emptySamples', 'negativeCount', 'noFigure', 'spaceInName', 'promiseTimedSync']) {
       assert.match(out[k]!, /^BenchmarkError: /, `${k}: ${out[k]}`);
     }
     assert.match(out.zero!, /figure scan-p95 is 0: .*nothing was measured/);
     assert.match(out.emptySamples!, /http latencies is empty/);
     assert.equal(out.zeroCount, 'RESULT errors 0 answers target <= 0 met');
     assert.equal(out.negativeTrend, 'RESULT rss-trend -0.25 MiB/min target <= 1 met');
+    assert.match(out.promiseTimedSync!, /returned a promise/);
+    assert.equal(out.timeAsync.value, 7);
+    assert.ok(out.timeAsync.ms >= 25, `timeAsync waited for the promise: ${out.timeAsync.ms} ms`);
+    assert.equal(out.timeSync.value, 5);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
