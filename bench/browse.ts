@@ -2,14 +2,19 @@
  * Folder browse of a 200-asset page (GET /api/v1/assets/folder/{id}?size=200) under autocannon vs
  * a bare node:http server answering the same bytes; peak RSS of the hub.
  * Run: npm run bench:browse [-- --rounds 5 --duration 10 --connections 50 --assets 220 --page-cache off]
- * (--page-cache off measures the uncached path: every request reads, maps and serialises the page).
+ * (--page-cache off measures the uncached path: every request reads, maps and serialises the page;
+ * smoke check: --rounds 1 --duration 1 --connections 4 --assets 200).
+ * Ends with RESULT lines (bench/lib.ts): the median ratio damhub / bare node:http, target ≥ 0.5,
+ * and the hub's p99 over its p50, target ≤ 5 with the page cache off (issue 22; no target recorded
+ * with it on).
  */
+import { profileArgs, REPO_ROOT, reportResults, result, rssOf, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { profileArgs, REPO_ROOT, rssOf, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
+import { freePort } from '../test/helpers/process.js';
 
 const { values } = parseArgs({ options: {
   rounds: { type: 'string', default: '5' },
@@ -22,14 +27,15 @@ const pageCache = values['page-cache'] !== 'off';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-browse-'));
 const lib = path.join(dir, 'library');
 const data = path.join(dir, 'data');
-const hubPort = 18191;
-const barePort = 18192;
+const hubPort = await freePort();
+const barePort = await freePort();
 const hubUrl = `http://127.0.0.1:${hubPort}`;
 const api = `${hubUrl}/api/v1`;
 
 // A folder of small real JPEGs with XMP title/description/keywords and an EXIF camera model, so
 // every row carries the metadata a real library would (keywords, values, hashes, conversions).
 const count = Number(values.assets);
+if (!(count >= 200)) throw new Error('--assets: at least 200 (the benchmark browses a page of 200)');
 const words = ['sunset', 'beach', 'city', 'forest', 'mountain', 'river', 'portrait', 'studio', 'night', 'snow'];
 fs.mkdirSync(path.join(lib, 'Shoot 2026'), { recursive: true });
 fs.mkdirSync(path.join(lib, 'Shoot 2026', 'Selects'), { recursive: true });
@@ -109,8 +115,17 @@ try {
   console.log(`per-round ratios damhub / bare node:http: ${r.ratios.map((x) => x.toFixed(3)).join(', ')}`);
   console.log(`median ratio damhub / bare node:http = ${r.ratio.toFixed(3)} (target ≥ 0.5)`);
   console.log(`hub RSS: ${before.currentMiB.toFixed(1)} MiB before load, ${after.currentMiB.toFixed(1)} MiB after; peak (VmHWM) ${after.peakMiB.toFixed(1)} MiB`);
+  const mode = pageCache ? 'cached' : 'uncached';
+  result(`browse-${mode}-vs-bare-node-http`, r.ratio, 'x', ['>=', 0.5]);
+  result(`browse-${mode}-rps`, r.subject.rps, 'req/s');
+  result(`browse-${mode}-p50`, r.subject.p50, 'ms');
+  result(`browse-${mode}-p99`, r.subject.p99, 'ms');
+  result(`browse-${mode}-p99-over-p50`, r.subject.p99 / r.subject.p50, 'x', pageCache ? null : ['<=', 5]);
+  result(`browse-${mode}-bare-node-http-rps`, r.baseline.rps, 'req/s');
+  result(`browse-${mode}-hub-peak-rss`, after.peakMiB, 'MiB');
 } finally {
   hub.kill('SIGTERM');
   bare?.kill('SIGTERM');
   fs.rmSync(dir, { recursive: true, force: true });
 }
+reportResults();

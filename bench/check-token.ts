@@ -1,18 +1,21 @@
 /**
  * GET /api/v1/auth/checkToken under autocannon vs a bare node:http server answering the same
  * bytes. Run: npm run bench:check-token [-- --rounds 3 --duration 10 --connections 50]
+ * (smoke check: --rounds 1 --duration 1 --connections 4). Ends with RESULT lines (bench/lib.ts):
+ * the median ratio damhub / bare node:http, target ≥ 0.8 (issue 22).
  */
+import { profileArgs, REPO_ROOT, reportResults, result, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { profileArgs, REPO_ROOT, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
+import { freePort } from '../test/helpers/process.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' } } });
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-'));
-const hubPort = 18181;
-const barePort = 18182;
-const fastifyPort = 18183;
+const hubPort = await freePort();
+const barePort = await freePort();
+const fastifyPort = await freePort();
 const hubUrl = `http://127.0.0.1:${hubPort}`;
 
 const hub = await startChild([...profileArgs(), `${REPO_ROOT}bin/damhub.js`, 'serve', '--demo', '--port', String(hubPort), '--data', dir], 'damhub listening', { DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0' });
@@ -44,9 +47,14 @@ try {
     ['bare Fastify', r.extra['bare Fastify']!.rps, r.extra['bare Fastify']!.p50, r.extra['bare Fastify']!.p99],
   ]));
   console.log(`per-round ratios damhub / bare node:http: ${r.ratios.map((x) => x.toFixed(3)).join(', ')}`);
-  console.log(`median ratio damhub / bare node:http = ${r.ratio.toFixed(3)} (target ≥ 0.6); bare Fastify / bare node:http = ${(r.extra['bare Fastify']!.rps / r.baseline.rps).toFixed(3)}`);
+  console.log(`median ratio damhub / bare node:http = ${r.ratio.toFixed(3)} (target ≥ 0.8, issue 22); bare Fastify / bare node:http = ${(r.extra['bare Fastify']!.rps / r.baseline.rps).toFixed(3)}`);
+  result('checktoken-vs-bare-node-http', r.ratio, 'x', ['>=', 0.8]);
+  result('checktoken-rps', r.subject.rps, 'req/s');
+  result('checktoken-bare-node-http-rps', r.baseline.rps, 'req/s');
+  result('checktoken-bare-fastify-vs-bare-node-http', r.extra['bare Fastify']!.rps / r.baseline.rps, 'x');
 } finally {
   hub.kill('SIGTERM');
   bare?.kill('SIGTERM');
   fastify?.kill('SIGTERM');
 }
+reportResults();

@@ -8,8 +8,14 @@
  * Run: flock /tmp/damhub-cpu.lock npm run bench:cluster [-- --rounds 3 --duration 5 --connections 40 --assets 220]
  * Needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379 (DAMHUB_TEST_DATABASE_URL /
  * DAMHUB_TEST_REDIS_URL elsewhere); it creates database damhub_bench_cluster_<random> and uses
- * Redis DB 0 under a random key prefix, and removes both at the end.
+ * Redis DB 0 under a random key prefix, and removes both at the end. Smoke check: --rounds 1
+ * --duration 1 --connections 4 --assets 20.
+ *
+ * Ends with RESULT lines (bench/lib.ts) per workload and configuration: req/s, p99, and req/s
+ * relative to the embedded single node, without targets (docs/benchmarks.md records none for this
+ * benchmark). Its library and data dirs are in the run's temp root, removed however the run ends.
  */
+import { load, median, onInterrupt, REPO_ROOT, reportResults, result, startChild, table, type LoadResult } from './lib.js';
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -20,7 +26,6 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import sharp from 'sharp';
-import { load, median, REPO_ROOT, startChild, table, type LoadResult } from './lib.js';
 import { runCli, freePort } from '../test/helpers/process.js';
 
 const { values } = parseArgs({ options: {
@@ -97,6 +102,8 @@ async function prepare(c: Config, cluster: { databaseUrl: string; redisUrl: stri
   await run(['partners', 'add', '--id', 'bench', '--issuer', ISSUER, '--jwks-file', jwksFile, '--rate-limit', '100000', '--data', template], env).catch(async (e: Error) => {
     if (!/already exists/.test(e.message)) throw e; // shared stores: registered by the first configuration
   });
+  // With the shared stores the CLI writes nothing to --data (accounts and partners are in PostgreSQL).
+  fs.mkdirSync(template, { recursive: true });
   const children: ChildProcess[] = [];
   const urls: string[] = [];
   for (let i = 0; i < c.nodes; i++) {
@@ -149,6 +156,22 @@ const configs: Config[] = [
 ];
 const prepared: Prepared[] = [];
 const results = new Map<string, LoadResult[]>();
+const removeStores = async () => {
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+  await admin.end().catch(() => undefined);
+  const r = new Redis(REDIS, { maxRetriesPerRequest: 1 });
+  let cursor = '0';
+  do {
+    const [next, keys] = await r.scan(cursor, 'MATCH', `${cluster.prefix}*`, 'COUNT', 500);
+    cursor = next;
+    if (keys.length) await r.del(...keys);
+  } while (cursor !== '0');
+  r.disconnect();
+};
+onInterrupt(async () => {
+  for (const p of prepared) for (const c of p.children) c.kill('SIGKILL');
+  await removeStores();
+});
 try {
   for (const c of configs) prepared.push(await prepare(c, cluster));
   const workloads = (p: Prepared) => ({
@@ -181,19 +204,18 @@ try {
         return [c.name, rps, median(rs.map((r) => r.p50)), median(rs.map((r) => r.p99)), (rps / base).toFixed(2)] as [string, ...(string | number)[]];
       }),
     ]));
+    for (const c of configs) {
+      const rs = results.get(`${kind}|${c.name}`)!;
+      const tag = c.name.replace(/\W+/g, '-');
+      result(`cluster-${kind}-rps-${tag}`, median(rs.map((r) => r.rps)), 'req/s');
+      result(`cluster-${kind}-p99-${tag}`, median(rs.map((r) => r.p99)), 'ms');
+      if (c !== configs[0]) result(`cluster-${kind}-${tag}-vs-embedded`, median(rs.map((r) => r.rps)) / base, 'x');
+    }
   }
 } finally {
   for (const p of prepared) for (const c of p.children) c.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
-  await admin.end();
-  const r = new Redis(REDIS, { maxRetriesPerRequest: 1 });
-  let cursor = '0';
-  do {
-    const [next, keys] = await r.scan(cursor, 'MATCH', `${cluster.prefix}*`, 'COUNT', 500);
-    cursor = next;
-    if (keys.length) await r.del(...keys);
-  } while (cursor !== '0');
-  r.disconnect();
+  await removeStores();
   fs.rmSync(dir, { recursive: true, force: true });
 }
+reportResults();

@@ -17,7 +17,13 @@
  * <data>/results/index-<count>.jsonl); --summarize pairs the lines by round and prints per-round
  * ratios, medians, CPU per file and peak RSS, so the two sides of a round may come from two
  * invocations (at 5,000 files one side takes 3–4 minutes).
+ *
+ * The run folder (<data>/run: hard links and both sides' output) is removed when the run ends,
+ * however it ends (bench/lib.ts); the image set and the results file are kept. The summary ends
+ * with RESULT lines: the median ratio library / sharp alone, target ≥ 0.9 (issue 22), and each
+ * side's files/s and peak RSS without a target. Smoke check: --count 3 --data <a scratch dir>.
  */
+import { median, removeOnExit, reportResults, result, rssOf, trackChild } from './lib.js';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,7 +32,6 @@ import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { insertJpegSegment, iptcIim, photoshopIptcSegment, xmpPacket } from '../test/helpers/fixtures.js';
 import { DEFAULT_SCAN_CONCURRENCY } from '../src/providers/library/scanner.js';
-import { median } from './lib.js';
 import { mulberry32 } from '../test/helpers/random.js';
 
 const { values: args } = parseArgs({
@@ -54,7 +59,8 @@ const PER_FOLDER = 250;
 interface ManifestFile { rel: string; width: number; height: number; bytes: number; exif: boolean; iptc: boolean }
 interface Manifest { version: number; files: ManifestFile[] }
 
-interface SideResult { side: 'library' | 'sharp'; files: number; seconds: number; filesPerSec: number; maxRssMB: number; cpuPercent: number; failed?: number }
+/** `poolRssMB`: the library's image-pool processes, sum of their peaks (not in maxRssMB; absent in results of older runs). */
+interface SideResult { side: 'library' | 'sharp'; files: number; seconds: number; filesPerSec: number; maxRssMB: number; cpuPercent: number; poolRssMB?: number; failed?: number }
 
 // ---------------------------------------------------------------------------------------------
 // Image set
@@ -182,12 +188,19 @@ async function childLibrary(root: string, out: string, concurrency: number): Pro
   const started = performance.now();
   // Exactly what `damhub index` does (src/cli/library.ts), minus the progress bar.
   const index = new LibraryIndex(path.join(out, 'library.sqlite'));
-  const scanner = new LibraryScanner(root, index, new Renditions(path.join(out, 'renditions')), out, systemClock);
+  const renditions = new Renditions(path.join(out, 'renditions'));
+  const scanner = new LibraryScanner(root, index, renditions, out, systemClock);
   const report = await scanner.scan({ concurrency });
   index.close();
   const seconds = (performance.now() - started) / 1000;
   const files = report.added + report.updated + report.unchanged;
-  return { side: 'library', files, seconds, filesPerSec: files / seconds, ...usage(seconds), failed: report.failed.length };
+  // The renditions are made in the image pool's child processes (src/images/pool.ts): their peak
+  // RSS and, once they have exited, their CPU time count for this side too (process.resourceUsage()
+  // is this process alone: without them the library's CPU per file and RSS read low).
+  const pool = renditions.images.pool;
+  const poolRssMB = pool.pids().reduce((sum, pid) => sum + rssOf(pid).peakMiB, 0); // MiB, as maxRssMB
+  await pool.close();
+  return { side: 'library', files, seconds, filesPerSec: files / seconds, ...usage(seconds), poolRssMB, failed: report.failed.length };
 }
 
 /**
@@ -222,16 +235,37 @@ async function childSharp(root: string, out: string, concurrency: number): Promi
   return { side: 'sharp', files: files.length, seconds, filesPerSec: files.length / seconds, ...usage(seconds) };
 }
 
-/** Peak RSS of this process and its CPU use (all threads, user + system) over the timed part. */
+/**
+ * Peak RSS of this process and its CPU use over the timed part: all threads, user + system, plus
+ * the CPU of child processes that have exited (the library's image pool: /proc/self/stat's cutime
+ * and cstime), so both sides count every core they used.
+ */
 function usage(seconds: number): { maxRssMB: number; cpuPercent: number } {
   const u = process.resourceUsage();
-  return { maxRssMB: u.maxRSS / 1024, cpuPercent: ((u.userCPUTime + u.systemCPUTime - cpuAtStart) / 1e6 / seconds) * 100 };
+  return { maxRssMB: u.maxRSS / 1024, cpuPercent: ((cpuMicros() - cpuAtStart) / 1e6 / seconds) * 100 };
 }
 let cpuAtStart = 0;
 
+/** This process's CPU time and that of its exited children, in µs. */
+function cpuMicros(): number {
+  const u = process.resourceUsage();
+  return u.userCPUTime + u.systemCPUTime + childrenCpuMicros();
+}
+
+/** cutime + cstime of /proc/self/stat (fields 16 and 17, in clock ticks of 1/100 s on Linux). */
+function childrenCpuMicros(): number {
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from 3 (state) on
+    return (Number(fields[13]) + Number(fields[14])) * 10_000;
+  } catch {
+    return 0;
+  }
+}
+
 function runChild(side: string, root: string, out: string, concurrency: number): Promise<SideResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [new URL(import.meta.url).pathname, '--child', side, '--root', root, '--out', out, '--concurrency', String(concurrency)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = trackChild(spawn(process.execPath, [new URL(import.meta.url).pathname, '--child', side, '--root', root, '--out', out, '--concurrency', String(concurrency)], { stdio: ['ignore', 'pipe', 'inherit'] }));
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.on('exit', (code) => {
@@ -268,8 +302,18 @@ function summarize(lines: ResultLine[]): void {
     console.log(`| ${r.n} | ${first} | ${fmt(r.library.filesPerSec)} | ${fmt(r.sharp.filesPerSec)} | ${fmt(r.ratio, 3)} | ${fmt(cpuMs(r.library))} | ${fmt(cpuMs(r.sharp))} | ${fmt(r.library.maxRssMB, 0)} | ${fmt(r.sharp.maxRssMB, 0)} |`);
   }
   const lib = rounds.map((r) => r.library), sh = rounds.map((r) => r.sharp);
-  console.log(`medians: library ${fmt(median(lib.map((s) => s.filesPerSec)))} files/s, sharp alone ${fmt(median(sh.map((s) => s.filesPerSec)))} files/s, ratio ${fmt(median(rounds.map((r) => r.ratio)), 3)} (target ≥ 0.7); CPU per file library ${fmt(median(lib.map(cpuMs)))} ms, sharp alone ${fmt(median(sh.map(cpuMs)))} ms`);
-  console.log(`peak RSS: library ${fmt(Math.max(...lib.map((s) => s.maxRssMB)), 0)} MB, sharp alone ${fmt(Math.max(...sh.map((s) => s.maxRssMB)), 0)} MB`);
+  console.log(`medians: library ${fmt(median(lib.map((s) => s.filesPerSec)))} files/s, sharp alone ${fmt(median(sh.map((s) => s.filesPerSec)))} files/s, ratio ${fmt(median(rounds.map((r) => r.ratio)), 3)} (target ≥ 0.9, issue 22); CPU per file library ${fmt(median(lib.map(cpuMs)))} ms, sharp alone ${fmt(median(sh.map(cpuMs)))} ms`);
+  const pool = lib.some((s) => s.poolRssMB !== undefined) ? Math.max(...lib.map((s) => s.poolRssMB ?? 0)) : null;
+  console.log(`peak RSS: library ${fmt(Math.max(...lib.map((s) => s.maxRssMB)), 0)} MB${pool === null ? ' (its image pool not measured: results of an older run)' : ` + its image pool ${fmt(pool, 0)} MB`}, sharp alone ${fmt(Math.max(...sh.map((s) => s.maxRssMB)), 0)} MB`);
+  const count = [...new Set(rounds.map((r) => r.library.count))].join('-');
+  result(`indexing-vs-sharp-${count}`, median(rounds.map((r) => r.ratio)), 'x', ['>=', 0.9]);
+  result(`indexing-library-files-per-s-${count}`, median(lib.map((s) => s.filesPerSec)), 'files/s');
+  result(`indexing-sharp-files-per-s-${count}`, median(sh.map((s) => s.filesPerSec)), 'files/s');
+  result(`indexing-library-cpu-per-file-${count}`, median(lib.map(cpuMs)), 'ms');
+  result(`indexing-library-peak-rss-${count}`, Math.max(...lib.map((s) => s.maxRssMB)), 'MB');
+  if (pool !== null) result(`indexing-library-pool-peak-rss-${count}`, pool, 'MB');
+  result(`indexing-sharp-peak-rss-${count}`, Math.max(...sh.map((s) => s.maxRssMB)), 'MB');
+  reportResults();
 }
 
 function readLines(file: string): ResultLine[] {
@@ -282,8 +326,7 @@ async function main(): Promise<void> {
     const fn = args.child === 'library' ? childLibrary : childSharp;
     // Module loading is not timed.
     await Promise.all(['index/sqlite', 'renditions', 'scanner'].map((m) => import(`../src/providers/library/${m}.js`)));
-    const u0 = process.resourceUsage();
-    cpuAtStart = u0.userCPUTime + u0.systemCPUTime;
+    cpuAtStart = cpuMicros();
     const r = await fn(args.root!, args.out!, Number(args.concurrency ?? DEFAULT_SCAN_CONCURRENCY));
     process.stdout.write(`${JSON.stringify(r)}\n`);
     return;
@@ -303,7 +346,7 @@ async function main(): Promise<void> {
   const concurrency = Number(args.concurrency ?? DEFAULT_SCAN_CONCURRENCY);
   const resultsFile = args.results ?? path.join(args.data!, 'results', `index-${count}.jsonl`);
   fs.mkdirSync(path.dirname(resultsFile), { recursive: true });
-  const runDir = path.join(args.data!, 'run');
+  const runDir = removeOnExit(path.join(args.data!, 'run'));
   fs.rmSync(runDir, { recursive: true, force: true });
   // The files to index: hard links to the first `count` images of the set, in the same folders.
   const root = path.join(runDir, 'library');

@@ -2,12 +2,228 @@
  * Shared benchmark plumbing: servers run as child processes (one core each at most), autocannon
  * drives them from this process, rounds alternate between the subject and its baseline so both
  * see the same machine noise, and results are medians.
+ *
+ * Every benchmark imports this module first, which gives it two guarantees:
+ * - **One private temp root per run.** At import, a fresh `mkdtemp` directory becomes
+ *   `process.env.TMPDIR`, so every `os.tmpdir()` after it (the benchmark's own folders, test
+ *   helpers such as `tempDir()` / `startLibraryHub`, and every child process, which inherits the
+ *   variable) lands inside it. It is removed when the process exits: normally, on an error, and
+ *   on SIGINT / SIGTERM / SIGHUP (children started through `startChild` or `trackChild`, and any
+ *   process whose command line names the temp root, are killed first). `removeOnExit()` adds
+ *   paths outside it; `onInterrupt()` adds an asynchronous clean-up (a database) for signals.
+ * - **Figures that cannot lie.** `result()` records each figure; it throws when a figure is 0,
+ *   negative or not finite (a timed region that timed nothing), and `median()` / `percentile()`
+ *   throw on an empty or non-finite sample set. `reportResults()` ends the run with one line per
+ *   figure: `RESULT <name> <value> <unit> target <op> <value> met|missed` (or `RESULT <name>
+ *   <value> <unit>` for a figure without a target). `timeAsync()` / `timeSync()` time a call;
+ *   the second refuses one that returns a promise (an un-awaited call times a few µs, not 0).
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// ── the run's private temp root ─────────────────────────────────────────────────────────────
+/** This run's temp root (also `process.env.TMPDIR` and so `os.tmpdir()` from here on). */
+export const TEMP_ROOT = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-run-'));
+// Traversable by other users (mkdtemp makes it 0700): servers that drop root for an unprivileged
+// user (Apache in startApacheDav) must reach their folders inside it.
+fs.chmodSync(TEMP_ROOT, 0o711);
+process.env.TMPDIR = TEMP_ROOT;
+const toRemove = new Set<string>([TEMP_ROOT]);
+const children = new Set<ChildProcess>();
+
+/** Removes `p` (a file or folder outside the temp root) when the run ends, however it ends. */
+export function removeOnExit(p: string): string {
+  toRemove.add(p);
+  return p;
+}
+
+/** Kills `child` (SIGKILL) if it still runs when this process ends, before the temp root goes. */
+export function trackChild<T extends ChildProcess>(child: T): T {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+let cleanedUp = false;
+/** Kills tracked children and removes the temp root and every `removeOnExit` path (synchronous; idempotent). */
+export function cleanUp(): void {
+  if (cleanedUp) return;
+  cleanedUp = true;
+  for (const c of children) {
+    try {
+      if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    } catch { /* already gone */ }
+  }
+  killStragglers();
+  for (const p of toRemove) {
+    // A child killed a moment ago may still be writing: retry a few times.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        fs.rmSync(p, { recursive: true, force: true });
+        break;
+      } catch (e) {
+        if (attempt >= 20) {
+          process.stderr.write(`bench: could not remove ${p}: ${(e as Error).message}\n`);
+          break;
+        }
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+      }
+    }
+  }
+}
+const onSignal: (() => Promise<unknown>)[] = [];
+/**
+ * An asynchronous clean-up for data outside the file system (a database, Redis keys) that a
+ * benchmark's `finally` removes but an interruption would skip: run on SIGINT/SIGTERM/SIGHUP
+ * (5 s at most) before the temp root is removed and the process exits.
+ */
+export function onInterrupt(fn: () => Promise<unknown>): void {
+  onSignal.push(fn);
+}
+/**
+ * Processes started for this run that nothing tracks, e.g. a server a test helper started detached
+ * (Apache in startApacheDav, in its own process group, so neither a Ctrl+C nor our exit reaches
+ * it) when the benchmark failed before it could stop them: every process whose command line names
+ * this run's private temp root is this run's. Linux (/proc); best effort.
+ */
+function killStragglers(): void {
+  let pids: string[];
+  try {
+    pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid);
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(TEMP_ROOT)) process.kill(Number(pid), 'SIGKILL');
+    } catch { /* gone, or not ours to read */ }
+  }
+}
+process.on('exit', cleanUp);
+const SIGNALS: Record<string, number> = { SIGINT: 2, SIGTERM: 15, SIGHUP: 1 };
+let interrupted = false;
+for (const [signal, number] of Object.entries(SIGNALS)) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(128 + number); // a second signal: now
+    interrupted = true;
+    process.stderr.write(`\nbench: ${signal}, removing ${TEMP_ROOT}\n`);
+    const timeout = new Promise((r) => setTimeout(r, 5000).unref());
+    void Promise.race([Promise.allSettled(onSignal.map((fn) => fn())), timeout]).finally(() => {
+      cleanUp();
+      process.exit(128 + number);
+    });
+  });
+}
+
+// ── figures ──────────────────────────────────────────────────────────────────────────────────
+export type Comparison = '<=' | '>=';
+/**
+ * What a figure may be: `positive` (the default: every timed figure, rate, ratio, size) must be
+ * finite and > 0; `non-negative` (counts of errors, a recall beyond the targets) may be 0;
+ * `finite` (a trend) may be negative.
+ */
+export type FigureKind = 'positive' | 'non-negative' | 'finite';
+
+/** Thrown when a benchmark measured nothing: a 0, negative or non-finite figure, or an empty sample set. */
+export class BenchmarkError extends Error {
+  override name = 'BenchmarkError';
+}
+
+function checkFigure(name: string, value: number, kind: FigureKind): void {
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new BenchmarkError(`figure ${name} is ${value}: not a finite number (an empty sample set or a division by 0?)`);
+  if (kind === 'positive' && value <= 0) throw new BenchmarkError(`figure ${name} is ${value}: a timed figure (or rate, ratio, size) of 0 or less means nothing was measured (an un-awaited call?)`);
+  if (kind === 'non-negative' && value < 0) throw new BenchmarkError(`figure ${name} is ${value}: negative`);
+}
+
+/** Checks a sample set: not empty, every sample finite. Returns it. */
+export function samples(xs: readonly number[], what = 'sample set'): readonly number[] {
+  if (!xs.length) throw new BenchmarkError(`${what} is empty: nothing was measured`);
+  for (const x of xs) if (typeof x !== 'number' || !Number.isFinite(x)) throw new BenchmarkError(`${what} holds ${x}: not a finite number`);
+  return xs;
+}
+
+const meets = (value: number, op: Comparison, target: number) => (op === '<=' ? value <= target : value >= target);
+
+/**
+ * The value as printed: two decimals, more when rounding to two would put it on the other side of
+ * its target (0.5996 against >= 0.6 prints 0.5996, not 0.6).
+ */
+export function formatValue(value: number, target?: { op: Comparison; value: number }): string {
+  for (let d = 2; d <= 8; d++) {
+    const shown = Math.round(value * 10 ** d) / 10 ** d;
+    if (!target || meets(shown, target.op, target.value) === meets(value, target.op, target.value)) return String(shown);
+  }
+  return String(value);
+}
+
+/** One figure as its RESULT line. */
+export function resultLine(name: string, value: number, unit: string, target?: { op: Comparison; value: number }): string {
+  const base = `RESULT ${name} ${formatValue(value, target)} ${unit}`;
+  return target ? `${base} target ${target.op} ${target.value} ${meets(value, target.op, target.value) ? 'met' : 'missed'}` : base;
+}
+
+const recorded: string[] = [];
+
+/**
+ * Records one figure (printed by `reportResults()`): throws a BenchmarkError if it is not finite,
+ * or ≤ 0 for a `positive` figure (the default), or < 0 for a `non-negative` one. `target`:
+ * `['<=', 15]` means met when value ≤ 15. Names are one token (letters, digits, `-_.:@`).
+ */
+export function result(name: string, value: number, unit: string, target?: [Comparison, number] | null, kind: FigureKind = 'positive'): string {
+  if (!/^[\w.:@-]+$/.test(name)) throw new BenchmarkError(`figure name "${name}" is not one token`);
+  if (!/^\S+$/.test(unit)) throw new BenchmarkError(`unit "${unit}" of ${name} is not one token`);
+  checkFigure(name, value, kind);
+  if (target) checkFigure(`${name} (target)`, target[1], 'finite');
+  const line = resultLine(name, value, unit, target ? { op: target[0], value: target[1] } : undefined);
+  recorded.push(line);
+  return line;
+}
+
+/** Prints the RESULT lines (once, at the end of a run); throws if the run recorded none. */
+export function reportResults(log: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): string[] {
+  if (!recorded.length) throw new BenchmarkError('the benchmark recorded no figure');
+  const lines = recorded.splice(0);
+  for (const l of lines) log(l);
+  return lines;
+}
+
+/**
+ * Times `fn` and awaits what it returns, so an asynchronous call cannot end the timer before its
+ * work is done. Returns the value and the milliseconds.
+ */
+export async function timeAsync<T>(fn: () => T | Promise<T>): Promise<{ value: T; ms: number }> {
+  const t0 = performance.now();
+  const value = await fn();
+  return { value, ms: performance.now() - t0 };
+}
+
+/**
+ * Times a synchronous `fn`. Throws a BenchmarkError if it returns a promise (or any thenable): the
+ * timer would stop before the work ran, and the work would land in whatever is timed next (the
+ * un-awaited scan of image-speed before issue 22 read a few µs; no zero check sees that).
+ */
+export function timeSync<T>(fn: () => T): { value: T; ms: number } {
+  const t0 = performance.now();
+  const value = fn();
+  const ms = performance.now() - t0;
+  if (value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function') {
+    throw new BenchmarkError('timeSync: the timed call returned a promise; time it with timeAsync (await it)');
+  }
+  return { value, ms };
+}
+
+/** A short tag for a scale in figure names: 1000000 → 1m, 100000 → 100k, 2000 → 2k. */
+export function scaleTag(n: number): string {
+  if (n >= 1e6 && n % 1e5 === 0) return `${n / 1e6}m`;
+  if (n >= 1e3 && n % 100 === 0) return `${n / 1e3}k`;
+  return String(n);
+}
+
+// ── plumbing ─────────────────────────────────────────────────────────────────────────────────
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface LoadResult {
@@ -23,15 +239,22 @@ export async function load(url: string, headers: Record<string, string>, duratio
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
 }
 
-export const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
+/** Median of a sample set; throws on an empty or non-finite one. */
+export const median = (xs: readonly number[], what = 'sample set'): number => {
+  const s = [...samples(xs, what)].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+/** The p-th percentile (nearest rank) of a sample set; throws on an empty or non-finite one. */
+export const percentile = (xs: readonly number[], p: number, what = 'sample set'): number => {
+  const s = [...samples(xs, what)].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+};
+
 export function startChild(args: string[], readyText: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = trackChild(spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
     let out = '';
     const onData = (d: Buffer) => {
       out += d;

@@ -8,8 +8,13 @@
  *   node dist/bench/library-pg-search.js [--assets 200000] [--runs 15]
  *
  * The tsvector column and its index exist only in this benchmark's database: the hub does not
- * keep them (docs/library.md, "Cluster mode").
+ * keep them (docs/library.md, "Cluster mode"). Smoke check: --assets 2000 --runs 3.
+ *
+ * Ends with RESULT lines (bench/lib.ts) per query: the engine's p50, PostgreSQL's p50 and their
+ * ratio, without targets (docs/benchmarks.md records none for this benchmark). The database is
+ * dropped however the run ends.
  */
+import { median, onInterrupt, reportResults, result, timeAsync } from './lib.js';
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -18,7 +23,6 @@ import { searchText } from '../src/providers/library/index/rows.js';
 import { migrateLibraryPg } from '../src/providers/library/index/postgres-schema.js';
 import { createPgPool, migratePg } from '../src/stores/postgres/index.js';
 import { mulberry32 } from '../test/helpers/random.js';
-import { median } from './lib.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ''), process.argv[i + 1]!);
@@ -61,6 +65,11 @@ await admin.query(`CREATE DATABASE ${dbName}`);
 const u = new URL(ADMIN);
 u.pathname = `/${dbName}`;
 const pool = createPgPool(u.toString(), { statementTimeoutMs: 600_000 });
+onInterrupt(async () => {
+  await pool.end().catch(() => undefined);
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.end();
+});
 try {
   await migratePg(pool);
   await migrateLibraryPg(pool);
@@ -129,27 +138,30 @@ try {
     const e: number[] = [];
     let hits = 0;
     for (let i = 0; i < RUNS; i++) {
-      const s = performance.now();
-      const res = (await index.searchEngine()).search({ words, folderPath: '', allowedRoots: null, filters: {}, limit: 51, after: null, params: null });
-      e.push(performance.now() - s);
+      const { value: res, ms } = await timeAsync(async () => (await index.searchEngine()).search({ words, folderPath: '', allowedRoots: null, filters: {}, limit: 51, after: null, params: null }));
+      e.push(ms);
       hits = res.total;
     }
     const p: number[] = [];
     let pgHits = 0;
     const tsq = words.map((w) => `${w}:*`).join(' & ');
     for (let i = 0; i < RUNS; i++) {
-      const s = performance.now();
-      const row = (await pool.query(pgSql, [tsq])).rows[0];
-      p.push(performance.now() - s);
+      const { value: row, ms } = await timeAsync(async () => (await pool.query(pgSql, [tsq])).rows[0]);
+      p.push(ms);
       pgHits = Number(row.total);
     }
     if (pgHits !== hits) console.log(`  (note: PostgreSQL counted ${pgHits} for "${label}")`);
     const me = median(e);
     const mp = median(p);
     console.log(`| ${label} | ${hits.toLocaleString('en')} | ${me.toFixed(2)} ms | ${mp.toFixed(1)} ms | ${(mp / me).toFixed(0)}× |`);
+    const tag = label.replace(/\(.*\)/, '').trim().replace(/\W+/g, '-');
+    result(`pg-search-engine-p50-${tag}`, me, 'ms');
+    result(`pg-search-postgres-p50-${tag}`, mp, 'ms');
+    result(`pg-search-postgres-over-engine-${tag}`, mp / me, 'x');
   }
 } finally {
   await pool.end();
   await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   await admin.end();
 }
+reportResults();

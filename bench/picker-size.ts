@@ -2,11 +2,13 @@
  * The size a browser downloads for <damhub-picker>: the minified ES module that `npm run build`
  * writes (the picker and @damhub/client in one file), raw, gzip -9 and brotli (max quality).
  * Run: npm run bench:picker-size
+ * Ends with RESULT lines (bench/lib.ts): min+gzip, target ≤ 40 KB (docs/benchmarks.md); minified and
+ * min+brotli without a target.
  */
+import { REPO_ROOT, reportResults, result } from './lib.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { REPO_ROOT } from './lib.js';
 
 const TARGET_GZIP_BYTES = 40 * 1024;
 const file = path.join(REPO_ROOT, 'packages', 'picker', 'dist', 'damhub-picker.js');
@@ -25,3 +27,7 @@ process.stdout.write([
   `  min+brotli:  ${brotli} bytes (${kb(brotli)})`,
   '',
 ].join('\n'));
+result('picker-min-gzip', gzip / 1024, 'KB', ['<=', TARGET_GZIP_BYTES / 1024]);
+result('picker-min', min.length / 1024, 'KB');
+result('picker-min-brotli', brotli / 1024, 'KB');
+reportResults();

@@ -11,9 +11,18 @@
  * so the split between the engine and the rest of a request (rows, mapping, signing, JSON, HTTP)
  * shows; `--engine-only 1` skips the hub and the FTS baseline (for iterating on the engine).
  *
- * The data set is generated once per size and reused (it takes minutes at a million).
+ * The data set is generated once per size and reused (it takes minutes at a million); the hub's own
+ * data dir of a run is in the run's temp root (bench/lib.ts), removed however the run ends.
+ * Smoke check: --assets 2000 --rounds 1 --data <a scratch dir>.
+ *
+ * Ends with RESULT lines (bench/lib.ts): hub p95 over the mix, target ≤ 15 ms (issue 22), and the
+ * median per-round p95 ratio hub / bare FTS5, target ≤ 2 (docs/benchmarks.md); the engine's load
+ * time against issue 22's start-from-snapshot target (≤ 30 s); p50s and the engine alone without
+ * a target.
  */
+import { median, percentile, reportResults, result, rssOf, scaleTag, timeSync } from './lib.js';
 import fs from 'node:fs';
+import os from 'node:os';
 import { embeddedLibrary } from '../src/catalog.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -28,7 +37,6 @@ import { searchWords } from '../src/providers/library/provider.js';
 import type { SearchEngine } from '../src/providers/library/search/engine.js';
 import { signInToLibrary } from '../test/helpers/library.js';
 import { startTestHub } from '../test/helpers/hub.js';
-import { median, rssOf } from './lib.js';
 import { mulberry32 } from '../test/helpers/random.js';
 
 const args = new Map<string, string>();
@@ -174,9 +182,7 @@ function engineMs(engine: SearchEngine, q: Q): number {
     const i = f.indexOf(':');
     (filters[f.slice(0, i) as FacetKey] ??= []).push(f.slice(i + 1).toLowerCase());
   }
-  const s = performance.now();
-  engine.search({ words: searchWords(q.query), folderPath: '', allowedRoots: null, filters, limit: 51, after: null, params: null });
-  return performance.now() - s;
+  return timeSync(() => engine.search({ words: searchWords(q.query), folderPath: '', allowedRoots: null, filters, limit: 51, after: null, params: null })).ms;
 }
 
 /** Per-query medians of the engine alone, slowest first. */
@@ -186,6 +192,8 @@ function engineOnly(engine: SearchEngine, mix: Q[], rounds: number): void {
   for (let r = 0; r < rounds; r++) for (const q of mix) all.push({ q, ms: engineMs(engine, q) });
   const ms = all.map((x) => x.ms);
   console.log(`engine alone, ${mix.length} queries × ${rounds} rounds: p50 ${pct(ms, 50).toFixed(2)} ms, p95 ${pct(ms, 95).toFixed(2)} ms`);
+  result(`keyword-search-engine-p50-${scaleTag(N)}`, pct(ms, 50), 'ms');
+  result(`keyword-search-engine-p95-${scaleTag(N)}`, pct(ms, 95), 'ms');
   const perQuery = mix.map((q) => ({ q, ms: median(all.filter((x) => x.q === q).map((x) => x.ms)) })).sort((a, b) => b.ms - a.ms);
   for (const x of perQuery.slice(0, 12)) console.log(`  ${x.ms.toFixed(2).padStart(7)} ms  ${x.q.category.padEnd(6)} ${label(x.q)}`);
 }
@@ -237,10 +245,7 @@ class Client {
   }
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-};
+const pct = (xs: number[], p: number) => percentile(xs, p, 'search latencies');
 
 async function main(): Promise<void> {
   const dataDir = path.join(BASE, 'data');
@@ -257,9 +262,12 @@ async function main(): Promise<void> {
     const index = new LibraryIndex(libFile);
     const t0 = performance.now();
     const engine = index.searchEngine();
-    console.log(`engine: ${engine.size.toLocaleString('en')} assets loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const loadMs = performance.now() - t0;
+    console.log(`engine: ${engine.size.toLocaleString('en')} assets loaded in ${(loadMs / 1000).toFixed(1)} s`);
     engineOnly(engine, queryMix(), ROUNDS);
     index.close();
+    result(`keyword-engine-load-${scaleTag(N)}`, loadMs / 1000, 's', ['<=', 30]);
+    reportResults();
     return;
   }
   const emptyRoot = path.join(BASE, 'empty-root');
@@ -268,7 +276,7 @@ async function main(): Promise<void> {
   // The hub, in this process, on a real loopback socket. Its library is not rescanned (the
   // synthetic assets have no files); the engine is built from the index as at a hub's start.
   // A fresh hub data dir per run (keys, partner, sessions) whose library index is the generated one.
-  const hubDir = fs.mkdtempSync(path.join(BASE, 'hub-'));
+  const hubDir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-search-hub-'));
   fs.symlinkSync(path.join(dataDir, 'library'), path.join(hubDir, 'library'));
   const t = await startTestHub({ dataDir: hubDir, config: { libraryDir: emptyRoot, userRateLimitPerMin: 0 } });
   const index = embeddedLibrary(t.hub.providers)!.index;
@@ -303,12 +311,12 @@ async function main(): Promise<void> {
   };
   const bare = (q: Q): number => {
     const expr = ftsExpr(q.query);
-    const s = performance.now();
-    if (expr) {
-      ftsTop.all(expr);
-      ftsCount.get(expr);
-    }
-    return performance.now() - s;
+    return timeSync(() => {
+      if (expr) {
+        ftsTop.all(expr);
+        ftsCount.get(expr);
+      }
+    }).ms;
   };
 
   // Warm-up: one pass each (JIT, SQLite page cache, and the engine's merged lists of the
@@ -365,10 +373,19 @@ async function main(): Promise<void> {
   const rss = rssOf(process.pid);
   console.log(`the client's JSON.parse of a page after it arrived (not in the latencies): median ${median(parseMs).toFixed(2)} ms`);
   console.log(`RSS: ${rss.currentMiB.toFixed(0)} MiB now, peak ${rss.peakMiB.toFixed(0)} MiB (hub and engine in this process; the engine added ${(rssEngine - rssBefore).toFixed(0)} MiB)`);
+  const tag = scaleTag(N);
+  const hubMs = hubAll.map((x) => x.ms);
+  result(`keyword-search-http-p50-${tag}`, pct(hubMs, 50), 'ms');
+  result(`keyword-search-http-p95-${tag}`, pct(hubMs, 95), 'ms', ['<=', 15]);
+  result(`keyword-search-vs-bare-fts5-p95-${tag}`, median(roundRatios), 'x', ['<=', 2]);
+  result(`keyword-search-engine-p95-${tag}`, pct(engineAll.map((x) => x.ms), 95), 'ms');
+  result(`keyword-engine-load-${tag}`, loadMs / 1000, 's', ['<=', 30]);
+  result(`keyword-search-peak-rss-${tag}`, rss.peakMiB, 'MiB');
   fts.close();
   await client.close();
   await t.close();
   fs.rmSync(hubDir, { recursive: true, force: true });
+  reportResults();
 }
 
 await main();

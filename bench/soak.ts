@@ -8,9 +8,14 @@
  *   npm run soak                        10 minutes (SOAK_SECONDS, SOAK_MAX_REQUESTS, SOAK_WORKERS)
  *   node dist/bench/soak.js --json      the same, the summary as JSON
  *
- * The test suite runs a short variant (test/e2e/soak-short.test.ts) through runSoak().
+ * The test suite runs a short variant (test/e2e/soak-short.test.ts) through runSoak(), so this
+ * module imports bench/lib.ts only when run as a benchmark (first thing in the block at the end):
+ * the run's temp root (the library, the data dir) is then removed however the run ends, and the
+ * run ends with RESULT lines: 0 unexpected answers and 0 5xx (the exit code's criteria) and an
+ * RSS trend ≤ 1 MiB/min ("flat", docs/reliability.md); throughput and latencies without a target.
+ * Smoke check: SOAK_SECONDS=5 SOAK_IMAGES=10 SOAK_WORKERS=2 SOAK_SAMPLE_MS=1000.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -78,6 +83,8 @@ export interface SoakOptions {
   sampleMs: number;
   images: number;
   log?: (line: string) => void;
+  /** Called with the server process when it starts (the benchmark kills it if interrupted). */
+  onServer?: (child: ChildProcess) => void;
 }
 
 function run(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<string> {
@@ -166,6 +173,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const server = spawn(process.execPath, [...nodeFlags, CLI, 'serve', '--port', String(port), '--public-url', base, '--data', data, '--library', library], {
     cwd: REPO_ROOT, env: { ...process.env, DAMHUB_LOG_LEVEL: 'warn', DAMHUB_USER_RATE_LIMIT: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
+  o.onServer?.(server);
   let serverOut = '';
   server.stdout!.on('data', (d) => (serverOut += d));
   server.stderr!.on('data', (d) => (serverOut += d));
@@ -369,8 +377,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  // First: the run's private temp root (TMPDIR) and its clean-up, the RESULT lines.
+  const lib = await import('./lib.js');
   const env = (name: string, d: number) => Number(process.env[name] ?? d);
   const result = await runSoak({
+    onServer: lib.trackChild,
     seconds: env('SOAK_SECONDS', 600),
     maxRequests: env('SOAK_MAX_REQUESTS', 5_000_000),
     workers: env('SOAK_WORKERS', 8),
@@ -387,4 +398,15 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   // Flat within noise is under 1 MiB/min; the figure is reported either way (docs/reliability.md).
   process.stdout.write(`RSS trend over the second half: ${result.rssSlopeMiBPerMin} MiB/min${result.rssSlopeMiBPerMin > 1 ? ' — GROWING' : ' — flat'}\n`);
   process.exitCode = result.unexpected === 0 ? 0 : 1;
+  lib.result('soak-requests', result.requests, 'requests');
+  lib.result('soak-rps', result.rps, 'req/s');
+  lib.result('soak-p50', result.p50Ms, 'ms');
+  lib.result('soak-p99', result.p99Ms, 'ms');
+  lib.result('soak-unexpected-answers', result.unexpected, 'answers', ['<=', 0], 'non-negative');
+  lib.result('soak-5xx', result.fiveXx, 'answers', ['<=', 0], 'non-negative');
+  // The trend needs two samples in the second half; with fewer it was not measured (slope() says 0).
+  const half = result.samples.filter((x) => x.atSec >= (result.samples.at(-1)?.atSec ?? 0) / 2);
+  if (half.length >= 2) lib.result('soak-rss-trend', result.rssSlopeMiBPerMin, 'MiB/min', ['<=', 1], 'finite');
+  else process.stdout.write(`RSS trend not measured: ${half.length} sample(s) in the second half (SOAK_SAMPLE_MS ${env('SOAK_SAMPLE_MS', 10_000)})\n`);
+  lib.reportResults();
 }
