@@ -18,6 +18,7 @@ import { tempDir } from '../helpers/hub.js';
 import { writeFiles } from '../helpers/library.js';
 import { REPO_ROOT, runCli, startServer, type ServerProcess } from '../helpers/process.js';
 import { sceneSvg, transform } from '../helpers/scenes.js';
+import { connectorEnvPrefix, knownConnectors, oauthConnectors } from '../../src/catalog.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = path.join(REPO_ROOT, 'test-artifacts');
@@ -111,6 +112,30 @@ test('the demo page: connect, browse, page, search, filter, search by image, ver
     // The page as it was when a step failed, and what it logged.
     await shot(page, '99-failure').catch(() => undefined);
     throw new Error(`${(e as Error).message}\npage errors: ${JSON.stringify(errors)}`, { cause: e });
+  }
+});
+
+test('every connector of the catalog, enabled at once, is in the chooser with its logo loaded', async () => {
+  // The operator's way: an app id per OAuth connector, the others named in DAMHUB_CONNECTORS.
+  const env: NodeJS.ProcessEnv = { DAMHUB_CONNECTORS: knownConnectors().join(',') };
+  for (const id of oauthConnectors()) env[`${connectorEnvPrefix(id)}CLIENT_ID`] = `${id}-app`;
+  const all = await startServer(['--data', tempDir('damhub-picker-all-'), '--demo'], env);
+  const page = await context.newPage();
+  try {
+    await page.goto(`${all.url}/demo`);
+    const logos = page.locator('damhub-picker .providers img');
+    const expected = 1 + knownConnectors().length + oauthConnectors().length; // the demo library too
+    await logos.nth(expected - 1).waitFor();
+    assert.equal(await logos.count(), expected, 'one tile per provider');
+    // Every logo decoded (an inline SVG cut at a raw "#" would not be).
+    await logos.evaluateAll((imgs: any[]) => Promise.all(imgs.map((i) => (i.complete ? null : new Promise((r) => { i.onload = r; i.onerror = r; })))));
+    const broken = await logos.evaluateAll((imgs: any[]) => imgs.filter((i) => !(i.complete && i.naturalWidth > 0)).map((i) => i.src.slice(0, 80)));
+    assert.deepEqual(broken, [], 'every provider logo loads');
+    assert.deepEqual(await page.evaluate(() => (globalThis as any).__cspViolations), [], 'no logo trips the CSP');
+    await shot(page, '00-all-connectors');
+  } finally {
+    await page.close();
+    await all.stop();
   }
 });
 

@@ -10,7 +10,7 @@ import { defineProvider, type CallContext, type ConnectorDeps, type DefinedConne
 import { withImageHead } from '../kit/image-head.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, oauthCredentials, staticServer, type OAuthCredentials } from '../oauth/flow.js';
-import { oauthLogin } from '../oauth/login.js';
+import { redirectSignIn } from '../oauth/login.js';
 import { byName, offsetOf, readAll, slice } from '../saas/listing.js';
 import { BoxApi, boxErrorMessage, type BoxFile, type BoxFileVersion, type BoxFolder, type BoxItem } from './api.js';
 import { isImage, toAsset, toFolder, versionNumber, versionToAsset } from './mapping.js';
@@ -78,7 +78,6 @@ export function boxConnector(o: BoxOptions): (deps: ConnectorDeps) => DefinedCon
       accountId: async (t, { http }) => (http ? (await new BoxApi(http, ep.api).me(t.access_token)).id ?? '' : ''),
       timeoutMs: deps.upstream?.timeoutMs, allowInsecureRequests: o.allowInsecureRequests, now: () => deps.clock.now(),
     });
-    const login = oauthLogin(flow);
     return defineProvider<OAuthCredentials>({
       id: ID, name: 'Box', version: '1.0.0', glyph: 'B', logo: LOGO,
       // Box reports a SHA-1 for every file and file version.
@@ -89,7 +88,7 @@ export function boxConnector(o: BoxOptions): (deps: ConnectorDeps) => DefinedCon
       credentials: oauthCredentials,
       // Thumbnails are cached per Box user, not per (rotating) access token.
       cacheScope: (c) => c.acct,
-      signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
+      signIn: redirectSignIn(flow),
       hooks: {
         // Box rotates refresh tokens: the flow keeps the new one the token response carries.
         refresh: (cred, http) => flow.refresh(cred, http),

@@ -12,7 +12,7 @@ import { vendorEndpoints } from '../kit/endpoints.js';
 import type { UpstreamClient } from '../kit/http.js';
 import type { Asset, AssetPage, Filter, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, oauthCredentials, type OAuthCredentials } from '../oauth/flow.js';
-import { oauthLogin } from '../oauth/login.js';
+import { redirectSignIn } from '../oauth/login.js';
 import type { OAuthConnectorOptions } from '../oauth/options.js';
 import type { ListOptions } from '../contract.js';
 import { byName } from '../saas/listing.js';
@@ -159,7 +159,6 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
       },
       timeoutMs: deps.upstream?.timeoutMs, allowInsecureRequests: o.allowInsecureRequests, now: () => deps.clock.now(),
     });
-    const login = oauthLogin(flow);
 
     const metaproperties = (ctx: CallContext<OAuthCredentials>): Promise<BynderMetaproperty[]> => {
       const now = deps.clock.now();
@@ -241,7 +240,7 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
       errorMessage: bynderErrorMessage,
       credentials: oauthCredentials,
       cacheScope: (c) => c.acct,
-      signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
+      signIn: redirectSignIn(flow),
       hooks: {
         refresh: (cred, http) => flow.refresh(cred, http),
 

@@ -8,7 +8,7 @@ import { integrationError } from '../../errors.js';
 import { defineProvider, type CallContext, type ConnectorDeps, type DefinedConnector } from '../kit/define.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, oauthCredentials, staticServer, type OAuthCredentials } from '../oauth/flow.js';
-import { oauthLogin } from '../oauth/login.js';
+import { redirectSignIn } from '../oauth/login.js';
 import { byName, offsetOf, readAll, slice } from '../saas/listing.js';
 import { DropboxApi, dropboxErrorMessage, type DbxFile, type DbxFolder, type DbxMetadata } from './api.js';
 import { hasThumbnail, toAsset, toFolder } from './mapping.js';
@@ -64,7 +64,6 @@ export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => De
       accountId: async (t) => (typeof t.account_id === 'string' ? t.account_id : ''),
       timeoutMs: deps.upstream?.timeoutMs, allowInsecureRequests: o.allowInsecureRequests, now: () => deps.clock.now(),
     });
-    const login = oauthLogin(flow);
     return defineProvider<OAuthCredentials>({
       id: ID, name: 'Dropbox', version: '1.0.0', glyph: 'D', logo: LOGO,
       features: { assetHashAlgorithm: 'Sha256Split4MB' },
@@ -73,7 +72,7 @@ export function dropboxConnector(o: DropboxOptions): (deps: ConnectorDeps) => De
       credentials: oauthCredentials,
       // Thumbnails are cached per Dropbox account, not per (rotating) access token.
       cacheScope: (c) => c.acct,
-      signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
+      signIn: redirectSignIn(flow),
       hooks: {
         refresh: (cred, http) => flow.refresh(cred, http),
 

@@ -13,7 +13,7 @@ import { vendorEndpoints } from '../kit/endpoints.js';
 import type { UpstreamClient } from '../kit/http.js';
 import type { Asset, AssetPage, Folder, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, oauthCredentials, type OAuthCredentials, type OAuthSpec } from '../oauth/flow.js';
-import { oauthLogin } from '../oauth/login.js';
+import { redirectSignIn } from '../oauth/login.js';
 import type { OAuthConnectorOptions } from '../oauth/options.js';
 import { offsetOf } from '../saas/listing.js';
 import { FrontifyApi, frontifyErrorMessage, ID, itemsOf, type FyAsset, type FyFolderNode, type FyLibraryNode, type FyRevision, type Named, type Page } from './api.js';
@@ -235,7 +235,6 @@ export function frontifyConnector(o: FrontifyOptions): (deps: ConnectorDeps) => 
       const as = await tenantServer(srv, http);
       return { ...as, token_endpoint: as.refresh_endpoint };
     }));
-    const login = oauthLogin(flow);
 
     return defineProvider<OAuthCredentials>({
       id: ID, name: 'Frontify', version: '1.0.0', glyph: 'F', logo: LOGO,
@@ -245,7 +244,7 @@ export function frontifyConnector(o: FrontifyOptions): (deps: ConnectorDeps) => 
       credentials: oauthCredentials,
       // Thumbnails are cached per Frontify user and tenant, not per (rotating) access token.
       cacheScope: (c) => `${c.srv ?? pinned ?? ''} ${c.acct}`,
-      signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
+      signIn: redirectSignIn(flow),
       hooks: {
         refresh: (cred, http) => refreshFlow.refresh(cred, http),
 

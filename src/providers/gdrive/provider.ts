@@ -10,7 +10,7 @@ import { defineProvider, type CallContext, type ConnectorDeps, type DefinedConne
 import type { UpstreamClient } from '../kit/http.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, oauthCredentials, staticServer, type OAuthCredentials } from '../oauth/flow.js';
-import { oauthLogin } from '../oauth/login.js';
+import { redirectSignIn } from '../oauth/login.js';
 import { byName, offsetOf, readAll, slice } from '../saas/listing.js';
 import { DriveApi, downloadKind, driveErrorMessage, FOLDER_MIME, lit, type DriveFile } from './api.js';
 import { revisionToAsset, toAsset, toFolder } from './mapping.js';
@@ -87,7 +87,6 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
       accountId: async (t, { http }) => (http ? (await new DriveApi(http, ep.api).about(t.access_token)).user?.permissionId ?? '' : ''),
       timeoutMs: deps.upstream?.timeoutMs, allowInsecureRequests: o.allowInsecureRequests, now: () => deps.clock.now(),
     });
-    const login = oauthLogin(flow);
     return defineProvider<OAuthCredentials>({
       id: ID, name: 'Google Drive', version: '1.0.0', glyph: 'G', logo: LOGO,
       // Google-native documents have no checksum, so no hash is always reported (assetHashAlgorithm null).
@@ -97,7 +96,7 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
       credentials: oauthCredentials,
       // Thumbnails are cached per Google account, not per (rotating) access token.
       cacheScope: (c) => c.acct,
-      signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
+      signIn: redirectSignIn(flow),
       hooks: {
         refresh: (cred, http) => flow.refresh(cred, http),
 

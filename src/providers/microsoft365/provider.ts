@@ -10,7 +10,7 @@ import { defineProvider, type CallContext, type ConnectorDeps, type DefinedConne
 import type { UpstreamClient } from '../kit/http.js';
 import type { Asset, AssetPage, Filter, Folder, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, oauthCredentials, staticServer, type OAuthCredentials } from '../oauth/flow.js';
-import { oauthLogin } from '../oauth/login.js';
+import { redirectSignIn } from '../oauth/login.js';
 import { byName, offsetOf, readAll, slice, type UpstreamPage } from '../saas/listing.js';
 import { GraphApi, graphErrorMessage, type GraphItem } from './api.js';
 import { isFile, isFolder, isImage, itemId, parseRef, siteId, toAsset, versionToAsset } from './mapping.js';
@@ -100,7 +100,6 @@ export function microsoft365Connector(o: Microsoft365Options): (deps: ConnectorD
       accountId: async (t, { http }) => (http ? (await graph(http).me(t.access_token)).id ?? '' : ''),
       timeoutMs: deps.upstream?.timeoutMs, allowInsecureRequests: o.allowInsecureRequests, now: () => deps.clock.now(),
     });
-    const login = oauthLogin(flow);
 
     /** A grant's credentials, renewed once their access token has (nearly) expired: a link lives longer than the token it was made with. */
     const fresh = async (cred: OAuthCredentials, http: UpstreamClient) =>
@@ -124,7 +123,7 @@ export function microsoft365Connector(o: Microsoft365Options): (deps: ConnectorD
       credentials: oauthCredentials,
       // Thumbnails are cached per Microsoft account, not per (rotating) access token.
       cacheScope: (c) => c.acct,
-      signIn: { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) },
+      signIn: redirectSignIn(flow),
       hooks: {
         // Microsoft rotates refresh tokens: flow.refresh keeps the new one in the DAM token.
         refresh: (cred, http) => flow.refresh(cred, http),

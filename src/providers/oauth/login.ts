@@ -71,3 +71,12 @@ export function oauthLogin(flow: OAuthFlow): OAuthLogin {
     refresh: (cred, http) => flow.refresh(cred, http),
   };
 }
+
+/**
+ * The `signIn` of an OAuth connector's spec (kit/define.ts): the popup goes to the vendor, the
+ * vendor comes back to the callback route; the connector's upstream client carries both.
+ */
+export function redirectSignIn(flow: OAuthFlow): { kind: 'redirect'; begin: OAuthLogin['beginLogin']; routes: OAuthLogin['routes'] } {
+  const login = oauthLogin(flow);
+  return { kind: 'redirect', begin: (start, host, http) => login.beginLogin(start, host, http), routes: (app, host, http) => login.routes(app, host, http) };
+}
