@@ -16,14 +16,21 @@
  * run during the next HTTP request (it did until issue 22; past "index scan" figures were 0).
  *
  *   flock /tmp/damhub-cpu.lock npm run bench:image-speed [-- --sizes 100000,1000000 --queries 60]
- *   node dist/bench/image-speed.js --sizes 2000 --queries 5       # smoke check
+ *   node dist/bench/image-speed.js --sizes 2000 --queries 5 --event-loop-seconds 2   # smoke check
+ *
+ * Then, at the largest size (issue 22, "a free event loop"): checkToken p50/p99 on the same node
+ * with no other load, and again while two clients post search-by-image requests back to back
+ * (both load generators in child processes; `--event-loop-seconds` per window, 0 skips it).
  *
  * Ends with RESULT lines per size: HTTP p95 (target ≤ 15 ms, issue 22) and recall@50 against the
  * exact ranking (target ≥ 0.95), plus p50s and the scan and exact-scan figures without a target.
  * Its temp data (the hub's data dir and library, ~1.1 GB at 1M) is in the run's temp root
  * (bench/lib.ts), removed however the run ends.
  */
-import { reportResults, result, samples, scaleTag, timeAsync, timeSync } from './lib.js';
+import { REPO_ROOT, reportResults, result, samples, scaleTag, TEMP_ROOT, timeAsync, timeSync, trackChild } from './lib.js';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import { embeddedLibrary } from '../src/catalog.js';
 import { parseArgs } from 'node:util';
@@ -34,7 +41,9 @@ import { rng, sceneJpeg, transform } from '../test/helpers/scenes.js';
 import { startLibraryHub } from '../test/helpers/library.js';
 import type { LibraryIndex } from '../src/providers/library/index/sqlite.js';
 
-const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' }, queries: { type: 'string', default: '60' } } });
+const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' }, queries: { type: 'string', default: '60' }, 'event-loop-seconds': { type: 'string', default: '10' } } });
+const EVENT_LOOP_SEC = Number(values['event-loop-seconds']);
+if (!(EVENT_LOOP_SEC >= 0)) throw new Error('--event-loop-seconds: 0 (skip) or more');
 const sizes = values.sizes!.split(',').map(Number);
 const QUERIES = Number(values.queries);
 if (!(QUERIES >= 5)) throw new Error('--queries: at least 5 (the warm-up uses the first 5)');
@@ -179,6 +188,28 @@ for (const size of sizes) {
   result(`image-search-exact-p95-${tag}`, pct(exactMs, 95), 'ms');
   console.log(`${size}: done`);
 }
+// ── the event loop under search by image, at the largest size ────────────────────────────────
+// checkToken p99 on this node with no other load, then while two clients post search-by-image
+// requests back to back. Both clients run in child processes, so that only the hub's own work
+// is on this process's event loop.
+if (EVENT_LOOP_SEC > 0) {
+  const tag = scaleTag(Math.max(...sizes));
+  const check = `${address}/api/v1/auth/checkToken`;
+  const idle = await checkTokenLoad(check, EVENT_LOOP_SEC);
+  const bodies = path.join(TEMP_ROOT, 'image-search-bodies.json');
+  fs.writeFileSync(bodies, JSON.stringify(queryImages.map((q) => q.body)));
+  const searching = searchLoad(url, bodies, EVENT_LOOP_SEC + 2);
+  await new Promise((r) => setTimeout(r, 1000)); // the searches are running before the measured window opens
+  const busy = await checkTokenLoad(check, EVENT_LOOP_SEC);
+  const searches = await searching;
+  console.log(`\ncheckToken p50 / p99 (ms): idle ${idle.p50} / ${idle.p99}; during search by image ${busy.p50} / ${busy.p99} (${searches} searches answered meanwhile, ${(searches / (EVENT_LOOP_SEC + 2)).toFixed(1)}/s)`);
+  result(`checktoken-p99-idle-${tag}`, idle.p99, 'ms');
+  result(`checktoken-p99-during-image-search-${tag}`, busy.p99, 'ms');
+  // No target in the issue: a search's work off the event loop should at most double a token check's tail.
+  result(`checktoken-p99-during-image-search-over-idle-${tag}`, busy.p99 / idle.p99, 'ratio', ['<=', 2]);
+  result(`image-searches-during-checktoken-${tag}`, searches, 'requests');
+}
+
 const peak = process.resourceUsage().maxRSS * 1024;
 console.log(`\n| descriptors | HTTP top-50 p50 / p95 (ms) | index scan p50 / p95 (ms) | exact float32 scan p50 / p95 (ms) | scan speed-up | recall@50 vs exact | mean totalAssetsCount | index typed arrays | process RSS after load | load time |\n|---|---|---|---|---|---|---|---|---|---|`);
 for (const r of rows) console.log(r);
@@ -198,4 +229,35 @@ async function post(body: string, retry = true): Promise<{ assets: { id: string 
   }
   if (r.status !== 200) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
   return r.json() as Promise<{ assets: { id: string }[]; totalAssetsCount: number }>;
+}
+
+/** checkToken under autocannon in a child process (4 connections): its p50 and p99 in ms; any error or non-2xx fails the run. */
+async function checkTokenLoad(target: string, seconds: number): Promise<{ p50: number; p99: number }> {
+  const cli = path.join(REPO_ROOT, 'node_modules/autocannon/autocannon.js');
+  const child = trackChild(spawn(process.execPath, [cli, '-j', '-c', '4', '-d', String(seconds), '-H', `authorization=${lib.headers.authorization}`, target], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  const code = await new Promise<number | null>((r) => child.on('close', r));
+  if (code !== 0) throw new Error(`autocannon exited ${code}`);
+  const j = JSON.parse(out) as { latency: { p50: number; p99: number }; errors: number; timeouts: number; non2xx: number };
+  if (j.errors || j.timeouts || j.non2xx) throw new Error(`checkToken under load: ${j.errors} errors, ${j.timeouts} timeouts, ${j.non2xx} non-2xx`);
+  return { p50: j.latency.p50, p99: j.latency.p99 };
+}
+
+/** Two clients in a child process posting search-by-image requests back to back for `seconds`; resolves to how many were answered (200). */
+async function searchLoad(target: string, bodiesFile: string, seconds: number): Promise<number> {
+  const script = `
+    const bodies = JSON.parse(require('fs').readFileSync(${JSON.stringify(bodiesFile)}, 'utf8'));
+    const headers = { ...${JSON.stringify(lib.headers)}, 'content-type': 'application/json' };
+    const end = Date.now() + ${seconds * 1000};
+    let ok = 0, bad = 0;
+    const loop = async (k) => { for (let i = k; Date.now() < end; i += 2) { const r = await fetch(${JSON.stringify(target)}, { method: 'POST', headers, body: bodies[i % bodies.length] }); await r.arrayBuffer(); r.status === 200 ? ok++ : bad++; } };
+    Promise.all([loop(0), loop(1)]).then(() => { process.stdout.write(JSON.stringify({ ok, bad })); });`;
+  const child = trackChild(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  const code = await new Promise<number | null>((r) => child.on('close', r));
+  const { ok, bad } = JSON.parse(out || '{"ok":0,"bad":-1}') as { ok: number; bad: number };
+  if (code !== 0 || bad !== 0) throw new Error(`search-by-image load: exit ${code}, ${bad} failed requests`);
+  return ok;
 }

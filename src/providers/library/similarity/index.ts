@@ -197,10 +197,12 @@ export class ImageSimilarity {
     const sem = this.semantic;
     const qe = opts.embedding;
     const blend = sem && qe && qe.length === sem.index.dim ? { weight: sem.weight, embeddingScore: (id: string) => sem.index.cosine(id, qe) } : null;
-    return this.index.query(q, { k: opts.k, after: opts.after, folderAllowed: opts.folderAllowed, cutoff: opts.cutoff ?? DEFAULT_CUTOFF, blend });
+    // A large index scans in worker threads (scan-pool.ts): the event loop only ranks the candidates.
+    return this.index.queryAsync(q, { k: opts.k, after: opts.after, folderAllowed: opts.folderAllowed, cutoff: opts.cutoff ?? DEFAULT_CUTOFF, blend });
   }
 
   async close(): Promise<void> {
+    await this.index.close();
     await this.semantic?.embedder.close();
   }
 }

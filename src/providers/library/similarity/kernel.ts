@@ -78,17 +78,28 @@ function leb(n: number): number[] {
 
 const section = (id: number, content: number[]) => [id, ...leb(content.length), ...content];
 
+/** Largest memory a kernel may grow to: 4 GiB, 65,536 pages (wasm32), about 59 million vectors. */
+export const MAX_PAGES = 65536;
+
+/**
+ * The module imports its memory (`env.mem`, shared): the index and every scan worker
+ * (scan-pool.ts) instantiate it over the same SharedArrayBuffer-backed memory, so the vectors are
+ * written once and scanned by any thread.
+ */
 const MODULE = new Uint8Array([
   0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
   ...section(1, [0x01, 0x60, 0x05, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x01, 0x7f]), // type: (i32 ×5) → i32
+  // import env.mem: memory, shared with a maximum (limits flag 3), min 1 page, max MAX_PAGES
+  ...section(2, [0x01, 0x03, 0x65, 0x6e, 0x76, 0x03, 0x6d, 0x65, 0x6d, 0x02, 0x03, 0x01, ...leb(MAX_PAGES)]),
   ...section(3, [0x01, 0x00]), // one function of type 0
-  ...section(5, [0x01, 0x00, 0x01]), // memory, min 1 page
-  ...section(7, [0x02, 0x03, 0x6d, 0x65, 0x6d, 0x02, 0x00, 0x04, 0x64, 0x6f, 0x74, 0x73, 0x00, 0x00]), // exports mem, dots
+  ...section(7, [0x01, 0x04, 0x64, 0x6f, 0x74, 0x73, 0x00, 0x00]), // export dots
   ...section(10, [0x01, ...leb(BODY.length), ...BODY]),
 ]);
 
+let compiled: WebAssembly.Module | null = null;
+
 export interface DotKernel {
-  /** The kernel's linear memory; views must be re-created after grow(). */
+  /** The kernel's linear memory (shared); views must be re-created after grow(). */
   readonly memory: WebAssembly.Memory;
   /**
    * For each i < n, dot = Σ q[j]·base[64·i + j] (j < 64); every i with dot ≥ floor is written to
@@ -97,9 +108,15 @@ export interface DotKernel {
   dots(q: number, base: number, n: number, out: number, floor: number): number;
 }
 
-/** A fresh kernel instance with its own memory (one per index). */
-export function createKernel(): DotKernel {
-  const instance = new WebAssembly.Instance(new WebAssembly.Module(MODULE));
-  const ex = instance.exports as unknown as { mem: WebAssembly.Memory; dots: DotKernel['dots'] };
-  return { memory: ex.mem, dots: ex.dots };
+/** A shared memory for one index's kernel and its scan workers. */
+export function sharedKernelMemory(pages = 1): WebAssembly.Memory {
+  return new WebAssembly.Memory({ initial: pages, maximum: MAX_PAGES, shared: true });
+}
+
+/** A kernel over `memory` (a fresh shared one when not given: one per index, or a worker's view of an index's). */
+export function createKernel(memory: WebAssembly.Memory = sharedKernelMemory()): DotKernel {
+  compiled ??= new WebAssembly.Module(MODULE);
+  const instance = new WebAssembly.Instance(compiled, { env: { mem: memory } });
+  const ex = instance.exports as unknown as { dots: DotKernel['dots'] };
+  return { memory, dots: ex.dots };
 }

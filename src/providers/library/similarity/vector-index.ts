@@ -12,6 +12,7 @@
  */
 import { DIM, hamming, SCALE, type Descriptor } from './descriptor.js';
 import { createKernel, type DotKernel } from './kernel.js';
+import { MAX_SCAN_WORKERS, ScanPool, type ScanLayout } from './scan-pool.js';
 import { LargeMap } from '../large-map.js';
 
 /** Results below this score are not returned (see docs/image-search.md for how it was chosen). */
@@ -21,9 +22,21 @@ export const NEAR_DUPLICATE_BITS = 12;
 /** The largest boost, for identical hashes; it shrinks linearly to 0 at NEAR_DUPLICATE_BITS + 1. */
 export const MAX_BOOST = 0.05;
 
+/**
+ * Memory layout (bytes): the query copies (the main thread's at 0, scan worker w's at 64·(w+1)),
+ * then one output area per scanning thread (the main thread's, then each worker's), each holding
+ * CHUNK (slot, dot) pairs, then the vectors, 64 bytes each. A scan calls the kernel a CHUNK of
+ * slots at a time, so the output areas stay small whatever the index's size.
+ */
 const QUERY_OFFSET = 0;
-const VECTORS_OFFSET = 1024;
+const CHUNK = 65536;
+const OUT_OFFSET = 1024;
+const OUT_BYTES = CHUNK * 8;
+const VECTORS_OFFSET = OUT_OFFSET + (1 + MAX_SCAN_WORKERS) * OUT_BYTES;
 const PAGE = 65536;
+/** Below this many vectors a scan (≤ 1 ms) stays on the main thread: a worker round trip costs about as much. */
+export const PARALLEL_MIN = 50_000;
+const LAYOUT: ScanLayout = { queryOffset: (w) => QUERY_OFFSET + DIM * (w + 1), outOffset: (w) => OUT_OFFSET + OUT_BYTES * (w + 1), chunk: CHUNK };
 if (DIM !== 64) throw new Error('the SIMD kernel is specialised for 64-component descriptors');
 
 export interface Hit {
@@ -63,8 +76,14 @@ export class VectorIndex {
   private readonly slotOf = new LargeMap<string, number>();
   private readonly folders: string[] = [];
   private readonly folderIds = new LargeMap<string, number>();
+  /** Counts puts and removals: a scan that ran while it changed re-checks its candidates. */
+  private mutations = 0;
+  private pool: ScanPool | null = null;
+  /** Scans done by the worker pool, and those it failed (then done on the calling thread). */
+  readonly scans = { inWorkers: 0, fellBack: 0 };
 
-  constructor(initialCapacity = 1024) {
+  /** `workers`: scan threads for queryAsync (0: every scan on the calling thread). */
+  constructor(initialCapacity = 1024, private readonly workers?: number) {
     this.kernel = createKernel();
     this.grow(initialCapacity);
   }
@@ -73,7 +92,7 @@ export class VectorIndex {
     return this.count;
   }
 
-  /** Bytes held in typed arrays (scan block incl. kernel output, hashes, folders); ids and the map are extra. */
+  /** Bytes held in typed arrays (scan block incl. the kernel's output areas, hashes, folders); ids and the map are extra. */
   get bytes(): number {
     return this.kernel.memory.buffer.byteLength + this.phashes.byteLength + this.folderOf.byteLength;
   }
@@ -91,6 +110,7 @@ export class VectorIndex {
       this.slotOf.set(id, slot);
       this.ids[slot] = id;
     }
+    this.mutations++;
     new Int8Array(this.kernel.memory.buffer, VECTORS_OFFSET + slot * DIM, DIM).set(d.vector);
     this.phashes.set(d.phash, slot * 8);
     this.folderOf[slot] = this.folderId(folderPath);
@@ -101,6 +121,7 @@ export class VectorIndex {
     const slot = this.slotOf.get(id);
     if (slot === undefined) return false;
     const last = --this.count;
+    this.mutations++;
     this.slotOf.delete(id);
     if (slot !== last) {
       const mem = new Int8Array(this.kernel.memory.buffer);
@@ -115,43 +136,128 @@ export class VectorIndex {
     return true;
   }
 
-  /** The k best hits after `after`, and how many hits in all are at or above the cut-off. */
-  query(q: Descriptor, opts: QueryOptions): { hits: Hit[]; total: number } {
-    const n = this.count;
-    if (n === 0) return { hits: [], total: 0 };
-    const pairsOffset = VECTORS_OFFSET + this.capacity * DIM;
-    new Int8Array(this.kernel.memory.buffer, QUERY_OFFSET, DIM).set(q.vector);
-    // The boost only raises a score, so nothing below (cut-off − MAX_BOOST) can reach the cut-off.
-    // Blended with an embedding cosine (≤ 1), a descriptor score needs (cut-off − w)/(1 − w) at least.
+  /**
+   * The kernel's floor for a query: the boost only raises a score, so nothing below (cut-off −
+   * MAX_BOOST) can reach the cut-off; blended with an embedding cosine (≤ 1), a descriptor score
+   * needs (cut-off − w)/(1 − w) at least.
+   */
+  private floor(opts: QueryOptions): number {
     const blend = opts.blend ?? null;
     const w = blend ? Math.min(1, Math.max(0, blend.weight)) : 0;
     const need = blend ? (w >= 1 ? -Infinity : (opts.cutoff - w) / (1 - w)) : opts.cutoff;
-    const floor = need === -Infinity ? -0x7fffffff : Math.ceil((need - MAX_BOOST) * SCALE * SCALE);
-    const found = this.kernel.dots(QUERY_OFFSET, VECTORS_OFFSET, n, pairsOffset, Math.max(floor, -0x7fffffff));
-    const pairs = new Int32Array(this.kernel.memory.buffer, pairsOffset, found * 2);
+    return need === -Infinity ? -0x7fffffff : Math.max(Math.ceil((need - MAX_BOOST) * SCALE * SCALE), -0x7fffffff);
+  }
 
+  /** Candidates of slots [from, to) on this thread, a CHUNK at a time through the main output area. */
+  private scanHere(q: Descriptor, floor: number, from: number, to: number): Int32Array {
+    new Int8Array(this.kernel.memory.buffer, QUERY_OFFSET, DIM).set(q.vector);
+    const parts: Int32Array[] = [];
+    let total = 0;
+    for (let start = from; start < to; start += CHUNK) {
+      const found = this.kernel.dots(QUERY_OFFSET, VECTORS_OFFSET + start * DIM, Math.min(CHUNK, to - start), OUT_OFFSET, floor);
+      const out = new Int32Array(this.kernel.memory.buffer, OUT_OFFSET, found * 2);
+      const part = new Int32Array(found * 2);
+      for (let c = 0; c < found; c++) {
+        part[2 * c] = out[2 * c]! + start;
+        part[2 * c + 1] = out[2 * c + 1]!;
+      }
+      parts.push(part);
+      total += found;
+    }
+    if (parts.length === 1) return parts[0]!;
+    const pairs = new Int32Array(total * 2);
+    let at = 0;
+    for (const p of parts) {
+      pairs.set(p, at);
+      at += p.length;
+    }
+    return pairs;
+  }
+
+  /** The k best hits after `after`, and how many hits in all are at or above the cut-off, scanned on this thread. */
+  query(q: Descriptor, opts: QueryOptions): { hits: Hit[]; total: number } {
+    if (this.count === 0) return { hits: [], total: 0 };
+    return this.rank([this.scanHere(q, this.floor(opts), 0, this.count)], q, opts, false);
+  }
+
+  /**
+   * query(), with the scan of a large index split over worker threads (scan-pool.ts): the event
+   * loop only ranks the candidates. Puts and removals may run meanwhile; the candidates are then
+   * re-scored against the vectors as they are when ranked. A pool that fails scans here instead.
+   */
+  async queryAsync(q: Descriptor, opts: QueryOptions): Promise<{ hits: Hit[]; total: number }> {
+    const n = this.count;
+    const workers = this.workers ?? Math.min(MAX_SCAN_WORKERS, ScanPool.defaultSize());
+    if (n < PARALLEL_MIN || workers < 1) return this.query(q, opts);
+    this.pool ??= new ScanPool(this.kernel.memory, LAYOUT, workers);
+    const floor = this.floor(opts);
+    const before = this.mutations;
+    const p = this.pool.size;
+    let parts: Int32Array[];
+    try {
+      parts = await Promise.all(Array.from({ length: p }, (_, w) =>
+        this.pool!.scan(w, { query: q.vector, base: VECTORS_OFFSET, from: Math.floor((n * w) / p), to: Math.floor((n * (w + 1)) / p), floor })));
+    } catch {
+      this.scans.fellBack++;
+      return this.query(q, opts);
+    }
+    this.scans.inWorkers++;
+    return this.rank(parts, q, opts, this.mutations !== before);
+  }
+
+  /** Ends the scan workers (the index stays usable: scans then run here until new workers start). */
+  async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = null;
+    await pool?.close();
+  }
+
+  /** The dot of slot i with the query, in JavaScript: re-scoring a candidate after a concurrent change. */
+  private dotAt(q: Int8Array, i: number): number {
+    const v = new Int8Array(this.kernel.memory.buffer, VECTORS_OFFSET + i * DIM, DIM);
+    let s = 0;
+    for (let d = 0; d < DIM; d++) s += v[d]! * q[d]!;
+    return s;
+  }
+
+  /** Candidates (slot, dot) → the page: folder filter, boost, blend, cut-off, keyset, top k. */
+  private rank(parts: Int32Array[], q: Descriptor, opts: QueryOptions, changed: boolean): { hits: Hit[]; total: number } {
     let allowed: Uint8Array | null = null;
     if (opts.folderAllowed) {
       allowed = new Uint8Array(this.folders.length);
       for (let f = 0; f < this.folders.length; f++) allowed[f] = opts.folderAllowed(this.folders[f]!) ? 1 : 0;
     }
+    const blend = opts.blend ?? null;
+    const w = blend ? Math.min(1, Math.max(0, blend.weight)) : 0;
     const heap = new TopK(opts.k);
     const after = opts.after;
     let total = 0;
     const qh = q.phash;
-    for (let c = 0; c < found; c++) {
-      const i = pairs[2 * c]!;
-      if (allowed && !allowed[this.folderOf[i]!]) continue;
-      let score = this.score(pairs[2 * c + 1]!, qh, i);
-      const id = this.ids[i]!;
-      if (blend) {
-        const e = blend.embeddingScore(id);
-        if (e !== null) score = w >= 1 ? e : (1 - w) * score + w * e;
+    const n = this.count;
+    const floor = changed ? this.floor(opts) : 0;
+    for (const pairs of parts) {
+      const found = pairs.length >> 1;
+      for (let c = 0; c < found; c++) {
+        const i = pairs[2 * c]!;
+        // A slot moved or removed while the scan ran is past the end now, or holds another vector: scored again.
+        if (i >= n) continue;
+        let dot = pairs[2 * c + 1]!;
+        if (changed) {
+          dot = this.dotAt(q.vector, i);
+          if (dot < floor) continue;
+        }
+        if (allowed && !allowed[this.folderOf[i]!]) continue;
+        let score = this.score(dot, qh, i);
+        const id = this.ids[i]!;
+        if (blend) {
+          const e = blend.embeddingScore(id);
+          if (e !== null) score = w >= 1 ? e : (1 - w) * score + w * e;
+        }
+        if (score < opts.cutoff) continue;
+        total++;
+        if (after && (score > after.score || (score === after.score && id <= after.id))) continue;
+        heap.offer(score, id);
       }
-      if (score < opts.cutoff) continue;
-      total++;
-      if (after && (score > after.score || (score === after.score && id <= after.id))) continue;
-      heap.offer(score, id);
     }
     return { hits: heap.sorted(), total };
   }
@@ -173,9 +279,9 @@ export class VectorIndex {
     return f;
   }
 
-  /** Makes room for `capacity` vectors plus the kernel's output, (index, dot) int32 pairs, after them. */
+  /** Makes room for `capacity` vectors (the memory grows in place: scans running in workers keep their offsets). */
   private grow(capacity: number): void {
-    const need = VECTORS_OFFSET + capacity * (DIM + 8);
+    const need = VECTORS_OFFSET + capacity * DIM;
     const have = this.kernel.memory.buffer.byteLength;
     if (need > have) this.kernel.memory.grow(Math.ceil((need - have) / PAGE));
     const folderOf = new Uint32Array(capacity);
