@@ -2,13 +2,9 @@
 import type { Asset, Folder } from '../model.js';
 import { mimeFromName } from '../saas/mime.js';
 import type { BoxFile, BoxFileVersion, BoxFolder } from './api.js';
+import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
-const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
 
-const ms = (iso: string | null | undefined) => {
-  const t = iso ? Date.parse(iso) : NaN;
-  return Number.isFinite(t) ? t : undefined;
-};
 
 /**
  * Image types Box makes thumbnails of ("Supported file types" of the thumbnail guide: ai, bmp,
@@ -52,11 +48,6 @@ export function versionNumber(f: { version_number?: string }): number | undefine
   return n && n > 0 ? n : undefined;
 }
 
-function clean(a: Asset): Asset {
-  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
-  return a;
-}
-
 export function toAsset(f: BoxFile, extra: FileExtra = {}): Asset {
   const a: Asset = {
     id: f.id,
@@ -65,8 +56,8 @@ export function toAsset(f: BoxFile, extra: FileExtra = {}): Asset {
     fileSize: typeof f.size === 'number' ? f.size : undefined,
     // created_at/modified_at are Box's (upload, last change in Box); content_*_at the file's own
     // dates as the uploading client reported them, preferred where given.
-    created: ms(f.content_created_at) ?? ms(f.created_at),
-    modified: ms(f.content_modified_at) ?? ms(f.modified_at),
+    created: epochMs(f.content_created_at) ?? epochMs(f.created_at),
+    modified: epochMs(f.content_modified_at) ?? epochMs(f.modified_at),
     mimeType: mimeFromName(f.name),
     type: 'file',
     capabilities: READ_ONLY,
@@ -83,19 +74,19 @@ export function toAsset(f: BoxFile, extra: FileExtra = {}): Asset {
     a.displayVersion = v;
     if (f.file_version?.id) a.versionComment = `file version ${f.file_version.id}`;
   }
-  return clean(a);
+  return withoutUndefined(a);
 }
 
 /** An older version of `file` (FileVersionFull) with its number. */
 export function versionToAsset(file: BoxFile, v: BoxFileVersion, n: number, extra: FileExtra = {}): Asset {
   const name = v.name ?? file.name;
-  return clean({
+  return withoutUndefined({
     id: file.id,
     name,
     parentPath: parentPath(file),
     fileSize: typeof v.size === 'number' ? v.size : undefined,
-    created: ms(v.created_at),
-    modified: ms(v.modified_at) ?? ms(v.created_at),
+    created: epochMs(v.created_at),
+    modified: epochMs(v.modified_at) ?? epochMs(v.created_at),
     mimeType: mimeFromName(name),
     type: 'file',
     capabilities: READ_ONLY,

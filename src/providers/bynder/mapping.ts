@@ -2,8 +2,8 @@
 import type { Asset, Conversion, Filter, Folder, Value } from '../model.js';
 import { mimeFromName } from '../saas/mime.js';
 import type { BynderMedia, BynderMediaItem, BynderMetaproperty } from './api.js';
+import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
-const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
 
 /**
  * Bynder's v4 ids are 8-4-4-16 hex in upper case; its newer APIs (Similar Assets Search) use the
@@ -20,10 +20,6 @@ export function v4Id(id: string): string | null {
   return null;
 }
 
-const ms = (s: string | undefined) => {
-  const t = s ? Date.parse(s) : NaN;
-  return Number.isFinite(t) ? t : undefined;
-};
 
 /** The original's file name: the active original media item's, else the asset name with its extension. */
 export function fileNameOf(m: BynderMedia): string {
@@ -112,8 +108,8 @@ export function toAsset(m: BynderMedia, extra: AssetExtra = {}): Asset {
     fileSize: typeof m.fileSize === 'number' ? m.fileSize : undefined,
     xSizePx: typeof m.width === 'number' && m.width > 0 ? m.width : undefined,
     ySizePx: typeof m.height === 'number' && m.height > 0 ? m.height : undefined,
-    created: ms(m.dateCreated),
-    modified: ms(m.dateModified),
+    created: epochMs(m.dateCreated),
+    modified: epochMs(m.dateModified),
     mimeType: mimeFromName(fileName),
     type: 'file',
     capabilities: READ_ONLY,
@@ -133,7 +129,7 @@ export function toAsset(m: BynderMedia, extra: AssetExtra = {}): Asset {
     const values = valuesOf(m, extra.labels ?? null);
     if (values.length) a.values = values;
   }
-  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
+  withoutUndefined(a);
   return a;
 }
 
@@ -146,8 +142,8 @@ export function toVersion(m: BynderMedia, item: BynderMediaItem, extra: { downlo
     fileSize: typeof item.size === 'number' ? item.size : undefined,
     xSizePx: typeof item.width === 'number' && item.width > 0 ? item.width : undefined,
     ySizePx: typeof item.height === 'number' && item.height > 0 ? item.height : undefined,
-    created: ms(item.dateCreated),
-    modified: ms(item.dateCreated),
+    created: epochMs(item.dateCreated),
+    modified: epochMs(item.dateCreated),
     mimeType: mimeFromName(name),
     type: 'file',
     capabilities: READ_ONLY,
@@ -158,7 +154,7 @@ export function toVersion(m: BynderMedia, item: BynderMediaItem, extra: { downlo
     assetDetailsExternalUrl: extra.externalUrl,
     masterId: m.id.toUpperCase(),
   };
-  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
+  withoutUndefined(a);
   return a;
 }
 

@@ -2,8 +2,8 @@
 import type { Asset, Folder, Value } from '../model.js';
 import { mimeFromName } from '../saas/mime.js';
 import type { CantoContent, CantoNode, CantoVersion } from './api.js';
+import { READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
-const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
 
 /**
  * Canto's dates are `yyyyMMddHHmmssSSS` strings (the reference's "Date format"; no zone is given:
@@ -101,7 +101,7 @@ export function toAsset(c: CantoContent, links: AssetLinks = {}, opts: { detail?
       if (comment) a.versionComment = comment;
     }
   }
-  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
+  withoutUndefined(a);
   return a;
 }
 
@@ -118,7 +118,7 @@ export function versionToAsset(c: CantoContent, v: CantoVersion, n: number): Ass
     modified: cantoDate(v.time),
     versionComment: text(v.comment) ?? (text(v.version) ? `version ${v.version}` : undefined),
   };
-  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
+  withoutUndefined(a);
   return a;
 }
 

@@ -6,8 +6,8 @@ import { integrationError, validationError } from '../../errors.js';
 import type { Asset, Conversion, Filter, Folder, Value } from '../model.js';
 import { mimeFromName } from '../saas/mime.js';
 import { PROVIDER_ID, type CldFolder, type CldResource, type FolderMode } from './api.js';
+import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
-const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
 
 /** Cloudinary's asset_id: 32 lower-case hex digits, immutable across moves and renames. */
 export const ASSET_ID = /^[0-9a-f]{32}$/;
@@ -110,10 +110,6 @@ export function toFilters(aggs: Record<string, unknown> | undefined, active: Map
   }).filter((f) => f.options.length > 0);
 }
 
-const ms = (iso: string | undefined) => {
-  const t = iso ? Date.parse(iso) : NaN;
-  return Number.isFinite(t) ? t : undefined;
-};
 
 const str = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : undefined);
 
@@ -166,8 +162,8 @@ export function toAsset(r: CldResource, mode: FolderMode, links: Links, detail =
     fileSize: r.bytes,
     xSizePx: r.width || undefined,
     ySizePx: r.height || undefined,
-    created: ms(r.created_at),
-    modified: ms(r.last_updated?.updated_at) ?? ms(r.uploaded_at) ?? ms(r.created_at),
+    created: epochMs(r.created_at),
+    modified: epochMs(r.last_updated?.updated_at) ?? epochMs(r.uploaded_at) ?? epochMs(r.created_at),
     mimeType: mimeFromName(name),
     type: 'file',
     capabilities: READ_ONLY,
@@ -188,7 +184,7 @@ export function toAsset(r: CldResource, mode: FolderMode, links: Links, detail =
       id: d.id, name: d.transformation, url: d.secure_url!, ...(d.format ? { extension: d.format } : {}),
     }));
   }
-  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
+  withoutUndefined(a);
   return a;
 }
 

@@ -2,13 +2,9 @@
 import type { Asset, Folder } from '../model.js';
 import { mimeFromName } from '../saas/mime.js';
 import type { DbxFile, DbxFolder } from './api.js';
+import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
-const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
 
-const ms = (iso: string | undefined) => {
-  const t = iso ? Date.parse(iso) : NaN;
-  return Number.isFinite(t) ? t : undefined;
-};
 
 function parentOf(pathDisplay: string | undefined): string | undefined {
   if (!pathDisplay) return undefined;
@@ -29,9 +25,9 @@ export function toAsset(f: DbxFile, extra: { downloadUrl?: string; version?: num
     name: f.name,
     parentPath: parentOf(f.path_display),
     fileSize: f.size,
-    modified: ms(f.server_modified),
+    modified: epochMs(f.server_modified),
     // client_modified is the file's own date as the uploading client saw it: the nearest to "created".
-    created: ms(f.client_modified),
+    created: epochMs(f.client_modified),
     mimeType: mimeFromName(f.name),
     type: 'file',
     capabilities: READ_ONLY,
@@ -45,7 +41,7 @@ export function toAsset(f: DbxFile, extra: { downloadUrl?: string; version?: num
     a.displayVersion = extra.version;
     a.versionComment = `revision ${f.rev}`;
   }
-  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
+  withoutUndefined(a);
   return a;
 }
 

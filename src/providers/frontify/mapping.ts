@@ -2,8 +2,8 @@
 import type { Asset, Folder, Value } from '../model.js';
 import { mimeFromName } from '../saas/mime.js';
 import type { FyAsset, FyCustomMetadata, FyRevision, Named } from './api.js';
+import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
-const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
 
 /**
  * Hub folder ids name what they stand for, so a browse knows which query to send and a search
@@ -30,10 +30,6 @@ export const brandFolder = (b: Named): Folder => ({ id: `b:${b.id}`, name: b.nam
 export const libraryFolder = (l: Named): Folder => ({ id: `l:${l.id}`, name: l.name });
 export const subFolder = (library: string, f: Named): Folder => ({ id: `f:${library}:${f.id}`, name: f.name });
 
-const ms = (iso: string | null | undefined) => {
-  const t = iso ? Date.parse(iso) : NaN;
-  return Number.isFinite(t) ? t : undefined;
-};
 
 const int = (v: unknown) => {
   const n = typeof v === 'string' && /^\d{1,16}$/.test(v) ? Number(v) : v;
@@ -100,8 +96,8 @@ export function toAsset(a: FyAsset, extra: AssetExtras = {}): Asset {
     fileSize: int(a.size),
     xSizePx: int(a.width),
     ySizePx: int(a.height),
-    created: extra.created ?? ms(a.createdAt),
-    modified: ms(a.modifiedAt) ?? ms(a.createdAt),
+    created: extra.created ?? epochMs(a.createdAt),
+    modified: epochMs(a.modifiedAt) ?? epochMs(a.createdAt),
     mimeType: a.extension ? mimeFromName(`x.${a.extension}`) : undefined,
     type: a.__typename.toLowerCase(),
     title: a.title || undefined,
@@ -121,14 +117,14 @@ export function toAsset(a: FyAsset, extra: AssetExtras = {}): Asset {
     out.displayVersion = extra.version;
     if (extra.versionComment) out.versionComment = extra.versionComment;
   }
-  for (const k of Object.keys(out) as (keyof Asset)[]) if (out[k] === undefined) delete out[k];
+  withoutUndefined(out);
   return out;
 }
 
 /** An older revision: Frontify reports when and by whom it was made, not its file (AssetRevision has id, createdAt, creator). */
 export function revisionAsset(a: FyAsset, r: FyRevision, version: number): Asset {
   const base = toAsset({ ...a, downloadUrl: null, previewUrl: null, size: null, width: null, height: null, modifiedAt: r.createdAt }, {
-    version, created: ms(r.createdAt),
+    version, created: epochMs(r.createdAt),
     versionComment: `revision ${r.id}${r.creator?.name ? ` by ${r.creator.name}` : ''}`,
   });
   return base;

@@ -1,35 +1,26 @@
 /** Google Drive files and revisions → the hub's common shape. */
 import type { Asset, Folder } from '../model.js';
 import type { DriveFile, DriveRevision } from './api.js';
+import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
-const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
 
-const ms = (iso: string | undefined) => {
-  const t = iso ? Date.parse(iso) : NaN;
-  return Number.isFinite(t) ? t : undefined;
-};
 const int = (s: string | number | undefined) => {
   const n = typeof s === 'number' ? s : s !== undefined && /^\d{1,15}$/.test(s) ? Number(s) : NaN;
   return Number.isSafeInteger(n) ? n : undefined;
 };
 const hex = (s: string | undefined, len: number) => (s && s.length === len && /^[0-9a-f]+$/.test(s) ? s : undefined);
 
-function clean(a: Asset): Asset {
-  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
-  return a;
-}
-
 /**
  * `downloadUrl`: the hub's grant link (webContentLink needs the user's Google session in a browser);
  * `thumbnailUrl`: the hub's thumbnail link (thumbnailLink needs the user's token).
  */
 export function toAsset(f: DriveFile, links: { downloadUrl?: string; thumbnailUrl?: string } = {}): Asset {
-  return clean({
+  return withoutUndefined({
     id: f.id,
     name: f.name,
     fileSize: int(f.size),
-    created: ms(f.createdTime),
-    modified: ms(f.modifiedTime),
+    created: epochMs(f.createdTime),
+    modified: epochMs(f.modifiedTime),
     mimeType: f.mimeType,
     // Not Drive's `version`: that counts every change to the file, metadata included, and
     // contradicts the revision numbers `assetversions` gives (1 = the oldest revision).
@@ -50,11 +41,11 @@ export function toAsset(f: DriveFile, links: { downloadUrl?: string; thumbnailUr
 
 /** One revision as an asset version; `n` counts from the oldest (1). */
 export function revisionToAsset(file: DriveFile, r: DriveRevision, n: number, downloadUrl?: string): Asset {
-  return clean({
+  return withoutUndefined({
     id: file.id,
     name: r.originalFilename ?? file.name,
     fileSize: int(r.size),
-    modified: ms(r.modifiedTime),
+    modified: epochMs(r.modifiedTime),
     mimeType: r.mimeType ?? file.mimeType,
     version: n,
     displayVersion: n,

@@ -156,7 +156,7 @@ export function googleDriveConnector(o: GoogleDriveOptions): (deps: ConnectorDep
           // The grant lives 4 hours, a Google access token about one: past its expiry the grant's
           // refresh token renews it (Google does not rotate refresh tokens, so the user's
           // connection is untouched). A revoked grant is integration-auth-failed.
-          const c = cred.exp !== undefined && cred.exp <= deps.clock.now() + 60_000 ? await flow.refresh(cred, http) : cred;
+          const c = await flow.fresh(cred, http);
           return new DriveApi(http, ep.api).content(c.at, item.id, kind, range, ifNoneMatch, rev);
         },
 

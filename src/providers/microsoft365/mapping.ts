@@ -3,8 +3,8 @@ import { integrationError } from '../../errors.js';
 import type { Asset, Exif, Value } from '../model.js';
 import { mimeFromName } from '../saas/mime.js';
 import type { GraphItem, GraphVersion } from './api.js';
+import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
-const READ_ONLY = { canDeleteAsset: false, canUpdateAsset: false, canLockAsset: false, canUnlockAsset: false, canRenameAsset: false, uploadExtensions: [] };
 
 /**
  * The hub's ids for Graph's objects. Graph ids are only unique within a drive (and contain `!`,
@@ -46,23 +46,9 @@ export function parseRef(providerId: string, id: string): Ref {
   throw integrationError('integration-not-found', providerId, `no OneDrive or SharePoint object ${JSON.stringify(id.slice(0, 80))}`);
 }
 
-const ms = (iso: string | undefined) => {
-  const t = iso ? Date.parse(iso) : NaN;
-  return Number.isFinite(t) ? t : undefined;
-};
 const int = (n: unknown) => (typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined);
 /** Graph reports SHA-1/SHA-256 in upper-case hex; the hub's hashes are lower-case. */
 const hex = (s: string | undefined, len: number) => (s && s.length === len && /^[0-9a-fA-F]+$/.test(s) ? s.toLowerCase() : undefined);
-
-function dropUndefined<T extends object>(o: T): T {
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k];
-  return o;
-}
-
-function clean(a: Asset): Asset {
-  for (const k of Object.keys(a) as (keyof Asset)[]) if (a[k] === undefined) delete a[k];
-  return a;
-}
 
 /** `/drive/root:/Photos/2024` (itemReference.path) → `/Photos/2024`; the root itself → `/`. */
 export function parentPathOf(ref: GraphItem['parentReference']): string | undefined {
@@ -94,7 +80,7 @@ function text(id: string, name: string, value: string | undefined): Value[] {
  */
 export function toAsset(it: GraphItem, driveId: string, links: { downloadUrl?: string; thumbnailUrl?: string; version?: number } = {}): Asset {
   const p = it.photo;
-  const exif: Exif | undefined = p ? dropUndefined({
+  const exif: Exif | undefined = p ? withoutUndefined({
     cameraModel: p.cameraModel,
     orientation: p.orientation !== undefined ? String(p.orientation) : undefined,
     exposureTime: p.exposureNumerator && p.exposureDenominator ? p.exposureNumerator / p.exposureDenominator : undefined,
@@ -102,20 +88,20 @@ export function toAsset(it: GraphItem, driveId: string, links: { downloadUrl?: s
     isoSpeedRatings: p.iso !== undefined ? String(p.iso) : undefined,
     width: int(it.image?.width),
     height: int(it.image?.height),
-    dateTimeOriginal: ms(p.takenDateTime),
+    dateTimeOriginal: epochMs(p.takenDateTime),
   }) : undefined;
   const values = [
     ...text('quickXorHash', 'QuickXorHash', it.file?.hashes?.quickXorHash),
     ...text('createdBy', 'Created by', it.createdBy?.user?.displayName),
     ...text('lastModifiedBy', 'Modified by', it.lastModifiedBy?.user?.displayName),
   ];
-  return clean({
+  return withoutUndefined({
     id: itemId(it.parentReference?.driveId ?? driveId, it.id),
     name: it.name,
     parentPath: parentPathOf(it.parentReference),
     fileSize: int(it.size),
-    created: ms(it.createdDateTime),
-    modified: ms(it.lastModifiedDateTime),
+    created: epochMs(it.createdDateTime),
+    modified: epochMs(it.lastModifiedDateTime),
     mimeType: it.file?.mimeType || mimeFromName(it.name),
     xSizePx: int(it.image?.width),
     ySizePx: int(it.image?.height),
@@ -136,12 +122,12 @@ export function toAsset(it: GraphItem, driveId: string, links: { downloadUrl?: s
 
 /** One version as an asset; `n` counts from the oldest (1), as the asset detail's `version` does. */
 export function versionToAsset(it: GraphItem, driveId: string, v: GraphVersion, n: number, downloadUrl: string | undefined): Asset {
-  return clean({
+  return withoutUndefined({
     id: itemId(it.parentReference?.driveId ?? driveId, it.id),
     name: it.name,
     parentPath: parentPathOf(it.parentReference),
     fileSize: int(v.size),
-    modified: ms(v.lastModifiedDateTime),
+    modified: epochMs(v.lastModifiedDateTime),
     mimeType: it.file?.mimeType || mimeFromName(it.name),
     version: n,
     displayVersion: n,

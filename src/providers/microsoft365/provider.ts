@@ -101,10 +101,6 @@ export function microsoft365Connector(o: Microsoft365Options): (deps: ConnectorD
       timeoutMs: deps.upstream?.timeoutMs, allowInsecureRequests: o.allowInsecureRequests, now: () => deps.clock.now(),
     });
 
-    /** A grant's credentials, renewed once their access token has (nearly) expired: a link lives longer than the token it was made with. */
-    const fresh = async (cred: OAuthCredentials, http: UpstreamClient) =>
-      (cred.exp !== undefined && cred.exp <= deps.clock.now() + 60_000 ? flow.refresh(cred, http) : cred);
-
     const grantItem = (item: Record<string, unknown>) => {
       const { d, i, v } = item;
       if (typeof d !== 'string' || typeof i !== 'string' || (v !== undefined && typeof v !== 'string')) {
@@ -236,7 +232,7 @@ export function microsoft365Connector(o: Microsoft365Options): (deps: ConnectorD
 
         async download({ cred, http, item, range, ifNoneMatch }) {
           const { d, i, v } = grantItem(item);
-          const c = await fresh(cred, http);
+          const c = await flow.fresh(cred, http);
           if (item.t === 'large') {
             // A rendition: its pre-authenticated URL from the item's ThumbnailSet, fetched without the token.
             const api = graph(http);
@@ -254,7 +250,7 @@ export function microsoft365Connector(o: Microsoft365Options): (deps: ConnectorD
          */
         async thumbnail({ cred, http, item }) {
           const { d, i } = grantItem(item);
-          const c = await fresh(cred, http);
+          const c = await flow.fresh(cred, http);
           const api = graph(http);
           const sets = await api.thumbnails(c.at, d, i);
           const url = sets.items.map((s) => s.medium?.url ?? s.large?.url).find((u): u is string => typeof u === 'string');

@@ -169,6 +169,14 @@ export class OAuthFlow {
     return this.credentials(tokens, { acct: c.acct, ...(c.srv ? { srv: c.srv } : {}), rt: c.rt });
   }
 
+  /**
+   * `cred` while its access token has a minute left, else renewed: a grant link (a download, a
+   * thumbnail) may be used hours after it was made, past the token it carries.
+   */
+  async fresh(cred: OAuthCredentials, http?: UpstreamClient): Promise<OAuthCredentials> {
+    return cred.exp !== undefined && cred.exp <= this.spec.now() + 60_000 ? this.refresh(cred, http) : cred;
+  }
+
   private credentials(tokens: oauth.TokenEndpointResponse, base: { acct: string; srv?: string; rt?: string }): OAuthCredentials {
     const out: OAuthCredentials = { ...base, at: tokens.access_token };
     if (tokens.refresh_token) out.rt = tokens.refresh_token;
