@@ -120,3 +120,32 @@ export function createKernel(memory: WebAssembly.Memory = sharedKernelMemory()):
   const ex = instance.exports as unknown as { dots: DotKernel['dots'] };
   return { memory, dots: ex.dots };
 }
+
+/**
+ * The candidates of slots [from, to): the kernel run `chunk` slots at a time into the output area
+ * at `out` (which holds `chunk` pairs), each chunk's pairs copied out with absolute slot numbers.
+ * The query is at `q`; slot 0's vector at `base`. Returns (slot, dot) int32 pairs.
+ */
+export function scanSlots(kernel: DotKernel, at: { q: number; base: number; out: number; chunk: number }, from: number, to: number, floor: number): Int32Array {
+  const parts: Int32Array[] = [];
+  let total = 0;
+  for (let start = from; start < to; start += at.chunk) {
+    const found = kernel.dots(at.q, at.base + start * 64, Math.min(at.chunk, to - start), at.out, floor);
+    const out = new Int32Array(kernel.memory.buffer, at.out, found * 2);
+    const part = new Int32Array(found * 2);
+    for (let c = 0; c < found; c++) {
+      part[2 * c] = out[2 * c]! + start;
+      part[2 * c + 1] = out[2 * c + 1]!;
+    }
+    parts.push(part);
+    total += found;
+  }
+  if (parts.length === 1) return parts[0]!;
+  const pairs = new Int32Array(total * 2);
+  let offset = 0;
+  for (const p of parts) {
+    pairs.set(p, offset);
+    offset += p.length;
+  }
+  return pairs;
+}

@@ -53,23 +53,20 @@ let nextJob = 0;
 /** Most scan workers an index starts (each has its own query copy and output area in the layout). */
 export const MAX_SCAN_WORKERS = 4;
 
-function defaultScanWorkers(): number {
-  return Math.min(MAX_SCAN_WORKERS, Math.max(1, availableParallelism()));
-}
 
 export class ScanPool {
   private readonly slots: (Slot | null)[];
   private closed = false;
 
   /** `memory`: the index's shared kernel memory; `size`: workers (default: the cores, at most MAX_SCAN_WORKERS). */
-  constructor(private readonly memory: WebAssembly.Memory, private readonly layout: ScanLayout, readonly size = defaultScanWorkers()) {
+  constructor(private readonly memory: WebAssembly.Memory, private readonly layout: ScanLayout, readonly size = ScanPool.defaultSize()) {
     if (size < 1 || size > MAX_SCAN_WORKERS) throw new RangeError(`scan workers: 1..${MAX_SCAN_WORKERS}`);
     this.slots = Array.from({ length: size }, () => null);
   }
 
   /** Workers a pool starts by default: the machine's cores, at most MAX_SCAN_WORKERS. */
   static defaultSize(): number {
-    return defaultScanWorkers();
+    return Math.min(MAX_SCAN_WORKERS, Math.max(1, availableParallelism()));
   }
 
   private slot(w: number): Slot {

@@ -11,7 +11,7 @@
  * pages stay stable while assets are added or removed.
  */
 import { DIM, hamming, SCALE, type Descriptor } from './descriptor.js';
-import { createKernel, type DotKernel } from './kernel.js';
+import { createKernel, scanSlots, type DotKernel } from './kernel.js';
 import { MAX_SCAN_WORKERS, ScanPool, type ScanLayout } from './scan-pool.js';
 import { LargeMap } from '../large-map.js';
 
@@ -151,27 +151,7 @@ export class VectorIndex {
   /** Candidates of slots [from, to) on this thread, a CHUNK at a time through the main output area. */
   private scanHere(q: Descriptor, floor: number, from: number, to: number): Int32Array {
     new Int8Array(this.kernel.memory.buffer, QUERY_OFFSET, DIM).set(q.vector);
-    const parts: Int32Array[] = [];
-    let total = 0;
-    for (let start = from; start < to; start += CHUNK) {
-      const found = this.kernel.dots(QUERY_OFFSET, VECTORS_OFFSET + start * DIM, Math.min(CHUNK, to - start), OUT_OFFSET, floor);
-      const out = new Int32Array(this.kernel.memory.buffer, OUT_OFFSET, found * 2);
-      const part = new Int32Array(found * 2);
-      for (let c = 0; c < found; c++) {
-        part[2 * c] = out[2 * c]! + start;
-        part[2 * c + 1] = out[2 * c + 1]!;
-      }
-      parts.push(part);
-      total += found;
-    }
-    if (parts.length === 1) return parts[0]!;
-    const pairs = new Int32Array(total * 2);
-    let at = 0;
-    for (const p of parts) {
-      pairs.set(p, at);
-      at += p.length;
-    }
-    return pairs;
+    return scanSlots(this.kernel, { q: QUERY_OFFSET, base: VECTORS_OFFSET, out: OUT_OFFSET, chunk: CHUNK }, from, to, floor);
   }
 
   /** The k best hits after `after`, and how many hits in all are at or above the cut-off, scanned on this thread. */
@@ -187,7 +167,7 @@ export class VectorIndex {
    */
   async queryAsync(q: Descriptor, opts: QueryOptions): Promise<{ hits: Hit[]; total: number }> {
     const n = this.count;
-    const workers = this.workers ?? Math.min(MAX_SCAN_WORKERS, ScanPool.defaultSize());
+    const workers = this.workers ?? ScanPool.defaultSize();
     if (n < PARALLEL_MIN || workers < 1) return this.query(q, opts);
     this.pool ??= new ScanPool(this.kernel.memory, LAYOUT, workers);
     const floor = this.floor(opts);
