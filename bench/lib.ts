@@ -24,6 +24,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 
 // ── the run's private temp root ─────────────────────────────────────────────────────────────
 /** This run's temp root (also `process.env.TMPDIR` and so `os.tmpdir()` from here on). */
@@ -332,4 +333,70 @@ export function sameBytesHeaders(res: Response, file: string): string {
   });
   fs.writeFileSync(file, JSON.stringify(out));
   return file;
+}
+
+/** What ThreadClient hands back: the status, the timings and the few fields benchmarks check. */
+export interface ClientAnswer {
+  status: number;
+  /** From the request until the response's last byte. */
+  ms: number;
+  /** The JSON parse that follows, apart. */
+  parseMs: number;
+  body: { totalAssetsCount?: number; code?: string; assetIds?: string[] };
+}
+
+/**
+ * An HTTP client on a thread of its own, as a partner's client is in a process of its own: its
+ * allocations (the response, its parse) do not collect in the hub's heap, and its work does not
+ * run on the hub's event loop between a request and its answer. A latency is from the request
+ * until the response's last byte, as autocannon measures the other HTTP benchmarks; the parse of
+ * the JSON that follows is timed apart. One request at a time.
+ */
+export class ThreadClient {
+  private readonly worker = new Worker(`
+    const { parentPort } = require('node:worker_threads');
+    const { performance } = require('node:perf_hooks');
+    parentPort.on('message', async ({ url, method, headers, body }) => {
+      try {
+        const s = performance.now();
+        const res = await fetch(url, { method, headers, body });
+        const bytes = await res.arrayBuffer();
+        const ms = performance.now() - s;
+        const p = performance.now();
+        const json = JSON.parse(Buffer.from(bytes).toString('utf8'));
+        const parseMs = performance.now() - p;
+        const assetIds = Array.isArray(json.assets) ? json.assets.map((a) => a.id) : undefined;
+        parentPort.postMessage({ status: res.status, ms, parseMs, body: { totalAssetsCount: json.totalAssetsCount, code: json.code, assetIds } });
+      } catch (e) {
+        parentPort.postMessage({ error: String(e && e.stack || e) });
+      }
+    });`, { eval: true });
+
+  private pending: { resolve: (r: ClientAnswer) => void; reject: (e: unknown) => void } | null = null;
+
+  constructor() {
+    this.worker.on('message', (r: ClientAnswer | { error: string }) => {
+      const p = this.pending;
+      this.pending = null;
+      if ('error' in r) p?.reject(new Error(`client: ${r.error}`));
+      else p?.resolve(r);
+    });
+    this.worker.on('error', (e) => this.pending?.reject(e));
+  }
+
+  get(url: string, headers: Record<string, string>): Promise<ClientAnswer> {
+    return this.request({ url, method: 'GET', headers });
+  }
+
+  request(req: { url: string; method: string; headers: Record<string, string>; body?: string }): Promise<ClientAnswer> {
+    if (this.pending) throw new Error('ThreadClient: one request at a time');
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.worker.postMessage(req);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.worker.terminate();
+  }
 }

@@ -5,7 +5,7 @@
  * of its own: see Client), side by side with the bare SQLite FTS5 query over the same text
  * in-process (MATCH, bm25 order, LIMIT 51, and count(*) — no facets, no mapping).
  *
- *   node dist/bench/search.js [--assets 1000000] [--rounds 3] [--data /work/bench-data] [--engine-only 1]
+ *   node dist/bench/search.js [--assets 1000000] [--rounds 3] [--data /work/bench-data] [--engine-only 1] [--generate-only 1]
  *
  * Each round also times the engine alone (`SearchEngine.search`, in-process) on the same queries,
  * so the split between the engine and the rest of a request (rows, mapping, signing, JSON, HTTP)
@@ -20,13 +20,12 @@
  * time against issue 22's start-from-snapshot target (≤ 30 s); p50s and the engine alone without
  * a target.
  */
-import { median, percentile, reportResults, result, rssOf, scaleTag, timeSync } from './lib.js';
+import { median, percentile, reportResults, result, rssOf, scaleTag, ThreadClient, timeSync } from './lib.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import { embeddedLibrary } from '../src/catalog.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Worker } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Database } from '../src/stores/sqlite/driver.js';
 import { addAccount } from '../src/providers/library/accounts.js';
@@ -198,53 +197,6 @@ function engineOnly(engine: SearchEngine, mix: Q[], rounds: number): void {
   for (const x of perQuery.slice(0, 12)) console.log(`  ${x.ms.toFixed(2).padStart(7)} ms  ${x.q.category.padEnd(6)} ${label(x.q)}`);
 }
 
-interface ClientAnswer {
-  status: number;
-  ms: number;
-  parseMs: number;
-  body: unknown;
-}
-
-/**
- * The HTTP client, on a thread of its own as a partner's client is in a process of its own: its
- * allocations (the response, its parse) do not collect in the hub's heap. A latency is from the
- * request until the response's last byte, as autocannon measures the other HTTP benchmarks; the
- * parse of the JSON that follows is timed apart.
- */
-class Client {
-  private readonly worker = new Worker(`
-    const { parentPort } = require('node:worker_threads');
-    const { performance } = require('node:perf_hooks');
-    parentPort.on('message', async ({ url, headers }) => {
-      const s = performance.now();
-      const res = await fetch(url, { headers });
-      const bytes = await res.arrayBuffer();
-      const ms = performance.now() - s;
-      const p = performance.now();
-      const body = JSON.parse(Buffer.from(bytes).toString('utf8'));
-      parentPort.postMessage({ status: res.status, ms, parseMs: performance.now() - p, body: { totalAssetsCount: body.totalAssetsCount, code: body.code } });
-    });`, { eval: true });
-
-  private pending: { resolve: (r: ClientAnswer) => void; reject: (e: unknown) => void } | null = null;
-
-  constructor() {
-    this.worker.on('message', (r: ClientAnswer) => this.pending?.resolve(r));
-    this.worker.on('error', (e) => this.pending?.reject(e));
-  }
-
-  /** One request at a time. */
-  get(url: string, headers: Record<string, string>): Promise<ClientAnswer> {
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject };
-      this.worker.postMessage({ url, headers });
-    });
-  }
-
-  async close(): Promise<void> {
-    await this.worker.terminate();
-  }
-}
-
 const pct = (xs: number[], p: number) => percentile(xs, p, 'search latencies');
 
 async function main(): Promise<void> {
@@ -257,6 +209,10 @@ async function main(): Promise<void> {
     console.log(`generating ${N.toLocaleString('en')} synthetic assets into ${BASE}`);
     generate(libFile, ftsFile);
     fs.writeFileSync(manifest, JSON.stringify({ version: DATA_VERSION, assets: N }));
+  }
+  if (args.has('generate-only')) {
+    console.log(`data set ready in ${BASE}`);
+    return;
   }
   if (args.has('engine-only')) {
     const index = new LibraryIndex(libFile);
@@ -298,7 +254,7 @@ async function main(): Promise<void> {
 
   const mix = queryMix();
   const totals = new Map<string, number>();
-  const client = new Client();
+  const client = new ThreadClient();
   const parseMs: number[] = [];
   const hub = async (q: Q): Promise<number> => {
     const qs = new URLSearchParams({ query: q.query, size: '50' });

@@ -85,6 +85,9 @@ describe('indexer lease', () => {
     assert.deepEqual((await index.childFolders('A')).map((f) => f.path), ['A/B']);
     const hits = (await index.searchEngine()).search({ words: ['two'], folderPath: '', allowedRoots: null, filters: {}, limit: 10, after: null, params: null });
     assert.deepEqual((await index.assetsByRowids(hits.rowids)).map((a) => a.relPath), ['A/B/two.jpg']);
+    const [two] = await index.assetsByRowids(hits.rowids);
+    const one = (await index.assetsByIds([two!.id, 'no-such-id'])).concat(await index.assetsByIds([]));
+    assert.deepEqual(one, [two], 'by id: in order, unknown ids skipped');
     assert.equal((await index.descriptors().pending()).length, 0, 'both images were described');
     assert.equal((await pool.query('SELECT count(*)::int AS n FROM library_lease')).rows[0].n, 0, 'the command released its lease');
 

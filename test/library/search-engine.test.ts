@@ -409,6 +409,11 @@ test('one call to the index answers a search: account, scope, the engine\'s answ
   assert.deepEqual(answer.result, expected);
   assert.deepEqual(answer.rows, index.assetsByRowids(expected.rowids.slice(0, 2)));
   assert.deepEqual(answer.rows.map((r) => r.relPath), ['A/harbour 1.jpg', 'A/harbour 3.jpg']);
+  // By id, as search by image reads its page of hits: in the order asked, unknown ids skipped.
+  const ids = (n: number) => `asset${String(n).padStart(17, '0')}`;
+  assert.deepEqual(index.assetsByIds([ids(4), 'nope', ids(1), ids(5)]).map((r) => r.relPath), ['B/harbour 4.jpg', 'A/harbour 1.jpg', 'A/harbour 5.jpg']);
+  assert.deepEqual(index.assetsByIds([]), []);
+  assert.deepEqual(index.assetsByIds([ids(2)]), [index.asset(ids(2))]);
   // What the query function is told, and a refusal: it throws, and nothing more happens.
   const told = (accountId: string, scope: string | null) => {
     let got: [string | null, boolean] = ['?', false];

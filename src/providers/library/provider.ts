@@ -356,9 +356,9 @@ export class LibraryProvider implements Provider {
     const roots = acc.folders.length ? acc.folders : null;
     return searchByImage(this.similarity, image, opts, {
       folderAllowed: roots ? (folder) => roots.some((r) => isWithin(folder, r)) : null,
-      toAsset: async (id) => {
-        const row = await this.index.asset(id);
-        return row ? toAsset(row, { urls: this.opts.urls, bind: { partnerId: session.partnerId, accountId: acc.id }, uiLocale: opts.uiLocale, timeZone: opts.timeZone }) : null;
+      toAssets: async (ids) => {
+        const ctx = { urls: this.opts.urls, bind: { partnerId: session.partnerId, accountId: acc.id }, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
+        return (await this.index.assetsByIds(ids)).map((row) => toAsset(row, ctx));
       },
     });
   }
@@ -484,7 +484,7 @@ function parseFilters(ids: string[]): ActiveFilters {
   return out;
 }
 
-function buildFilters(facets: Record<FacetKey, { value: string; count: number }[]>, active: ActiveFilters, uiLocale: string): Filter[] {
+function buildFilters(facets: Readonly<Record<FacetKey, readonly { readonly value: string; readonly count: number }[]>>, active: ActiveFilters, uiLocale: string): Filter[] {
   return FACETS.map((f) => {
     const opts = facets[f].map((o) => ({ id: `${f}:${o.value}`, isActive: active[f]?.includes(o.value) ?? false, name: optionName(f, o.value, uiLocale), count: o.count }));
     for (const v of active[f] ?? []) if (!opts.some((o) => o.id === `${f}:${v}`)) opts.push({ id: `${f}:${v}`, isActive: true, name: optionName(f, v, uiLocale), count: 0 });

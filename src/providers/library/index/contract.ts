@@ -76,7 +76,8 @@ export interface ListPage {
   rows: AssetRow[];
   total: number;
   sortKeys: (number | string)[];
-  facets: Record<FacetKey, { value: string; count: number }[]>;
+  /** Shared between answers (memoised per index generation): read, never modify. */
+  facets: Readonly<Record<FacetKey, readonly { readonly value: string; readonly count: number }[]>>;
 }
 
 /** One keyword search, as the provider asks the index for it (LibraryIndexStore.search). */
@@ -121,6 +122,8 @@ export interface LibraryIndexStore {
    */
   search(s: IndexSearch): Awaitable<IndexSearchResult>;
   assetsByRowids(rowids: number[]): Awaitable<AssetRow[]>;
+  /** Asset rows by id, in the order given, missing ones skipped: one query for a page of hits (search by image). */
+  assetsByIds(ids: string[]): Awaitable<AssetRow[]>;
   versions(assetId: string): Awaitable<VersionRow[]>;
   list(q: IndexListQuery): Awaitable<ListPage>;
   /** Moves whenever what a listing shows may have changed (page cache key, Provider.viewVersion). */

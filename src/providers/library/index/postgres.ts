@@ -22,7 +22,7 @@ import { fromRow, type DescriptorBackend, type PendingImage, type StoredDescript
 import { DIM, type Descriptor } from '../similarity/descriptor.js';
 import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
 import { LibraryDb } from './postgres-schema.js';
-import { ASSET_COLUMNS, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
+import { inOrder, ASSET_COLUMNS, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
 import { LargeMap } from '../large-map.js';
 
 type Row = Record<string, unknown>;
@@ -229,11 +229,13 @@ export class PgLibraryIndex implements LibraryIndexStore {
   async assetsByRowids(rowids: number[]): Promise<AssetRow[]> {
     if (!rowids.length) return [];
     const rows = (await this.db.query(`SELECT ${ASSET_COLUMNS} FROM library_assets WHERE rowid = ANY($1::bigint[])`, [rowids], true)).rows;
-    const byRowid = new Map(rows.map((r) => [Number(r.rowid), r]));
-    return rowids.flatMap((id) => {
-      const r = byRowid.get(id);
-      return r ? [toAsset(r)] : [];
-    });
+    return inOrder(rowids, rows, (r) => Number(r.rowid));
+  }
+
+  async assetsByIds(ids: string[]): Promise<AssetRow[]> {
+    if (!ids.length) return [];
+    const rows = (await this.db.query(`SELECT ${ASSET_COLUMNS} FROM library_assets WHERE id = ANY($1::text[])`, [ids], true)).rows;
+    return inOrder(ids, rows, (r) => r.id as string);
   }
 
   // ── listing ──────────────────────────────────────────────────────────────────────────────
@@ -276,7 +278,7 @@ export class PgLibraryIndex implements LibraryIndexStore {
       ${facetSql.join(',\n      ')}`;
     const r = (await this.db.query(sql, params, true)).rows[0]!;
     const rows = r.rows as Row[];
-    const facets = {} as ListPage['facets'];
+    const facets = {} as Record<FacetKey, { value: string; count: number }[]>;
     for (const f of FACETS) facets[f] = (r[`f_${f}`] as { value: string | number; count: number }[]).map((o) => ({ value: String(o.value), count: Number(o.count) }));
     return { rows: rows.map(toAsset), total: Number(r.total), sortKeys: rows.map((x) => x.name as string), facets };
   }

@@ -61,6 +61,15 @@ export const ASSET_COLUMNS = 'rowid, id, rel_path, folder_path, name, ext, size,
 /** ASSET_COLUMNS of the assets table under the alias `a`. */
 export const ASSET_COLUMNS_OF_A = ASSET_COLUMNS.split(', ').map((c) => `a.${c}`).join(', ');
 
+/** Rows fetched by key (`IN`/`ANY`, any order) as assets in the order of `keys`; keys without a row are skipped. */
+export function inOrder<K>(keys: readonly K[], rows: Record<string, unknown>[], keyOf: (r: Record<string, unknown>) => K): AssetRow[] {
+  const byKey = new Map(rows.map((r) => [keyOf(r), r]));
+  return keys.flatMap((k) => {
+    const r = byKey.get(k);
+    return r ? [toAsset(r)] : [];
+  });
+}
+
 export function toAsset(r: Record<string, unknown>): AssetRow {
   return {
     id: r.id as string,

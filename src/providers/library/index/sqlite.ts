@@ -13,9 +13,10 @@ import { readSnapshot, writeSnapshot } from '../search/snapshot.js';
 import { FACETS } from '../search/types.js';
 import { DescriptorStore } from '../similarity/store.js';
 import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
-import { ASSET_COLUMNS, ASSET_COLUMNS_OF_A, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
+import { inOrder, ASSET_COLUMNS, ASSET_COLUMNS_OF_A, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
 import { migrateSqliteIndex } from './sqlite-schema.js';
 import { LargeMap } from '../large-map.js';
+import { FolderAggregates } from './folder-aggregates.js';
 
 /** Libraries from this size on keep a search snapshot (search/snapshot.ts) for a fast start. */
 export const SNAPSHOT_MIN_ASSETS = 20_000;
@@ -45,6 +46,7 @@ export class LibraryIndex implements LibraryIndexStore {
       childFolders: db.prepare('SELECT path, name FROM folders WHERE parent = ? ORDER BY name COLLATE NOCASE, path'),
       insertFolder: db.prepare('INSERT OR IGNORE INTO folders (path, parent, name) VALUES (?, ?, ?)'),
       assetById: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE id = ?`),
+      assetsByIds: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE id IN (SELECT value FROM json_each(?))`),
       assetByPath: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE rel_path = ?`),
       fileStates: db.prepare('SELECT rel_path, size, mtime_ms FROM assets'),
       versions: db.prepare('SELECT * FROM versions WHERE asset_id = ? ORDER BY version DESC'),
@@ -247,12 +249,13 @@ export class LibraryIndex implements LibraryIndexStore {
       stmt = this.db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE rowid IN (${rowids.map(() => '?').join(',')})`);
       if (rowids.length <= 256) this.byRowidStmts.set(rowids.length, stmt);
     }
-    const rows = stmt.all(...rowids) as Record<string, unknown>[];
-    const byRowid = new Map(rows.map((r) => [r.rowid as number, r]));
-    return rowids.flatMap((id) => {
-      const r = byRowid.get(id);
-      return r ? [toAsset(r)] : [];
-    });
+    return inOrder(rowids, stmt.all(...rowids) as Record<string, unknown>[], (r) => r.rowid as number);
+  }
+
+  assetsByIds(ids: string[]): AssetRow[] {
+    if (!ids.length) return [];
+    // json_each: one statement whatever the page size (no statement per arity).
+    return inOrder(ids, this.stmts.assetsByIds.all(JSON.stringify(ids)) as Record<string, unknown>[], (r) => r.id as string);
   }
 
   versions(assetId: string): VersionRow[] {
@@ -292,20 +295,46 @@ export class LibraryIndex implements LibraryIndexStore {
       pageWhere += `${whereSql ? ' AND' : 'WHERE'} (${sortExpr} > @afterKey OR (${sortExpr} = @afterKey AND a.id > @afterId))`;
     }
     params.limit = q.limit;
-    const rows = this.db.prepare(`SELECT ${ASSET_COLUMNS_OF_A}, ${sortExpr} AS sort_key FROM ${from} ${pageWhere} ORDER BY sort_key, a.id LIMIT @limit`).all(params) as Record<string, unknown>[];
-    const total = (this.db.prepare(`SELECT count(*) AS n FROM ${from} ${whereSql}`).get(params) as { n: number }).n;
+    // One read transaction: the page, the generation its aggregates are keyed by and (when not
+    // memoised) the aggregates are one snapshot.
+    return this.db.transaction(() => {
+      const rows = this.statement(`SELECT ${ASSET_COLUMNS_OF_A}, ${sortExpr} AS sort_key FROM ${from} ${pageWhere} ORDER BY sort_key, a.id LIMIT @limit`).all(params) as Record<string, unknown>[];
+      const aggregates = this.folderAggregates.get(this.generation(), q, () => {
+        const total = (this.statement(`SELECT count(*) AS n FROM ${from} ${whereSql}`).get(params) as { n: number }).n;
+        // Facet counts: each facet counts under every other active filter (so options of the same facet stay selectable).
+        const facets = {} as Record<FacetKey, { value: string; count: number }[]>;
+        for (const facet of FACETS) {
+          const fw = [...where, ...facetWhere(facet)];
+          const w = fw.length ? `WHERE ${fw.join(' AND ')}` : '';
+          const sql = facet === 'keyword'
+            ? `SELECT k.keyword AS value, count(*) AS count FROM ${from} JOIN asset_keywords k ON k.asset_rowid = a.rowid ${w} GROUP BY k.keyword ORDER BY count DESC, value LIMIT 30`
+            : `SELECT a.${FACET_COLUMN[facet]} AS value, count(*) AS count FROM ${from} ${w} ${w ? 'AND' : 'WHERE'} a.${FACET_COLUMN[facet]} IS NOT NULL GROUP BY value ORDER BY count DESC, value LIMIT 30`;
+          facets[facet] = (this.statement(sql).all(params) as { value: string | number; count: number }[]).map((r) => ({ value: String(r.value), count: r.count }));
+        }
+        return { total, facets };
+      });
+      return { rows: rows.map(toAsset), total: aggregates.total, sortKeys: rows.map((r) => r.sort_key as number | string), facets: aggregates.facets };
+    })();
+  }
 
-    // Facet counts: each facet counts under every other active filter (so options of the same facet stay selectable).
-    const facets = {} as Record<FacetKey, { value: string; count: number }[]>;
-    for (const facet of FACETS) {
-      const fw = [...where, ...facetWhere(facet)];
-      const w = fw.length ? `WHERE ${fw.join(' AND ')}` : '';
-      const sql = facet === 'keyword'
-        ? `SELECT k.keyword AS value, count(*) AS count FROM ${from} JOIN asset_keywords k ON k.asset_rowid = a.rowid ${w} GROUP BY k.keyword ORDER BY count DESC, value LIMIT 30`
-        : `SELECT a.${FACET_COLUMN[facet]} AS value, count(*) AS count FROM ${from} ${w} ${w ? 'AND' : 'WHERE'} a.${FACET_COLUMN[facet]} IS NOT NULL GROUP BY value ORDER BY count DESC, value LIMIT 30`;
-      facets[facet] = (this.db.prepare(sql).all(params) as { value: string | number; count: number }[]).map((r) => ({ value: String(r.value), count: r.count }));
+  /**
+   * A folder's total and facet counts, the same for every page of it: memoised per index
+   * generation (folder-aggregates.ts), so paging through a folder or coming back to it counts once
+   * per change of the index rather than once per page.
+   */
+  private readonly folderAggregates = new FolderAggregates();
+
+  /** Prepared listing statements by SQL text (their shape varies only with the active filters). */
+  private readonly listStmts = new Map<string, BetterSqlite3.Statement>();
+
+  private statement(sql: string): BetterSqlite3.Statement {
+    let stmt = this.listStmts.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      if (this.listStmts.size >= 256) this.listStmts.delete(this.listStmts.keys().next().value!);
+      this.listStmts.set(sql, stmt);
     }
-    return { rows: rows.map(toAsset), total, sortKeys: rows.map((r) => r.sort_key as number | string), facets };
+    return stmt;
   }
 
   // ── accounts ─────────────────────────────────────────────────────────────────────────────

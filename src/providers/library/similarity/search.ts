@@ -22,8 +22,8 @@ interface Cursor {
 
 export interface SearchContext {
   folderAllowed: ((folderPath: string) => boolean) | null;
-  /** The asset of a hit, or null when it vanished since the index was read. */
-  toAsset(id: string): Asset | null | Promise<Asset | null>;
+  /** The assets of a page of hits, in order, in one read; those that vanished since the index was read are skipped. */
+  toAssets(ids: string[]): Asset[] | Promise<Asset[]>;
 }
 
 /**
@@ -47,7 +47,7 @@ export async function searchByImage(sim: ImageSimilarity, image: ReferenceImage,
   const { hits, total } = await sim.search(q, { k: opts.size + 1, after, folderAllowed: ctx.folderAllowed, embedding });
   const page = hits.slice(0, opts.size);
   const last = page[page.length - 1];
-  const assets = (await Promise.all(page.map((h) => ctx.toAsset(h.id)))).filter((a): a is Asset => a !== null);
+  const assets = await ctx.toAssets(page.map((h) => h.id));
   return {
     assets,
     folders: [],
