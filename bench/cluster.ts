@@ -186,7 +186,7 @@ try {
     for (const i of order) {
       for (const [kind, urls] of Object.entries(workloads(prepared[i]!))) {
         const r = await drive(urls, prepared[i]!.headers, DURATION);
-        if (r.errors || r.non2xx) throw new Error(`${configs[i]!.name} ${kind}: ${r.errors} errors, ${r.non2xx} non-2xx`);
+        if (r.errors || r.timeouts || r.non2xx) throw new Error(`${configs[i]!.name} ${kind}: ${r.timeouts} timeouts, ${r.errors} other errors, ${r.non2xx} non-2xx`);
         const key = `${kind}|${configs[i]!.name}`;
         results.set(key, [...(results.get(key) ?? []), r]);
       }

@@ -231,13 +231,16 @@ export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;
+  /** Connection errors other than timeouts (autocannon counts timeouts among its errors too). */
   errors: number;
+  /** Requests without an answer within autocannon's timeout (10 s). */
+  timeouts: number;
   non2xx: number;
 }
 
 export async function load(url: string, headers: Record<string, string>, durationSec: number, connections: number): Promise<LoadResult> {
   const r = await autocannon({ url, headers, duration: durationSec, connections, pipelining: 1 });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: Math.max(0, r.errors - r.timeouts), timeouts: r.timeouts, non2xx: r.non2xx };
 }
 
 /** Median of a sample set; throws on an empty or non-finite one. */
@@ -286,7 +289,7 @@ export async function sideBySide(subject: Side, baseline: Side, opts: { rounds: 
     const round: Record<string, LoadResult> = {};
     for (const side of i % 2 ? [...sides].reverse() : sides) {
       const r = await load(side.url, side.headers, opts.durationSec, opts.connections);
-      if (r.errors || r.non2xx) throw new Error(`${side.name}: ${r.errors} errors, ${r.non2xx} non-2xx responses`);
+      if (r.errors || r.timeouts || r.non2xx) throw new Error(`${side.name}: ${r.timeouts} timeouts, ${r.errors} other connection errors, ${r.non2xx} non-2xx responses`);
       runs[side.name]!.push(r);
       round[side.name] = r;
     }
