@@ -238,8 +238,23 @@ export interface LoadResult {
   non2xx: number;
 }
 
+/**
+ * autocannon keeps every response body as a string (`req.body += chunk`, pipelinedRequestsQueue.js
+ * in autocannon 9): for the browse benchmark's 640 KB pages that is a UTF-8 decode and a growing
+ * string per response in the load generator's own thread, which made autocannon, not the server,
+ * the slow and unfair side (issue 22: "client timeouts" at 50 connections while the hub's own log
+ * showed no request over 0.8 s). No benchmark here reads the bodies autocannon collects (status
+ * codes are still counted), so each client drops them. autocannon is pinned in package-lock.json;
+ * if an upgrade moves this internal, the check below stops the run rather than measuring the old way.
+ */
+function dropBodies(client: unknown): void {
+  const queue = (client as { pipelinedRequests?: { addBody?: unknown } }).pipelinedRequests;
+  if (typeof queue?.addBody !== 'function') throw new Error('autocannon internals changed: pipelinedRequests.addBody is gone (see dropBodies in bench/lib.ts)');
+  queue.addBody = () => {};
+}
+
 export async function load(url: string, headers: Record<string, string>, durationSec: number, connections: number): Promise<LoadResult> {
-  const r = await autocannon({ url, headers, duration: durationSec, connections, pipelining: 1 });
+  const r = await autocannon({ url, headers, duration: durationSec, connections, pipelining: 1, setupClient: dropBodies });
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: Math.max(0, r.errors - r.timeouts), timeouts: r.timeouts, non2xx: r.non2xx };
 }
 

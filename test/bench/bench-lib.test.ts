@@ -210,3 +210,26 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
     assert.ok(await gone(sleeper), 'the tracked child is gone');
   });
 }
+
+test('load(): autocannon\'s body collection is switched off where dropBodies expects it (an autocannon upgrade that moves it fails here), answers and non-2xx still counted', async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-lib-test-'));
+  try {
+    const run = await runWithLib(`
+      const http = await import('node:http');
+      const big = Buffer.alloc(1 << 20, 0xe3); // not valid UTF-8 on its own: decoding it would be slow and lossy
+      const server = http.createServer((req, res) => { res.statusCode = req.url === '/missing' ? 404 : 200; res.end(big); }).listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      const url = 'http://127.0.0.1:' + server.address().port;
+      const ok = await lib.load(url + '/', {}, 1, 4);
+      const missing = await lib.load(url + '/missing', {}, 1, 2);
+      server.close();
+      console.log(JSON.stringify({ ok, missing }));`, tmp);
+    assert.equal(run.code, 0, run.stderr);
+    const { ok, missing } = JSON.parse(run.stdout.trim().split('\n').pop()!) as Record<string, { rps: number; errors: number; timeouts: number; non2xx: number }>;
+    assert.ok(ok!.rps > 0, 'answers were counted');
+    assert.deepEqual([ok!.errors, ok!.timeouts, ok!.non2xx], [0, 0, 0]);
+    assert.ok(missing!.non2xx > 0, 'status codes are still counted');
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
