@@ -160,6 +160,8 @@ function exact(q: Descriptor): string[] {
 
 console.log(`hub at ${address}; ${REAL} real scenes; queries: ${QUERIES} edited scenes (${(queryImages[0]!.body.length / 1024).toFixed(0)} KB bodies)`);
 const rows: string[] = [];
+/** The in-process scan's p50 at the last (largest) size, for the event-loop figures. */
+let lastScanP50 = 0;
 for (const size of sizes) {
   const t0 = Date.now();
   grow(size);
@@ -189,6 +191,7 @@ for (const size of sizes) {
   result(`image-search-http-p95-${tag}`, pct(httpMs, 95), 'ms', ['<=', 15]);
   result(`image-search-recall50-${tag}`, recall, 'ratio', ['>=', 0.95]);
   result(`image-search-scan-p50-${tag}`, pct(scanMs, 50), 'ms');
+  lastScanP50 = pct(scanMs, 50);
   result(`image-search-scan-p95-${tag}`, pct(scanMs, 95), 'ms');
   result(`image-search-exact-p95-${tag}`, pct(exactMs, 95), 'ms');
   console.log(`${size}: done`);
@@ -207,11 +210,27 @@ if (EVENT_LOOP_SEC > 0) {
   await new Promise((r) => setTimeout(r, 1000)); // the searches are running before the measured window opens
   const busy = await checkTokenLoad(check, EVENT_LOOP_SEC);
   const searches = await searching;
-  console.log(`\ncheckToken p50 / p99 (ms): idle ${idle.p50.toFixed(3)} / ${idle.p99.toFixed(3)}; during search by image ${busy.p50.toFixed(3)} / ${busy.p99.toFixed(3)} (${searches} searches answered meanwhile, ${(searches / (EVENT_LOOP_SEC + 2)).toFixed(1)}/s)`);
+  // The same with every scan on the event loop (the index's scan workers off), for comparison.
+  sim.index.workers = 0;
+  const searchingOnLoop = searchLoad(url, bodies, EVENT_LOOP_SEC + 2);
+  await new Promise((r) => setTimeout(r, 1000));
+  const onLoop = await checkTokenLoad(check, EVENT_LOOP_SEC);
+  const searchesOnLoop = await searchingOnLoop;
+  sim.index.workers = undefined;
+  console.log(`\ncheckToken p50 / p99 (ms): idle ${idle.p50.toFixed(3)} / ${idle.p99.toFixed(3)}; during search by image ${busy.p50.toFixed(3)} / ${busy.p99.toFixed(3)} (${searches} searches answered meanwhile, ${(searches / (EVENT_LOOP_SEC + 2)).toFixed(1)}/s); the same with the scans on the event loop ${onLoop.p50.toFixed(3)} / ${onLoop.p99.toFixed(3)} (${searchesOnLoop} searches)`);
   result(`checktoken-p99-idle-${tag}`, idle.p99, 'ms');
   result(`checktoken-p99-during-image-search-${tag}`, busy.p99, 'ms');
-  // No target in the issue: a search's work off the event loop should at most double a token check's tail.
-  result(`checktoken-p99-during-image-search-over-idle-${tag}`, busy.p99 / idle.p99, 'ratio', ['<=', 2]);
+  // No target in the issue. The question is whether the scan holds the event loop: if it did, a
+  // token check arriving during a scan would wait for the rest of it, and with two clients keeping
+  // the node busy the p99 would be at least the scan's own time (printed beside it). What remains
+  // is the search's main-thread work (body, rows, mapping, serialisation: a few ms a request).
+  // A first target of ours (p99 busy ≤ 2 × idle) was set when the clients measured whole
+  // milliseconds (idle read 0); at µs resolution an idle check is ≈ 0.2 ms, so the ratio compares
+  // a request's own cost with a queue and says nothing about the scan: it is printed without one.
+  result(`checktoken-p99-during-image-search-over-idle-${tag}`, busy.p99 / idle.p99, 'ratio');
+  result(`checktoken-p99-during-image-search-over-scan-p50-${tag}`, busy.p99 / lastScanP50, 'ratio');
+  result(`checktoken-p99-during-image-search-scans-on-event-loop-${tag}`, onLoop.p99, 'ms');
+  result(`image-searches-during-checktoken-scans-on-event-loop-${tag}`, searchesOnLoop, 'requests');
   result(`image-searches-during-checktoken-${tag}`, searches, 'requests');
 }
 

@@ -124,3 +124,21 @@ test('a small index scans on the calling thread (no worker round trip)', async (
   assert.deepEqual(small.scans, { inWorkers: 0, fellBack: 0 });
   await small.close();
 });
+
+test('the scan threads can be changed on a loaded index: 0 scans on the calling thread, another count starts a pool of that size', async () => {
+  const index = build(2);
+  try {
+    const q = descriptor(1);
+    const want = index.query(q, base);
+    assert.deepEqual(await index.queryAsync(q, base), want);
+    assert.equal(index.scans.inWorkers, 1);
+    index.workers = 0;
+    assert.deepEqual(await index.queryAsync(q, base), want);
+    assert.equal(index.scans.inWorkers, 1, 'workers = 0: scanned on the calling thread');
+    index.workers = 1;
+    assert.deepEqual(await index.queryAsync(q, base), want);
+    assert.equal(index.scans.inWorkers, 2, 'one worker: a new pool of one');
+  } finally {
+    await index.close();
+  }
+});

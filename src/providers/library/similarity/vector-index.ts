@@ -82,8 +82,11 @@ export class VectorIndex {
   /** Scans done by the worker pool, and those it failed (then done on the calling thread). */
   readonly scans = { inWorkers: 0, fellBack: 0 };
 
-  /** `workers`: scan threads for queryAsync (0: every scan on the calling thread). */
-  constructor(initialCapacity = 1024, private readonly workers?: number) {
+  /**
+   * `workers`: scan threads for queryAsync (0: every scan on the calling thread; undefined: the
+   * machine's cores). Settable so that a benchmark can compare both on one loaded index.
+   */
+  constructor(initialCapacity = 1024, public workers?: number) {
     this.kernel = createKernel();
     this.grow(initialCapacity);
   }
@@ -169,6 +172,7 @@ export class VectorIndex {
     const n = this.count;
     const workers = this.workers ?? ScanPool.defaultSize();
     if (n < PARALLEL_MIN || workers < 1) return this.query(q, opts);
+    if (this.pool && this.pool.size !== workers) void this.close();
     this.pool ??= new ScanPool(this.kernel.memory, LAYOUT, workers);
     const floor = this.floor(opts);
     const before = this.mutations;
