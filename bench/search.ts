@@ -5,7 +5,7 @@
  * of its own: see Client), side by side with the bare SQLite FTS5 query over the same text
  * in-process (MATCH, bm25 order, LIMIT 51, and count(*) — no facets, no mapping).
  *
- *   node dist/bench/search.js [--assets 1000000] [--rounds 3] [--data /work/bench-data] [--engine-only 1]
+ *   node dist/bench/search.js [--assets 1000000] [--rounds 3] [--data /work/bench-data] [--engine-only 1] [--generate-only 1]
  *
  * Each round also times the engine alone (`SearchEngine.search`, in-process) on the same queries,
  * so the split between the engine and the rest of a request (rows, mapping, signing, JSON, HTTP)
@@ -257,6 +257,10 @@ async function main(): Promise<void> {
     console.log(`generating ${N.toLocaleString('en')} synthetic assets into ${BASE}`);
     generate(libFile, ftsFile);
     fs.writeFileSync(manifest, JSON.stringify({ version: DATA_VERSION, assets: N }));
+  }
+  if (args.has('generate-only')) {
+    console.log(`data set ready in ${BASE}`);
+    return;
   }
   if (args.has('engine-only')) {
     const index = new LibraryIndex(libFile);

@@ -1,121 +1,379 @@
 /**
- * The search engine's terms: each term's posting list (postings.ts), and the terms in sorted order
- * so that a query word finds every term it is a prefix of.
+ * The search engine's terms: each term's postings, and the terms in sorted order so that a query
+ * word finds every term it is a prefix of.
+ *
+ * Most terms of a library occur once (file numbers: `IMG_0412345` is the term `0412345`; rare
+ * names), so the dictionary is laid out for a million such terms: no JavaScript string, Map entry
+ * or object per term, but columns of typed arrays indexed by a term number (0, 1, … in the order
+ * terms are met):
+ *
+ * - the characters of every term, one after another (`chars`, UTF-16 code units as in a JS
+ *   string, so that equality and order are exactly JavaScript's), and where each term ends;
+ * - an open-addressing hash table of term numbers, probed by a word's characters;
+ * - the sorted order of the terms (numbers), plus the terms met since it was last sorted;
+ * - a term's posting itself when it has one (`first`: its document, `firstTf`: its frequency),
+ *   else `~k` for its list `lists[k]` (postings.ts) once it has two.
+ *
+ * At a million assets this holds the million file numbers in ≈ 40 bytes each where a Map of
+ * strings to posting objects took ≈ 200 (docs/benchmarks.md), and a snapshot maps the columns back
+ * as they are: no string to make, no term to hash into a Map, nothing to sort.
  */
 import { Postings } from './postings.js';
-import { LargeMap } from '../large-map.js';
 
-/** The terms' part of a snapshot (engine.ts's EngineState): every list's entries, one after another. */
+/** The terms' part of a snapshot (engine.ts's EngineState): the dictionary's columns as they are. */
 export interface TermState {
-  terms: string[];
-  postingLengths: Int32Array;
-  postingDocs: Int32Array;
-  postingTf: Uint16Array;
+  termChars: Uint16Array;
+  termEnds: Int32Array;
+  /** Every term number, in sorted order. */
+  termOrder: Int32Array;
+  termFirst: Int32Array;
+  termFirstTf: Uint16Array;
+  /** The lists of terms with several postings (by list number): lengths, then entries one list after another. */
+  listLengths: Int32Array;
+  listDocs: Int32Array;
+  listTf: Uint16Array;
 }
 
+/** TermState as exported: the lists' entries as one chunk per list, written one after another (no copy of them all). */
+export type TermExport = Omit<TermState, 'listDocs' | 'listTf'> & { listDocs: Int32Array[]; listTf: Uint16Array[] };
+
+/** Terms met since the last sort beyond which a query sorts them in. */
+const UNSORTED_MAX = 4096;
+
 export class TermDictionary {
-  private readonly lists = new LargeMap<string, Postings>();
-  /** Terms in sorted order for prefix ranges, plus terms added since the last sort. */
-  private sorted: string[] = [];
-  private recent: string[] = [];
+  private count = 0;
+  private chars: Uint16Array = new Uint16Array(1024);
+  private charsUsed = 0;
+  /** Term t's characters are chars[ends[t − 1] (0 for t = 0) .. ends[t]). */
+  private ends: Int32Array = new Int32Array(256);
+  private first: Int32Array = new Int32Array(256);
+  private firstTf: Uint16Array = new Uint16Array(256);
+  private lists: Postings[] = [];
+  /** Term number + 1 per slot, 0 when empty; at most half full (linear probing). */
+  private slots: Int32Array = new Int32Array(512);
+  /** Terms 0 .. sortedCount − 1 in sorted order; the later ones (met since) are not in it yet. */
+  private order: Int32Array = new Int32Array(0);
+  private sortedCount = 0;
 
-  get(term: string): Postings | undefined {
-    return this.lists.get(term);
+  get size(): number {
+    return this.count;
   }
 
-  /** A term met for the first time, with its list. */
-  add(term: string, p: Postings): void {
-    this.lists.set(term, p);
-    this.recent.push(term);
+  /**
+   * Adds document d, with weighted frequency tf, to the postings of `term` (d comes after every
+   * document added before). Returns the term's list when it has one (the engine keeps its
+   * FrequentList current), null for a term with a single posting.
+   */
+  add(term: string, d: number, tf: number): Postings | null {
+    const slot = this.slotOf(term);
+    const v = this.slots[slot]!;
+    if (v === 0) {
+      this.append(term, d, tf);
+      this.slots[slot] = this.count;
+      if (this.count * 2 > this.slots.length) this.rehash(this.slots.length * 2);
+      return null;
+    }
+    const t = v - 1;
+    const f = this.first[t]!;
+    if (f < 0) {
+      const p = this.lists[~f]!;
+      p.push(d, tf);
+      return p;
+    }
+    const p = Postings.pair(f, this.firstTf[t]!, d, tf);
+    this.first[t] = ~this.lists.length;
+    this.lists.push(p);
+    return p;
   }
 
-  values(): IterableIterator<Postings> {
-    return this.lists.values();
-  }
-
-  private sort(): void {
-    this.sorted = [...this.lists.keys()].sort();
-    this.recent = [];
-  }
-
-  /** The posting lists of every term starting with `prefix`. */
+  /** The posting lists of every term starting with `prefix` (sorted terms first, then those met since). */
   expand(prefix: string): Postings[] {
-    if (this.recent.length > 4096 || (this.recent.length && !this.sorted.length)) this.sort();
+    const unsorted = this.count - this.sortedCount;
+    if (unsorted > UNSORTED_MAX || (unsorted > 0 && this.sortedCount === 0)) this.sort();
     const out: Postings[] = [];
-    const s = this.sorted;
+    const order = this.order;
     let lo = 0;
-    let hi = s.length;
+    let hi = this.sortedCount;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (s[mid]! < prefix) lo = mid + 1;
+      if (this.compareTo(order[mid]!, prefix) < 0) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < s.length && s[i]!.startsWith(prefix); i++) {
-      const p = this.lists.get(s[i]!);
-      if (p?.n) out.push(p.view());
-    }
-    for (const t of this.recent) {
-      if (!t.startsWith(prefix)) continue;
-      const p = this.lists.get(t);
-      if (p?.n) out.push(p.view());
-    }
+    for (let i = lo; i < this.sortedCount && this.startsWith(order[i]!, prefix); i++) out.push(this.listOf(order[i]!));
+    for (let t = this.sortedCount; t < this.count; t++) if (this.startsWith(t, prefix)) out.push(this.listOf(t));
     return out;
   }
 
-  /** Drops the lists' growth slack and sorts the terms (after a bulk build). */
+  /**
+   * The lists of the terms with at least `min` postings. With min ≤ 1 (tests make every term
+   * frequent) the one-posting terms are given a list of their own for good.
+   */
+  listsFrom(min: number): Postings[] {
+    if (min <= 1) for (let t = 0; t < this.count; t++) if (this.first[t]! >= 0) this.promote(t);
+    return this.lists.filter((p) => p.n >= min);
+  }
+
+  /** Drops the growth slack of every column and list and sorts the terms (after a bulk build). */
   trim(): void {
-    for (const p of this.lists.values()) p.trim();
-    if (this.recent.length) this.sort();
+    for (const p of this.lists) p.trim();
+    this.chars = this.chars.slice(0, this.charsUsed);
+    this.ends = this.ends.slice(0, this.count);
+    this.first = this.first.slice(0, this.count);
+    this.firstTf = this.firstTf.slice(0, this.count);
+    if (this.sortedCount < this.count) this.sort();
   }
 
-  /** Follows a renumbering of the documents (DocumentTable.compact; −1: dead), dropping dead postings. */
-  remap(map: Int32Array): void {
-    for (const [t, p] of this.lists) {
-      p.view();
-      let k = 0;
-      for (let i = 0; i < p.n; i++) {
-        const to = map[p.docs[i]!]!;
-        if (to < 0) continue;
-        p.docs[k] = to;
-        p.tf[k] = p.tf[i]!;
-        k++;
-      }
-      p.n = k;
-      if (k === 0) this.lists.delete(t);
-    }
+  /**
+   * The dictionary after a renumbering of the documents (DocumentTable.compact; −1: dead): dead
+   * postings dropped, terms left without any dropped, the others in the same order.
+   */
+  remap(map: Int32Array): TermDictionary {
     this.sort();
-  }
-
-  exportState(): TermState {
-    const terms = [...this.lists.keys()];
-    const postingLengths = new Int32Array(terms.length);
-    let total = 0;
-    terms.forEach((t, i) => (total += postingLengths[i] = this.lists.get(t)!.n));
-    const postingDocs = new Int32Array(total);
-    const postingTf = new Uint16Array(total);
-    let at = 0;
-    for (const t of terms) {
-      const p = this.lists.get(t)!;
-      p.copyTo(postingDocs, postingTf, at);
-      at += p.n;
+    const to = new TermDictionary();
+    const renumbered = new Int32Array(this.count).fill(-1);
+    for (let t = 0; t < this.count; t++) {
+      const f = this.first[t]!;
+      const start = t ? this.ends[t - 1]! : 0;
+      const chars = this.chars.subarray(start, this.ends[t]!);
+      if (f >= 0) {
+        if (map[f]! < 0) continue;
+        to.appendChars(chars, map[f]!, this.firstTf[t]!);
+      } else {
+        const p = this.lists[~f]!;
+        let k = 0;
+        for (let i = 0; i < p.n; i++) {
+          const d = map[p.docs[i]!]!;
+          if (d < 0) continue;
+          p.docs[k] = d;
+          p.tf[k] = p.tf[i]!;
+          k++;
+        }
+        p.n = k;
+        if (k === 0) continue;
+        to.appendChars(chars, 0, 0);
+        to.first[to.count - 1] = ~to.lists.length;
+        to.lists.push(p);
+      }
+      renumbered[t] = to.count - 1;
     }
-    return { terms, postingLengths, postingDocs, postingTf };
+    to.rehash(slotsFor(to.count));
+    // The old order, renumbered: still sorted.
+    to.order = new Int32Array(to.count);
+    let k = 0;
+    for (let i = 0; i < this.count; i++) {
+      const t = renumbered[this.order[i]!]!;
+      if (t >= 0) to.order[k++] = t;
+    }
+    to.sortedCount = to.count;
+    return to;
   }
 
-  /** The terms of a snapshot (its arrays are used in place, not copied). */
+  exportState(): TermExport {
+    const n = this.count;
+    return {
+      termChars: this.chars.subarray(0, this.charsUsed), termEnds: this.ends.subarray(0, n), termOrder: this.sortedOrder(),
+      termFirst: this.first.subarray(0, n), termFirstTf: this.firstTf.subarray(0, n),
+      listLengths: Int32Array.from(this.lists, (p) => p.n), listDocs: this.lists.map((p) => p.docs.subarray(0, p.n)), listTf: this.lists.map((p) => p.tf.subarray(0, p.n)),
+    };
+  }
+
+  /** The terms of a snapshot (its arrays are used in place, not copied: only the hash table is built). */
   static fromState(st: TermState): TermDictionary {
     const d = new TermDictionary();
+    d.count = st.termEnds.length;
+    d.chars = st.termChars;
+    d.charsUsed = st.termChars.length;
+    d.ends = st.termEnds;
+    d.first = st.termFirst;
+    d.firstTf = st.termFirstTf;
+    d.order = st.termOrder;
+    d.sortedCount = d.count;
     let at = 0;
-    st.terms.forEach((t, i) => {
-      const len = st.postingLengths[i]!;
-      // A term with one posting (most of them: file numbers, rare names) stays two numbers until
-      // a query reads it: two typed-array views each for a million of them cost ≈ 150 MB of heap,
-      // and every minor GC pays for a large old generation.
-      if (len === 1) d.lists.set(t, new Postings(st.postingDocs[at]!, st.postingTf[at]!));
-      else if (len > 1) d.lists.set(t, Postings.over(st.postingDocs.subarray(at, at + len), st.postingTf.subarray(at, at + len)));
+    for (const len of st.listLengths) {
+      d.lists.push(Postings.over(st.listDocs.subarray(at, at + len), st.listTf.subarray(at, at + len)));
       at += len;
-    });
-    d.sorted = [...d.lists.keys()].sort();
+    }
+    d.rehash(slotsFor(d.count));
     return d;
   }
+
+  /** Whether a snapshot's columns are consistent (lengths, bounds), so that fromState cannot read past them. */
+  static validState(st: TermState): boolean {
+    const n = st.termEnds.length;
+    if (st.termOrder.length !== n || st.termFirst.length !== n || st.termFirstTf.length !== n) return false;
+    if ((n ? st.termEnds[n - 1]! : 0) !== st.termChars.length) return false;
+    let total = 0;
+    for (const len of st.listLengths) total += len;
+    if (total !== st.listDocs.length || total !== st.listTf.length) return false;
+    for (let t = 0, prev = 0; t < n; t++) {
+      const f = st.termFirst[t]!;
+      if (st.termEnds[t]! < prev || (f < 0 && ~f >= st.listLengths.length) || st.termOrder[t]! < 0 || st.termOrder[t]! >= n) return false;
+      prev = st.termEnds[t]!;
+    }
+    return true;
+  }
+
+  // ── internals ────────────────────────────────────────────────────────────────────────────
+
+  private start(t: number): number {
+    return t ? this.ends[t - 1]! : 0;
+  }
+
+  /** The slot holding `term`, or the empty slot where it would go. */
+  private slotOf(term: string): number {
+    const mask = this.slots.length - 1;
+    let h = 0x811c9dc5;
+    for (let i = 0; i < term.length; i++) h = Math.imul(h ^ term.charCodeAt(i), 0x01000193);
+    for (let i = mix(h) & mask; ; i = (i + 1) & mask) {
+      const v = this.slots[i]!;
+      if (v === 0 || this.equals(v - 1, term)) return i;
+    }
+  }
+
+  private equals(t: number, term: string): boolean {
+    const s = this.start(t);
+    if (this.ends[t]! - s !== term.length) return false;
+    const chars = this.chars;
+    for (let i = 0; i < term.length; i++) if (chars[s + i] !== term.charCodeAt(i)) return false;
+    return true;
+  }
+
+  /** A new slot table of `size` (a power of two) over every term. */
+  private rehash(size: number): void {
+    const slots = new Int32Array(size);
+    const mask = size - 1;
+    const { chars, ends } = this;
+    for (let t = 0, s = 0; t < this.count; t++) {
+      const e = ends[t]!;
+      let h = 0x811c9dc5;
+      for (let i = s; i < e; i++) h = Math.imul(h ^ chars[i]!, 0x01000193);
+      let i = mix(h) & mask;
+      while (slots[i] !== 0) i = (i + 1) & mask;
+      slots[i] = t + 1;
+      s = e;
+    }
+    this.slots = slots;
+  }
+
+  /** A new term (number `count`), its characters from `term`, with its one posting. */
+  private append(term: string, d: number, tf: number): void {
+    this.reserve(term.length);
+    const chars = this.chars;
+    for (let i = 0; i < term.length; i++) chars[this.charsUsed++] = term.charCodeAt(i);
+    this.close(d, tf);
+  }
+
+  /** As append, from another dictionary's characters (no slot: remap rehashes once at the end). */
+  private appendChars(src: Uint16Array, d: number, tf: number): void {
+    this.reserve(src.length);
+    this.chars.set(src, this.charsUsed);
+    this.charsUsed += src.length;
+    this.close(d, tf);
+  }
+
+  private reserve(chars: number): void {
+    if (this.charsUsed + chars > this.chars.length) this.chars = grown(this.chars, this.charsUsed + chars);
+    if (this.count === this.ends.length) {
+      this.ends = grown(this.ends, this.count + 1);
+      this.first = grown(this.first, this.count + 1);
+      this.firstTf = grown(this.firstTf, this.count + 1);
+    }
+  }
+
+  private close(d: number, tf: number): void {
+    const t = this.count++;
+    this.ends[t] = this.charsUsed;
+    this.first[t] = d;
+    this.firstTf[t] = tf;
+  }
+
+  /** Term t's postings as a list: its own, or one made for the caller over its single posting. */
+  private listOf(t: number): Postings {
+    const f = this.first[t]!;
+    return f < 0 ? this.lists[~f]! : Postings.over(Int32Array.of(f), Uint16Array.of(this.firstTf[t]!));
+  }
+
+  /** Gives one-posting term t a list of its own. */
+  private promote(t: number): void {
+    const p = this.listOf(t);
+    this.first[t] = ~this.lists.length;
+    this.lists.push(p);
+  }
+
+  /** Term a against term b, in JavaScript's string order (UTF-16 code units). */
+  private compare(a: number, b: number): number {
+    const chars = this.chars;
+    const sa = this.start(a);
+    const sb = this.start(b);
+    const la = this.ends[a]! - sa;
+    const lb = this.ends[b]! - sb;
+    for (let i = 0, n = Math.min(la, lb); i < n; i++) {
+      const c = chars[sa + i]! - chars[sb + i]!;
+      if (c !== 0) return c;
+    }
+    return la - lb;
+  }
+
+  /** Term t against string s, in JavaScript's string order. */
+  private compareTo(t: number, s: string): number {
+    const chars = this.chars;
+    const st = this.start(t);
+    const lt = this.ends[t]! - st;
+    for (let i = 0, n = Math.min(lt, s.length); i < n; i++) {
+      const c = chars[st + i]! - s.charCodeAt(i);
+      if (c !== 0) return c;
+    }
+    return lt - s.length;
+  }
+
+  private startsWith(t: number, prefix: string): boolean {
+    const st = this.start(t);
+    if (this.ends[t]! - st < prefix.length) return false;
+    const chars = this.chars;
+    for (let i = 0; i < prefix.length; i++) if (chars[st + i] !== prefix.charCodeAt(i)) return false;
+    return true;
+  }
+
+  private sort(): void {
+    this.order = this.sortedOrder();
+    this.sortedCount = this.count;
+  }
+
+  /** Every term in sorted order: the terms met since the last sort, sorted, merged into the sorted ones. */
+  private sortedOrder(): Int32Array {
+    if (this.sortedCount === this.count) return this.order.subarray(0, this.count);
+    const recent = new Int32Array(this.count - this.sortedCount);
+    for (let i = 0; i < recent.length; i++) recent[i] = this.sortedCount + i;
+    recent.sort((a, b) => this.compare(a, b));
+    if (this.sortedCount === 0) return recent;
+    const out = new Int32Array(this.count);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    const old = this.order;
+    while (i < this.sortedCount && j < recent.length) out[k++] = this.compare(old[i]!, recent[j]!) <= 0 ? old[i++]! : recent[j++]!;
+    while (i < this.sortedCount) out[k++] = old[i++]!;
+    while (j < recent.length) out[k++] = recent[j++]!;
+    return out;
+  }
+}
+
+/** Finishes FNV-1a: the low bits (the slot) depend on every character. */
+function mix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x45d9f3b);
+  return h ^ (h >>> 16);
+}
+
+/** The slot table size for `terms` terms: a power of two, at most half full. */
+function slotsFor(terms: number): number {
+  let size = 512;
+  while (size < terms * 2 + 2) size *= 2;
+  return size;
+}
+
+function grown<T extends Int32Array | Uint16Array>(a: T, size: number): T {
+  const b = new (a.constructor as new (n: number) => T)(Math.max(size, a.length * 2));
+  b.set(a);
+  return b;
 }
