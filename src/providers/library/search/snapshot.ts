@@ -23,11 +23,11 @@ const MAGIC = 'DHSE';
 const FORMAT = 3;
 
 type ArrayKey = 'rowid' | 'alive' | 'dl' | 'mtime' | 'folder' | 'facetRows' | 'kwData'
-  | 'termChars' | 'termEnds' | 'termOrder' | 'termFirst' | 'termFirstTf' | 'listLengths' | 'listDocs' | 'listTf';
+  | 'termChars' | 'termEnds' | 'termOrder' | 'termFirst' | 'termFirstTf' | 'termSlots' | 'listLengths' | 'listDocs' | 'listTf';
 type Section = ArrayBufferView & ArrayLike<number>;
 const ARRAYS: Record<ArrayKey, new (buf: ArrayBuffer, offset: number, length: number) => Section> = {
   rowid: Int32Array, alive: Uint8Array, dl: Float32Array, mtime: Float64Array, folder: Int32Array, facetRows: Int32Array, kwData: Int32Array,
-  termChars: Uint16Array, termEnds: Int32Array, termOrder: Int32Array, termFirst: Int32Array, termFirstTf: Uint16Array,
+  termChars: Uint16Array, termEnds: Int32Array, termOrder: Int32Array, termFirst: Int32Array, termFirstTf: Uint16Array, termSlots: Int32Array,
   listLengths: Int32Array, listDocs: Int32Array, listTf: Uint16Array,
 };
 

@@ -28,6 +28,8 @@ export interface TermState {
   termOrder: Int32Array;
   termFirst: Int32Array;
   termFirstTf: Uint16Array;
+  /** The hash table (TermDictionary.slots), so that a load hashes nothing. */
+  termSlots: Int32Array;
   /** The lists of terms with several postings (by list number): lengths, then entries one list after another. */
   listLengths: Int32Array;
   listDocs: Int32Array;
@@ -172,12 +174,12 @@ export class TermDictionary {
     const n = this.count;
     return {
       termChars: this.chars.subarray(0, this.charsUsed), termEnds: this.ends.subarray(0, n), termOrder: this.sortedOrder(),
-      termFirst: this.first.subarray(0, n), termFirstTf: this.firstTf.subarray(0, n),
+      termFirst: this.first.subarray(0, n), termFirstTf: this.firstTf.subarray(0, n), termSlots: this.slots,
       listLengths: Int32Array.from(this.lists, (p) => p.n), listDocs: this.lists.map((p) => p.docs.subarray(0, p.n)), listTf: this.lists.map((p) => p.tf.subarray(0, p.n)),
     };
   }
 
-  /** The terms of a snapshot (its arrays are used in place, not copied: only the hash table is built). */
+  /** The terms of a snapshot (its arrays are used in place, not copied). */
   static fromState(st: TermState): TermDictionary {
     const d = new TermDictionary();
     d.count = st.termEnds.length;
@@ -193,7 +195,7 @@ export class TermDictionary {
       d.lists.push(Postings.over(st.listDocs.subarray(at, at + len), st.listTf.subarray(at, at + len)));
       at += len;
     }
-    d.rehash(slotsFor(d.count));
+    d.slots = st.termSlots;
     return d;
   }
 
@@ -202,6 +204,9 @@ export class TermDictionary {
     const n = st.termEnds.length;
     if (st.termOrder.length !== n || st.termFirst.length !== n || st.termFirstTf.length !== n) return false;
     if ((n ? st.termEnds[n - 1]! : 0) !== st.termChars.length) return false;
+    const slots = st.termSlots;
+    if (slots.length < 512 || (slots.length & (slots.length - 1)) !== 0 || n * 2 > slots.length) return false;
+    for (const v of slots) if (v < 0 || v > n) return false;
     let total = 0;
     for (const len of st.listLengths) total += len;
     if (total !== st.listDocs.length || total !== st.listTf.length) return false;
