@@ -149,7 +149,7 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
     // as a large library does its most frequent ones; the third also merges the lists of every
     // prefix matching several terms (MergedPrefixes), as it does for prefixes matching many; the
     // fourth merges them without making them frequent (too few documents).
-    // The fifth keeps its maps (row ids, terms, keywords, folders) in LargeMap shards of 16 entries,
+    // The fifth keeps its facet values (keywords, folders) in LargeMap shards of 16 entries,
     // as a library past 2^23 assets or terms does (large-map.ts): the same answers across shards.
     const engines = [new SearchEngine(), new SearchEngine({ termCountsMinDocs: 1 }), new SearchEngine({ termCountsMinDocs: 1, mergeMinPostings: 2 }), new SearchEngine({ mergeMinPostings: 2 }),
       withShardSize(16, () => new SearchEngine())];

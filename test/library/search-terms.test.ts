@@ -81,8 +81,8 @@ test('term dictionary: the postings and prefixes of a Map, in JavaScript string 
 
     // A snapshot's round trip: the lists' chunks as one array, as snapshot.ts reads them.
     const ex = dict.exportState();
-    const concat = <T extends Int32Array | Uint16Array>(chunks: T[], Ctor: new (n: number) => T): T => {
-      const out = new Ctor(chunks.reduce((n, c) => n + c.length, 0));
+    const concat = <T extends Int32Array | Uint16Array>(chunks: Iterable<T>, Ctor: new (n: number) => T): T => {
+      const out = new Ctor([...chunks].reduce((n, c) => n + c.length, 0));
       let at = 0;
       for (const c of chunks) {
         out.set(c, at);

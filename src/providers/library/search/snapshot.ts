@@ -47,9 +47,9 @@ interface Header {
 const align8 = (n: number) => (n + 7) & ~7;
 
 /** A section's chunks: most are one array, the posting lists one per list (TermExport). */
-function chunksOf(state: EngineExport, key: ArrayKey): Section[] {
-  const v = state[key] as Section | Section[];
-  return Array.isArray(v) ? v : [v];
+function chunksOf(state: EngineExport, key: ArrayKey): Iterable<Section> {
+  const v = state[key] as Section | Iterable<Section>;
+  return ArrayBuffer.isView(v) ? [v] : v;
 }
 
 /**
@@ -83,22 +83,54 @@ export function writeSnapshot(file: string, state: EngineExport, instance: numbe
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(tmp, 'w', 0o600);
   try {
-    fs.writeSync(fd, prefix);
+    const out = new Writer(fd);
+    out.write(prefix);
     let written = 0;
     for (const s of header.sections) {
-      if (s.offset > written) fs.writeSync(fd, Buffer.alloc(s.offset - written));
+      out.zeros(s.offset - written);
       written = s.offset;
       for (const c of chunksOf(state, s.key)) {
-        if (c.byteLength) fs.writeSync(fd, new Uint8Array(c.buffer, c.byteOffset, c.byteLength));
+        out.write(new Uint8Array(c.buffer, c.byteOffset, c.byteLength));
         written += c.byteLength;
       }
     }
-    if (header.total > written) fs.writeSync(fd, Buffer.alloc(header.total - written));
+    out.zeros(header.total - written);
+    out.flush();
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
   }
   fs.renameSync(tmp, file);
+}
+
+/** Writes through a 1 MiB buffer: a library's lists are millions of small chunks, each a system call otherwise. */
+class Writer {
+  private readonly buf = Buffer.alloc(1 << 20);
+  private used = 0;
+
+  constructor(private readonly fd: number) {}
+
+  write(bytes: Uint8Array): void {
+    if (this.used + bytes.length > this.buf.length) this.flush();
+    if (bytes.length >= this.buf.length) writeAll(this.fd, bytes);
+    else {
+      this.buf.set(bytes, this.used);
+      this.used += bytes.length;
+    }
+  }
+
+  zeros(count: number): void {
+    if (count > 0) this.write(new Uint8Array(count));
+  }
+
+  flush(): void {
+    writeAll(this.fd, this.buf.subarray(0, this.used));
+    this.used = 0;
+  }
+}
+
+function writeAll(fd: number, bytes: Uint8Array): void {
+  for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at, bytes.length - at);
 }
 
 /** The snapshot's state and sequence, or null when there is none usable for this index instance. */

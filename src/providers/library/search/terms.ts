@@ -36,8 +36,11 @@ export interface TermState {
   listTf: Uint16Array;
 }
 
-/** TermState as exported: the lists' entries as one chunk per list, written one after another (no copy of them all). */
-export type TermExport = Omit<TermState, 'listDocs' | 'listTf'> & { listDocs: Int32Array[]; listTf: Uint16Array[] };
+/**
+ * TermState as exported: the lists' entries as one chunk per list, made as they are written one
+ * after another (no copy of them all, nor an array of millions of views).
+ */
+export type TermExport = Omit<TermState, 'listDocs' | 'listTf'> & { listDocs: Iterable<Int32Array>; listTf: Iterable<Uint16Array> };
 
 /** Terms met since the last sort beyond which a query sorts them in. */
 const UNSORTED_MAX = 4096;
@@ -175,7 +178,7 @@ export class TermDictionary {
     return {
       termChars: this.chars.subarray(0, this.charsUsed), termEnds: this.ends.subarray(0, n), termOrder: this.sortedOrder(),
       termFirst: this.first.subarray(0, n), termFirstTf: this.firstTf.subarray(0, n), termSlots: this.slots,
-      listLengths: Int32Array.from(this.lists, (p) => p.n), listDocs: this.lists.map((p) => p.docs.subarray(0, p.n)), listTf: this.lists.map((p) => p.tf.subarray(0, p.n)),
+      listLengths: Int32Array.from(this.lists, (p) => p.n), listDocs: chunks(this.lists, (p) => p.docs.subarray(0, p.n)), listTf: chunks(this.lists, (p) => p.tf.subarray(0, p.n)),
     };
   }
 
@@ -361,6 +364,15 @@ export class TermDictionary {
     while (j < recent.length) out[k++] = recent[j++]!;
     return out;
   }
+}
+
+/** A re-iterable sequence of one view per list. */
+function chunks<T>(lists: Postings[], view: (p: Postings) => T): Iterable<T> {
+  return {
+    *[Symbol.iterator]() {
+      for (const p of lists) yield view(p);
+    },
+  };
 }
 
 /** Finishes FNV-1a: the low bits (the slot) depend on every character. */
