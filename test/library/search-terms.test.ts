@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import type { Postings } from '../../src/providers/library/search/postings.js';
-import { TermDictionary, type TermExport, type TermState } from '../../src/providers/library/search/terms.js';
+import { SMALL_MAX, TermDictionary, type TermExport, type TermState } from '../../src/providers/library/search/terms.js';
 import { mulberry32 } from '../helpers/random.js';
 
 // Letters whose UTF-16 order differs from code point order (U+FF21 sorts after the surrogate pair
@@ -63,8 +63,8 @@ test('term dictionary: the postings and prefixes of a Map, in JavaScript string 
           e.docs.push(doc);
           e.tf.push(tf);
           ref.set(t, e);
-          // A list from the second posting on, none for a single one.
-          assert.equal(p === null, e.docs.length === 1);
+          // A list of its own past SMALL_MAX postings, none for fewer (the dictionary's columns and arena).
+          assert.equal(p === null, e.docs.length <= SMALL_MAX);
           if (p) assert.deepEqual(entries(p), e);
         }
       }
@@ -127,4 +127,33 @@ test('term dictionary: listsFrom gives the terms with enough postings, and one-p
   // 'b' keeps that list from then on: a new posting goes into it.
   assert.equal(dict.add('b', 2, 4), lists[1]);
   assert.deepEqual(entries(lists[1]!), { docs: [1, 2], tf: [3, 4] });
+});
+
+test('term dictionary: small lists move through the arena as they grow, and the holes they leave are packed away', () => {
+  // Terms growing together, round by round: each moves to a larger stretch at 3, 5 and 9
+  // postings and out of the arena past SMALL_MAX, leaving holes; the odd ones stop at 5 and stay.
+  const dict = new TermDictionary();
+  const ref = new Map<string, Entry>();
+  const K = 20_000;
+  let doc = 0;
+  for (let round = 0; round < SMALL_MAX + 3; round++) {
+    for (let k = 0; k < K; k++, doc++) {
+      if (k % 2 === 1 && round >= 5) continue;
+      const t = `w${k}`;
+      dict.add(t, doc, 1 + (doc % 7));
+      const e = ref.get(t) ?? { docs: [], tf: [] };
+      e.docs.push(doc);
+      e.tf.push(1 + (doc % 7));
+      ref.set(t, e);
+    }
+    assert.deepEqual(dict.expand('w1').map(entries).sort((a, b) => a.docs[0]! - b.docs[0]!), expected(ref, 'w1', true).sort((a, b) => a.docs[0]! - b.docs[0]!), `round ${round}`);
+  }
+  assert.deepEqual(dict.expand('').map(entries).sort((a, b) => a.docs[0]! - b.docs[0]!), [...ref.values()].sort((a, b) => a.docs[0]! - b.docs[0]!));
+  // Packed while growing: the arena holds the odd terms' stretches (8 entries each) and what the
+  // last packing left behind, not every stretch ever used (≈ 40 per term).
+  const arena = dict.exportState().smallDocs.length;
+  assert.ok(arena < (K / 2) * 8 * 2, `arena of ${arena} entries`);
+  dict.trim();
+  assert.equal(dict.exportState().smallDocs.length, (K / 2) * 8, 'a trim leaves no hole');
+  assert.deepEqual(dict.expand('').map(entries).sort((a, b) => a.docs[0]! - b.docs[0]!), [...ref.values()].sort((a, b) => a.docs[0]! - b.docs[0]!));
 });

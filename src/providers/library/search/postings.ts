@@ -6,9 +6,10 @@ export const MAX_TF = 65_535;
 
 /**
  * A growable posting list: document numbers in increasing order with their weighted term
- * frequency. Only terms with two postings or more have one: a term that occurs once (most of a
- * real library's: file numbers, rare names) keeps its posting in the term dictionary's columns
- * (terms.ts), and a query reading it gets a list made for that query (TermDictionary.listOf).
+ * frequency. Only terms with more than SMALL_MAX postings have one of their own: a term that
+ * occurs once (most of a real library's: file numbers, rare names) or a few times keeps its
+ * postings in the term dictionary's columns (terms.ts), and a query reading it gets a list made
+ * for that query (TermDictionary.listOf).
  */
 export class Postings {
   docs: Int32Array;
@@ -25,16 +26,6 @@ export class Postings {
     this.docs = docs;
     this.tf = tf;
     this.n = n;
-  }
-
-  /** A list of two entries so far, with room for two more. */
-  static pair(d0: number, t0: number, d1: number, t1: number): Postings {
-    const p = new Postings(new Int32Array(4), new Uint16Array(4), 2);
-    p.docs[0] = d0;
-    p.tf[0] = t0;
-    p.docs[1] = d1;
-    p.tf[1] = t1;
-    return p;
   }
 
   push(doc: number, tf: number): void {

@@ -19,16 +19,18 @@ const MAGIC = 'DHSE';
 /**
  * 2: per-document facet rows (DocumentTable.facetRows) replace the combo/kwStart/kwLen columns.
  * 3: the term dictionary's columns (terms.ts) replace the terms as strings and one list per term.
+ * 4: terms of 2 to SMALL_MAX postings in the dictionary's small-list arena.
  */
-const FORMAT = 3;
+const FORMAT = 4;
 
 type ArrayKey = 'rowid' | 'alive' | 'dl' | 'mtime' | 'folder' | 'facetRows' | 'kwData'
-  | 'termChars' | 'termEnds' | 'termOrder' | 'termFirst' | 'termFirstTf' | 'termSlots' | 'listLengths' | 'listDocs' | 'listTf';
+  | 'termChars' | 'termEnds' | 'termOrder' | 'termFirst' | 'termFirstTf' | 'termSlots' | 'termSmallN' | 'smallDocs' | 'smallTf'
+  | 'listLengths' | 'listDocs' | 'listTf';
 type Section = ArrayBufferView & ArrayLike<number>;
 const ARRAYS: Record<ArrayKey, new (buf: ArrayBuffer, offset: number, length: number) => Section> = {
   rowid: Int32Array, alive: Uint8Array, dl: Float32Array, mtime: Float64Array, folder: Int32Array, facetRows: Int32Array, kwData: Int32Array,
   termChars: Uint16Array, termEnds: Int32Array, termOrder: Int32Array, termFirst: Int32Array, termFirstTf: Uint16Array, termSlots: Int32Array,
-  listLengths: Int32Array, listDocs: Int32Array, listTf: Uint16Array,
+  termSmallN: Uint8Array, smallDocs: Int32Array, smallTf: Uint16Array, listLengths: Int32Array, listDocs: Int32Array, listTf: Uint16Array,
 };
 
 interface Header {

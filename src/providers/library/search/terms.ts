@@ -11,12 +11,16 @@
  *   string, so that equality and order are exactly JavaScript's), and where each term ends;
  * - an open-addressing hash table of term numbers, probed by a word's characters;
  * - the sorted order of the terms (numbers), plus the terms met since it was last sorted;
- * - a term's posting itself when it has one (`first`: its document, `firstTf`: its frequency),
- *   else `~k` for its list `lists[k]` (postings.ts) once it has two.
+ * - a term's postings: its posting itself when it has one (`first`: its document, `firstTf`:
+ *   its frequency); from two to SMALL_MAX, a stretch of a shared arena (`small*`: `first` is
+ *   where, `smallN` how many); beyond, `~k` for its own list `lists[k]` (postings.ts).
  *
- * At a million assets this holds the million file numbers in ≈ 40 bytes each where a Map of
- * strings to posting objects took ≈ 200 (docs/benchmarks.md), and a snapshot maps the columns back
- * as they are: no string to make, no term to hash into a Map, nothing to sort.
+ * At a million assets this holds the million file numbers in ≈ 35 bytes each where a Map of
+ * strings to posting objects took ≈ 190 (docs/benchmarks.md), and a snapshot maps the columns back
+ * as they are: no string to make, no term to hash into a Map, nothing to sort. The arena keeps a
+ * library's long tail of rare words (a few postings each) from costing a list object and two
+ * typed arrays apiece (≈ 400 bytes of heap). A query reading a term without a list of its own
+ * gets one made for it, over a copy or a view that it does not keep.
  */
 import { Postings } from './postings.js';
 
@@ -30,6 +34,10 @@ export interface TermState {
   termFirstTf: Uint16Array;
   /** The hash table (TermDictionary.slots), so that a load hashes nothing. */
   termSlots: Int32Array;
+  termSmallN: Uint8Array;
+  /** The small-list arena as it is (SMALL_MAX). */
+  smallDocs: Int32Array;
+  smallTf: Uint16Array;
   /** The lists of terms with several postings (by list number): lengths, then entries one list after another. */
   listLengths: Int32Array;
   listDocs: Int32Array;
@@ -44,6 +52,10 @@ export type TermExport = Omit<TermState, 'listDocs' | 'listTf'> & { listDocs: It
 
 /** Terms met since the last sort beyond which a query sorts them in. */
 const UNSORTED_MAX = 4096;
+/** A term of 2 to SMALL_MAX postings keeps them in the small-list arena; past it, a list of its own. */
+export const SMALL_MAX = 16;
+/** Arena entries left behind by lists that moved, past which (and past half the arena) it is packed. */
+const SMALL_HOLES_MIN = 1 << 16;
 
 export class TermDictionary {
   private count = 0;
@@ -54,6 +66,14 @@ export class TermDictionary {
   private first: Int32Array = new Int32Array(256);
   private firstTf: Uint16Array = new Uint16Array(256);
   private lists: Postings[] = [];
+  /** Per term: its postings while 2..SMALL_MAX (they are at smallDocs/smallTf[first[t] ..]), else 0. */
+  private smallN: Uint8Array = new Uint8Array(256);
+  /** The small-list arena: a list of n postings has room for smallRoom(n), the next power of two. */
+  private smallDocs: Int32Array = new Int32Array(1024);
+  private smallTf: Uint16Array = new Uint16Array(1024);
+  private smallUsed = 0;
+  /** Entries left behind by small lists that moved (grown, or given a list of their own). */
+  private smallHoles = 0;
   /** Term number + 1 per slot, 0 when empty; at most half full (linear probing). */
   private slots: Int32Array = new Int32Array(512);
   /** Terms 0 .. sortedCount − 1 in sorted order; the later ones (met since) are not in it yet. */
@@ -66,8 +86,8 @@ export class TermDictionary {
 
   /**
    * Adds document d, with weighted frequency tf, to the postings of `term` (d comes after every
-   * document added before). Returns the term's list when it has one (the engine keeps its
-   * FrequentList current), null for a term with a single posting.
+   * document added before). Returns the term's list when it has one of its own (the engine keeps
+   * its FrequentList current), null for a term of SMALL_MAX postings or fewer.
    */
   add(term: string, d: number, tf: number): Postings | null {
     const slot = this.slotOf(term);
@@ -80,15 +100,90 @@ export class TermDictionary {
     }
     const t = v - 1;
     const f = this.first[t]!;
+    const n = this.smallN[t]!;
+    if (n > 0) return this.pushSmall(t, n, d, tf);
     if (f < 0) {
       const p = this.lists[~f]!;
       p.push(d, tf);
       return p;
     }
-    const p = Postings.pair(f, this.firstTf[t]!, d, tf);
-    this.first[t] = ~this.lists.length;
-    this.lists.push(p);
-    return p;
+    // The second posting: the term moves into the arena.
+    const at = this.allocSmall(2);
+    this.smallDocs[at] = f;
+    this.smallTf[at] = this.firstTf[t]!;
+    this.smallDocs[at + 1] = d;
+    this.smallTf[at + 1] = tf;
+    this.first[t] = at;
+    this.smallN[t] = 2;
+    return null;
+  }
+
+  /** Appends to small list t of n postings: in place, in a larger stretch, or past SMALL_MAX into a list of its own. */
+  private pushSmall(t: number, n: number, d: number, tf: number): Postings | null {
+    let at = this.first[t]!;
+    if (n === smallRoom(n)) {
+      if (n === SMALL_MAX) {
+        const p = Postings.over(this.smallDocs.slice(at, at + n), this.smallTf.slice(at, at + n));
+        p.push(d, tf);
+        this.leaveSmall(t, n);
+        this.first[t] = ~this.lists.length;
+        this.lists.push(p);
+        this.packIfHoley();
+        return p;
+      }
+      const to = this.allocSmall(2 * n);
+      this.smallDocs.copyWithin(to, at, at + n);
+      this.smallTf.copyWithin(to, at, at + n);
+      this.smallHoles += n;
+      this.first[t] = at = to;
+    }
+    this.smallDocs[at + n] = d;
+    this.smallTf[at + n] = tf;
+    this.smallN[t] = n + 1;
+    this.packIfHoley();
+    return null;
+  }
+
+  /** Packs the arena once holes are most of it (amortised: the holes since the last packing pay for the next). */
+  private packIfHoley(): void {
+    if (this.smallHoles >= SMALL_HOLES_MIN && this.smallHoles * 2 > this.smallUsed) this.packSmall(this.smallUsed - this.smallHoles);
+  }
+
+  /** A stretch of `room` arena entries. */
+  private allocSmall(room: number): number {
+    if (this.smallUsed + room > this.smallDocs.length) {
+      this.smallDocs = grown(this.smallDocs, this.smallUsed + room);
+      this.smallTf = grown(this.smallTf, this.smallUsed + room);
+    }
+    const at = this.smallUsed;
+    this.smallUsed += room;
+    return at;
+  }
+
+  /** Small list t (n postings) leaves the arena: its stretch becomes a hole. */
+  private leaveSmall(t: number, n: number): void {
+    this.smallHoles += smallRoom(n);
+    this.smallN[t] = 0;
+  }
+
+  /** Rewrites the arena without its holes, with room for `size` entries. */
+  private packSmall(size: number): void {
+    const docs = new Int32Array(Math.max(size, this.smallUsed - this.smallHoles));
+    const tfs = new Uint16Array(docs.length);
+    let o = 0;
+    for (let t = 0; t < this.count; t++) {
+      const n = this.smallN[t]!;
+      if (n === 0) continue;
+      const at = this.first[t]!;
+      docs.set(this.smallDocs.subarray(at, at + n), o);
+      tfs.set(this.smallTf.subarray(at, at + n), o);
+      this.first[t] = o;
+      o += smallRoom(n);
+    }
+    this.smallDocs = docs;
+    this.smallTf = tfs;
+    this.smallUsed = o;
+    this.smallHoles = 0;
   }
 
   /** The posting lists of every term starting with `prefix` (sorted terms first, then those met since). */
@@ -110,11 +205,16 @@ export class TermDictionary {
   }
 
   /**
-   * The lists of the terms with at least `min` postings. With min ≤ 1 (tests make every term
-   * frequent) the one-posting terms are given a list of their own for good.
+   * The lists of the terms with at least `min` postings. With min ≤ SMALL_MAX (tests make every
+   * term frequent) the terms without a list of their own that qualify are given one for good.
    */
   listsFrom(min: number): Postings[] {
-    if (min <= 1) for (let t = 0; t < this.count; t++) if (this.first[t]! >= 0) this.promote(t);
+    if (min <= SMALL_MAX) {
+      for (let t = 0; t < this.count; t++) {
+        const n = this.smallN[t] || (this.first[t]! >= 0 ? 1 : 0);
+        if (n > 0 && n >= min) this.promote(t);
+      }
+    }
     return this.lists.filter((p) => p.n >= min);
   }
 
@@ -125,6 +225,8 @@ export class TermDictionary {
     this.ends = this.ends.slice(0, this.count);
     this.first = this.first.slice(0, this.count);
     this.firstTf = this.firstTf.slice(0, this.count);
+    this.smallN = this.smallN.slice(0, this.count);
+    this.packSmall(0);
     if (this.sortedCount < this.count) this.sort();
   }
 
@@ -138,28 +240,39 @@ export class TermDictionary {
     const renumbered = new Int32Array(this.count).fill(-1);
     for (let t = 0; t < this.count; t++) {
       const f = this.first[t]!;
-      const start = t ? this.ends[t - 1]! : 0;
-      const chars = this.chars.subarray(start, this.ends[t]!);
-      if (f >= 0) {
+      const chars = this.chars.subarray(this.start(t), this.ends[t]!);
+      const n = this.smallN[t]!;
+      if (n === 0 && f >= 0) {
         if (map[f]! < 0) continue;
         to.appendChars(chars, map[f]!, this.firstTf[t]!);
-      } else {
-        const p = this.lists[~f]!;
-        let k = 0;
-        for (let i = 0; i < p.n; i++) {
-          const d = map[p.docs[i]!]!;
-          if (d < 0) continue;
-          p.docs[k] = d;
-          p.tf[k] = p.tf[i]!;
-          k++;
-        }
-        p.n = k;
-        if (k === 0) continue;
-        to.appendChars(chars, 0, 0);
-        to.first[to.count - 1] = ~to.lists.length;
-        to.lists.push(p);
+        renumbered[t] = to.count - 1;
+        continue;
       }
-      renumbered[t] = to.count - 1;
+      // Its live postings, renumbered, in place (a list of its own, or its stretch of the arena).
+      const p = n > 0 ? Postings.over(this.smallDocs.subarray(f, f + n), this.smallTf.subarray(f, f + n)) : this.lists[~f]!;
+      let k = 0;
+      for (let i = 0; i < p.n; i++) {
+        const d = map[p.docs[i]!]!;
+        if (d < 0) continue;
+        p.docs[k] = d;
+        p.tf[k] = p.tf[i]!;
+        k++;
+      }
+      if (k === 0) continue;
+      to.appendChars(chars, p.docs[0]!, p.tf[0]!);
+      const u = to.count - 1;
+      if (k > SMALL_MAX) {
+        p.n = k;
+        to.first[u] = ~to.lists.length;
+        to.lists.push(p);
+      } else if (k > 1) {
+        const at = to.allocSmall(smallRoom(k));
+        to.smallDocs.set(p.docs.subarray(0, k), at);
+        to.smallTf.set(p.tf.subarray(0, k), at);
+        to.first[u] = at;
+        to.smallN[u] = k;
+      }
+      renumbered[t] = u;
     }
     to.rehash(slotsFor(to.count));
     // The old order, renumbered: still sorted.
@@ -178,6 +291,7 @@ export class TermDictionary {
     return {
       termChars: this.chars.subarray(0, this.charsUsed), termEnds: this.ends.subarray(0, n), termOrder: this.sortedOrder(),
       termFirst: this.first.subarray(0, n), termFirstTf: this.firstTf.subarray(0, n), termSlots: this.slots,
+      termSmallN: this.smallN.subarray(0, n), smallDocs: this.smallDocs.subarray(0, this.smallUsed), smallTf: this.smallTf.subarray(0, this.smallUsed),
       listLengths: Int32Array.from(this.lists, (p) => p.n), listDocs: chunks(this.lists, (p) => p.docs.subarray(0, p.n)), listTf: chunks(this.lists, (p) => p.tf.subarray(0, p.n)),
     };
   }
@@ -193,6 +307,13 @@ export class TermDictionary {
     d.firstTf = st.termFirstTf;
     d.order = st.termOrder;
     d.sortedCount = d.count;
+    d.smallN = st.termSmallN;
+    d.smallDocs = st.smallDocs;
+    d.smallTf = st.smallTf;
+    d.smallUsed = st.smallDocs.length;
+    let room = 0;
+    for (const n of st.termSmallN) if (n > 0) room += smallRoom(n);
+    d.smallHoles = d.smallUsed - room;
     let at = 0;
     for (const len of st.listLengths) {
       d.lists.push(Postings.over(st.listDocs.subarray(at, at + len), st.listTf.subarray(at, at + len)));
@@ -213,9 +334,12 @@ export class TermDictionary {
     let total = 0;
     for (const len of st.listLengths) total += len;
     if (total !== st.listDocs.length || total !== st.listTf.length) return false;
+    if (st.termSmallN.length !== n || st.smallTf.length !== st.smallDocs.length) return false;
     for (let t = 0, prev = 0; t < n; t++) {
       const f = st.termFirst[t]!;
-      if (st.termEnds[t]! < prev || (f < 0 && ~f >= st.listLengths.length) || st.termOrder[t]! < 0 || st.termOrder[t]! >= n) return false;
+      const small = st.termSmallN[t]!;
+      if (st.termEnds[t]! < prev || st.termOrder[t]! < 0 || st.termOrder[t]! >= n) return false;
+      if (small > 0 ? small < 2 || small > SMALL_MAX || f < 0 || f + smallRoom(small) > st.smallDocs.length : f < 0 && ~f >= st.listLengths.length) return false;
       prev = st.termEnds[t]!;
     }
     return true;
@@ -286,6 +410,7 @@ export class TermDictionary {
       this.first = grown(this.first, this.count + 1);
       this.firstTf = grown(this.firstTf, this.count + 1);
     }
+    if (this.count === this.smallN.length) this.smallN = grown(this.smallN, this.count + 1);
   }
 
   private close(d: number, tf: number): void {
@@ -293,17 +418,29 @@ export class TermDictionary {
     this.ends[t] = this.charsUsed;
     this.first[t] = d;
     this.firstTf[t] = tf;
+    this.smallN[t] = 0;
   }
 
-  /** Term t's postings as a list: its own, or one made for the caller over its single posting. */
+  /**
+   * Term t's postings as a list: its own, or one made for the caller (over its single posting, or
+   * a view of its stretch of the arena: read before the next add).
+   */
   private listOf(t: number): Postings {
     const f = this.first[t]!;
+    const n = this.smallN[t]!;
+    if (n > 0) return Postings.over(this.smallDocs.subarray(f, f + n), this.smallTf.subarray(f, f + n));
     return f < 0 ? this.lists[~f]! : Postings.over(Int32Array.of(f), Uint16Array.of(this.firstTf[t]!));
   }
 
-  /** Gives one-posting term t a list of its own. */
+  /** Gives term t (one posting, or a small list) a list of its own. */
   private promote(t: number): void {
-    const p = this.listOf(t);
+    const f = this.first[t]!;
+    const n = this.smallN[t]!;
+    let p: Postings;
+    if (n > 0) {
+      p = Postings.over(this.smallDocs.slice(f, f + n), this.smallTf.slice(f, f + n));
+      this.leaveSmall(t, n);
+    } else p = this.listOf(t);
     this.first[t] = ~this.lists.length;
     this.lists.push(p);
   }
@@ -389,7 +526,12 @@ function slotsFor(terms: number): number {
   return size;
 }
 
-function grown<T extends Int32Array | Uint16Array>(a: T, size: number): T {
+/** The arena entries a small list of n postings has: the next power of two. */
+function smallRoom(n: number): number {
+  return 1 << (32 - Math.clz32(n - 1));
+}
+
+function grown<T extends Int32Array | Uint16Array | Uint8Array>(a: T, size: number): T {
   const b = new (a.constructor as new (n: number) => T)(Math.max(size, a.length * 2));
   b.set(a);
   return b;
