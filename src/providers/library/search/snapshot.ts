@@ -144,13 +144,15 @@ export function readSnapshot(file: string, instance: number, maxSeq: number): { 
     return null;
   }
   try {
-    const bytes = Buffer.from(buf);
-    if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== MAGIC || bytes.readUInt32LE(4) !== FORMAT) return null;
-    const jsonLen = bytes.readUInt32LE(8);
-    if (12 + jsonLen > bytes.length) return null;
-    const h = JSON.parse(bytes.toString('utf8', 12, 12 + jsonLen)) as Header;
+    const size = buf.byteLength;
+    if (size < 12) return null;
+    const start = Buffer.from(buf, 0, 12);
+    if (start.toString('latin1', 0, 4) !== MAGIC || start.readUInt32LE(4) !== FORMAT) return null;
+    const jsonLen = start.readUInt32LE(8);
+    if (12 + jsonLen > size) return null;
+    const h = JSON.parse(Buffer.from(buf, 12, jsonLen).toString('utf8')) as Header;
     const base = align8(12 + jsonLen);
-    if (h.instance !== instance || !(h.seq <= maxSeq) || base + h.total !== bytes.length) return null;
+    if (h.instance !== instance || !(h.seq <= maxSeq) || base + h.total !== size) return null;
     // The file was read into one ArrayBuffer and every section starts 8-aligned: the typed arrays view it in place.
     const arrays = {} as Record<ArrayKey, Section>;
     for (const s of h.sections) {
@@ -167,7 +169,10 @@ export function readSnapshot(file: string, instance: number, maxSeq: number): { 
   }
 }
 
-/** A file's bytes in one ArrayBuffer of its own (no Buffer pool, no second copy). */
+/**
+ * A file's bytes in one ArrayBuffer of its own: no second copy, and no 2 GiB limit
+ * (fs.readFileSync's; a snapshot at ten million assets is about that size).
+ */
 function readWhole(file: string): ArrayBuffer {
   const fd = fs.openSync(file, 'r');
   try {
