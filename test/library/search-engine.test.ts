@@ -10,6 +10,7 @@ import type { ActiveFilters, AssetRow, FacetKey } from '../../src/providers/libr
 import { LibraryIndex } from '../../src/providers/library/index/sqlite.js';
 import { DateOrder } from '../../src/providers/library/search/aggregates.js';
 import { SearchEngine } from '../../src/providers/library/search/engine.js';
+import { readSnapshot, writeSnapshot } from '../../src/providers/library/search/snapshot.js';
 import { withShardSize } from '../../src/providers/library/large-map.js';
 import { tokenize } from '../../src/providers/library/search/tokenize.js';
 import { FIELD_WEIGHTS, type EngineQuery, type SearchDoc, type SearchField } from '../../src/providers/library/search/types.js';
@@ -149,7 +150,7 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
     // as a large library does its most frequent ones; the third also merges the lists of every
     // prefix matching several terms (MergedPrefixes), as it does for prefixes matching many; the
     // fourth merges them without making them frequent (too few documents).
-    // The fifth keeps its maps (row ids, terms, keywords, folders) in LargeMap shards of 16 entries,
+    // The fifth keeps its facet values (keywords, folders) in LargeMap shards of 16 entries,
     // as a library past 2^23 assets or terms does (large-map.ts): the same answers across shards.
     const engines = [new SearchEngine(), new SearchEngine({ termCountsMinDocs: 1 }), new SearchEngine({ termCountsMinDocs: 1, mergeMinPostings: 2 }), new SearchEngine({ mergeMinPostings: 2 }),
       withShardSize(16, () => new SearchEngine())];
@@ -479,4 +480,47 @@ test('a search snapshot restores the engine exactly, catches up, and is ignored 
   const d = new LibraryIndex(file, { snapshotMinAssets: 10_000_000 });
   assert.deepEqual(answers(d), rebuilt, 'a snapshot of another index file is not applied');
   d.close();
+});
+
+test('a snapshot read back is the engine written: the same answers, and the same after the same changes and a compaction', () => {
+  const r = mulberry32(31);
+  const file = path.join(tempDir('damhub-snapshot-file-'), 'library.sqlite.search');
+  // Beside the shared words: a number per document (terms of one posting) and one of 37 rare
+  // words (terms of a few postings: the term dictionary's arena), some of them non-ASCII.
+  const doc = (rowid: number): SearchDoc => {
+    const d = randomDoc(r, rowid);
+    return { ...d, fields: { ...d.fields, name: `${d.fields.name} ${rowid} r${rowid % 37}`, other: rowid % 5 ? d.fields.other : `ß${rowid % 11} 東京${rowid % 3}` } };
+  };
+  const written = new SearchEngine();
+  for (let i = 1; i <= 400; i++) written.upsert(doc(i));
+  for (const id of [3, 50, 51, 52, 399]) written.remove(id);
+  written.trim();
+  writeSnapshot(file, written.exportState(), 7, 9);
+  assert.equal(readSnapshot(file, 8, 9), null, 'another index');
+  assert.equal(readSnapshot(file, 7, 8), null, 'a sequence from the future');
+  const snap = readSnapshot(file, 7, 9);
+  assert.ok(snap, 'the snapshot is read');
+  assert.equal(snap.seq, 9);
+  const read = SearchEngine.fromState(snap.state);
+  assert.equal(read.size, written.size);
+  const words = ['1', '12', '399', '40', 'r', 'r1', 'r36', 'ss', 'ß1', '東京', '東京2', 's', 'sun', 'b'];
+  const compare = (label: string) => {
+    for (let qi = 0; qi < 60; qi++) {
+      const q = qi < words.length ? { ...randomQuery(r), words: [words[qi]!], allowedRoots: null } : randomQuery(r);
+      assert.deepEqual(read.search(q), written.search(q), `${label}, query ${qi} ${JSON.stringify(q)}`);
+    }
+  };
+  compare('read back');
+  for (let i = 0; i < 200; i++) {
+    const id = 1 + Math.floor(r() * 450);
+    const d = doc(id);
+    for (const e of [written, read]) {
+      if (i % 4 === 0) e.remove(id);
+      else e.upsert(d);
+    }
+  }
+  compare('changed');
+  written.compact();
+  read.compact();
+  compare('compacted');
 });

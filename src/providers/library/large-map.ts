@@ -1,8 +1,9 @@
 /**
  * A Map for more entries than one JavaScript Map holds. V8 caps a Map (and a Set) at 2^24 =
- * 16,777,216 entries ("RangeError: Map maximum size exceeded"); the library's per-asset and
- * per-term maps (row id → document, term → postings, asset id → descriptor slot) pass that near
- * 17 million assets or terms. LargeMap chains plain Maps of at most `shardMax` entries each: a new
+ * 16,777,216 entries ("RangeError: Map maximum size exceeded"); the library's per-asset maps
+ * (asset id → descriptor slot, file states) and the search engine's facet values (folders,
+ * keywords) pass that near 17 million assets or values. (The search engine's row ids and terms
+ * are in typed-array hash tables of their own: search/row-index.ts, search/terms.ts.) LargeMap chains plain Maps of at most `shardMax` entries each: a new
  * key goes into the last one, a new Map is started when it is full. With one shard (any library
  * under 8 million entries) every operation is the plain Map's plus one length check; beyond, a
  * lookup asks each shard in turn (three at 20 million).

@@ -9,6 +9,7 @@ import type { ComboCounts } from './aggregates.js';
 import type { Postings } from './postings.js';
 import type { FacetKey, SearchDoc } from './types.js';
 import { LargeMap } from '../large-map.js';
+import { RowIndex } from './row-index.js';
 
 /** A document's facet row (DocumentTable.facetRows): header, then three keyword slots. */
 export const ROW_STRIDE = 4;
@@ -87,7 +88,8 @@ export class DocumentTable {
   readonly added: number[] = [];
   /** Scratch for one document's keyword codes (readKeywords). */
   readonly kwOut = new Int32Array(MAX_KEYWORDS);
-  private readonly docOf = new LargeMap<number, number>();
+  /** Row id → live document (row-index.ts). */
+  private docOf = new RowIndex();
   live = 0;
   dlSum = 0;
   /**
@@ -135,7 +137,7 @@ export class DocumentTable {
     }
     this.writeRow(d, combo, kws);
     this.dl[d] = dl;
-    this.docOf.set(doc.rowid, d);
+    this.docOf.add(d, this.rowid);
     this.live++;
     this.dlSum += dl;
     this.countFolder(d, 1);
@@ -144,12 +146,12 @@ export class DocumentTable {
 
   /** The live document of an asset row, if any. */
   find(rowid: number): number | undefined {
-    return this.docOf.get(rowid);
+    return this.docOf.get(rowid, this.rowid);
   }
 
   /** Document d (find()) dies. */
   kill(d: number): void {
-    this.docOf.delete(this.rowid[d]!);
+    this.docOf.delete(this.rowid[d]!, this.rowid);
     this.removals++;
     this.alive[d] = 0;
     this.live--;
@@ -242,8 +244,18 @@ export class DocumentTable {
     return mask;
   }
 
-  /** Drops the growth slack of the keyword spill (after a bulk build). */
+  /**
+   * Drops the growth slack of the columns and the keyword spill (after a bulk build): they grow
+   * by doubling, so up to half of each is unused (10 million documents in columns for 16.8).
+   */
   trim(): void {
+    const n = Math.max(16, this.n);
+    this.rowid = this.rowid.slice(0, n);
+    this.alive = this.alive.slice(0, n);
+    this.dl = this.dl.slice(0, n);
+    this.mtime = this.mtime.slice(0, n);
+    this.folder = this.folder.slice(0, n);
+    this.facetRows = this.facetRows.slice(0, n * ROW_STRIDE);
     this.kwData = this.kwData.slice(0, Math.max(16, this.kwUsed));
   }
 
@@ -266,10 +278,11 @@ export class DocumentTable {
       // Row `to` is at or before row d, whose keywords are copied out first.
       this.writeRow(to, this.comboOf(d), this.kwOut.subarray(0, this.readKeywords(d, oldKwData)));
       this.alive[to] = 1;
-      this.docOf.set(this.rowid[to]!, to);
     }
     this.alive.fill(0, m, this.n);
     this.n = m;
+    this.docOf = new RowIndex(m);
+    for (let d = 0; d < m; d++) this.docOf.add(d, this.rowid);
     return map;
   }
 
@@ -302,9 +315,10 @@ export class DocumentTable {
     t.comboValues = st.comboValues;
     st.comboValues.forEach((v, i) => t.combos.set(v.join(','), i));
     for (const [k, values] of Object.entries(st.dicts)) for (const v of values) t.dicts[k as FacetKey | 'folder'].code(v);
+    t.docOf = new RowIndex(st.live);
     for (let d = 0; d < st.n; d++) {
       if (!st.alive[d]) continue;
-      t.docOf.set(st.rowid[d]!, d);
+      t.docOf.add(d, st.rowid);
       t.countFolder(d, 1);
     }
     return t;

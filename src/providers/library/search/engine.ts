@@ -22,7 +22,7 @@ import { DocumentTable, type DocumentState } from './documents.js';
 import { FrequentList } from './frequent.js';
 import { MAX_TF, MergedPrefixes, Postings } from './postings.js';
 import { B, bm25Idf, K1, Scorer } from './scoring.js';
-import { TermDictionary, type TermState } from './terms.js';
+import { TermDictionary, type TermExport, type TermState } from './terms.js';
 import { tokenize } from './tokenize.js';
 import { FIELD_WEIGHTS, type ActiveFilters, type EngineQuery, type EngineResult, type RankParams, type SearchDoc, type SearchField } from './types.js';
 
@@ -42,6 +42,8 @@ const MERGED_COUNTS_MIN_DOCS = 10_000;
 
 /** Everything an engine holds, as plain arrays: what a snapshot file stores (snapshot.ts). */
 export type EngineState = DocumentState & TermState;
+/** EngineState as exported: the posting lists as one chunk each (TermExport). */
+export type EngineExport = DocumentState & TermExport;
 
 export class SearchEngine {
   private table = new DocumentTable();
@@ -99,9 +101,8 @@ export class SearchEngine {
     this.counts.add(combo, kws, kws.length, 1);
     for (const [t, weighted] of tf) {
       const w = Math.min(weighted, MAX_TF);
-      const p = this.terms.get(t);
-      if (!p) this.terms.add(t, new Postings(d, w));
-      else this.append(p, d, w, combo, kws);
+      const p = this.terms.add(t, d, w);
+      if (p?.frequent) this.countFrequent(p, d, w, combo, kws);
     }
     if (this.merged.size) this.addToMerged(d, tf, combo, kws);
   }
@@ -109,9 +110,13 @@ export class SearchEngine {
   /** Appends new document d (its length and row id set) to list p, and to p's FrequentList. */
   private append(p: Postings, d: number, tf: number, combo: number, kws: number[]): void {
     p.push(d, tf);
-    if (!p.frequent) return;
-    p.frequent.add(p.n - 1, d, tf, this.table.dl[d]!, this.table.rowid[d]!);
-    p.frequent.counts.add(combo, kws, kws.length, 1);
+    if (p.frequent) this.countFrequent(p, d, tf, combo, kws);
+  }
+
+  /** Records list p's new last entry, document d, in p's FrequentList. */
+  private countFrequent(p: Postings, d: number, tf: number, combo: number, kws: number[]): void {
+    p.frequent!.add(p.n - 1, d, tf, this.table.dl[d]!, this.table.rowid[d]!);
+    p.frequent!.counts.add(combo, kws, kws.length, 1);
   }
 
   /** Document d, with its terms' weighted frequencies, into the merged lists of their cached prefixes. */
@@ -142,10 +147,10 @@ export class SearchEngine {
     this.counted = [];
     this.merged.clear();
     const min = Math.max(1, this.termCountsMinDocs);
-    const frequent = [...this.terms.values()].filter((p) => p.n >= min && this.table.liveCount(p) >= min).sort((a, b) => b.live - a.live);
+    const frequent = this.terms.listsFrom(min).filter((p) => this.table.liveCount(p) >= min).sort((a, b) => b.live - a.live);
     let budget = TERM_COUNTS_BUDGET;
     for (const p of frequent) {
-      this.makeFrequent(p.view());
+      this.makeFrequent(p);
       budget -= p.frequent!.size;
       if (budget < 0) {
         p.frequent = null;
@@ -171,7 +176,7 @@ export class SearchEngine {
     this.table.kill(d);
   }
 
-  exportState(): EngineState {
+  exportState(): EngineExport {
     return { ...this.table.exportState(), ...this.terms.exportState() };
   }
 
@@ -210,7 +215,7 @@ export class SearchEngine {
    * large share (the library calls it when they outnumber the live ones).
    */
   compact(): void {
-    this.terms.remap(this.table.compact());
+    this.terms = this.terms.remap(this.table.compact());
     // Both are by document number (and the merged lists go).
     this.indexFrequentTerms();
     this.orderByDate();

@@ -6,40 +6,35 @@ export const MAX_TF = 65_535;
 
 /**
  * A growable posting list: document numbers in increasing order with their weighted term
- * frequency. Most terms of a real library occur once (file numbers, rare names), so a single
- * entry lives in two fields; typed arrays exist from the second entry on, or when a query
- * reads the list (`view`).
+ * frequency. Only terms with more than SMALL_MAX postings have one of their own: a term that
+ * occurs once (most of a real library's: file numbers, rare names) or a few times keeps its
+ * postings in the term dictionary's columns (terms.ts), and a query reading it gets a list made
+ * for that query (TermDictionary.listOf).
  */
 export class Postings {
-  docs: Int32Array = EMPTY_I32;
-  tf: Uint16Array = EMPTY_U16;
-  n = 1;
+  docs: Int32Array;
+  tf: Uint16Array;
+  n: number;
   /** Counts, bitmap and block bounds of a frequent term (SearchEngine.indexFrequentTerms). */
   frequent: FrequentList | null = null;
   /** Cached live entry count, valid while the engine's removal count is `liveAt` and n is `liveN`. */
   live = 0;
   liveAt = -1;
   liveN = -1;
-  private d0: number;
-  private t0: number;
 
-  constructor(doc: number, tf: number) {
-    this.d0 = doc;
-    this.t0 = tf;
+  private constructor(docs: Int32Array, tf: Uint16Array, n: number) {
+    this.docs = docs;
+    this.tf = tf;
+    this.n = n;
   }
 
   push(doc: number, tf: number): void {
-    if (this.n === this.docs.length || this.docs.length === 0) {
+    if (this.n === this.docs.length) {
       const cap = Math.max(4, this.n * 2);
       const docs = new Int32Array(cap);
       const t = new Uint16Array(cap);
-      if (this.docs.length === 0) {
-        docs[0] = this.d0;
-        t[0] = this.t0;
-      } else {
-        docs.set(this.docs);
-        t.set(this.tf);
-      }
+      docs.set(this.docs);
+      t.set(this.tf);
       this.docs = docs;
       this.tf = t;
     }
@@ -48,24 +43,9 @@ export class Postings {
     this.n++;
   }
 
-  /** Copies the entries into `docs`/`tf` at `at` (snapshot export). */
-  copyTo(docs: Int32Array, tf: Uint16Array, at: number): void {
-    if (this.docs.length === 0) {
-      docs[at] = this.d0;
-      tf[at] = this.t0;
-      return;
-    }
-    docs.set(this.docs.subarray(0, this.n), at);
-    tf.set(this.tf.subarray(0, this.n), at);
-  }
-
-  /** A list over existing arrays (snapshot import); the first push beyond them copies. */
+  /** A list over existing arrays (a snapshot's, a merged list, a one-posting term's): the first push beyond them copies. */
   static over(docs: Int32Array, tf: Uint16Array): Postings {
-    const p = new Postings(docs[0]!, tf[0]!);
-    p.docs = docs;
-    p.tf = tf;
-    p.n = docs.length;
-    return p;
+    return new Postings(docs, tf, docs.length);
   }
 
   /** Drops the growth slack (after a bulk build). */
@@ -74,15 +54,6 @@ export class Postings {
       this.docs = this.docs.slice(0, this.n);
       this.tf = this.tf.slice(0, this.n);
     }
-  }
-
-  /** The list with its typed arrays present (a single entry is materialised on first read). */
-  view(): this {
-    if (this.docs.length === 0 && this.n > 0) {
-      this.docs = Int32Array.of(this.d0);
-      this.tf = Uint16Array.of(this.t0);
-    }
-    return this;
   }
 
   /** Index of `doc`, or -1 (binary search). */
@@ -100,8 +71,6 @@ export class Postings {
     return -1;
   }
 }
-const EMPTY_I32 = new Int32Array(0);
-const EMPTY_U16 = new Uint16Array(0);
 
 /**
  * Merged posting lists of query prefixes that match many terms ("quin" matches 1,458 terms and 1.1

@@ -322,7 +322,7 @@ export class Scorer {
     const { alive, folder } = this.table;
     let df = 0;
     if (lists.length === 1) {
-      const { docs, n } = lists[0]!.view();
+      const { docs, n } = lists[0]!;
       for (let i = 0; i < n; i++) {
         const d = docs[i]!;
         df += alive[d]! & visible[folder[d]!]!;
@@ -331,7 +331,7 @@ export class Scorer {
     }
     // A prefix's terms share documents: a bit per document counts each once (cleared after).
     for (const p of lists) {
-      const { docs, n } = p.view();
+      const { docs, n } = p;
       for (let i = 0; i < n; i++) {
         const d = docs[i]!;
         const bit = 1 << (d & 31);
