@@ -195,7 +195,8 @@ for (const size of sizes) {
   console.log(row);
   const tag = scaleTag(size);
   result(`image-search-http-p50-${tag}`, pct(httpMs, 50), 'ms');
-  result(`image-search-http-p95-${tag}`, pct(httpMs, 95), 'ms', ['<=', 15]);
+  // Issue 22: ≤ 15 ms at a million descriptors, ≤ 50 ms at ten million.
+  result(`image-search-http-p95-${tag}`, pct(httpMs, 95), 'ms', ['<=', size >= 10_000_000 ? 50 : 15]);
   result(`image-search-recall50-${tag}`, recall, 'ratio', ['>=', 0.95]);
   result(`image-search-scan-p50-${tag}`, pct(scanMs, 50), 'ms');
   lastScanP50 = pct(scanMs, 50);

@@ -252,6 +252,7 @@ async function main(): Promise<void> {
   // A fresh hub data dir per run (keys, partner, sessions) whose library index is the generated one.
   const hubDir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-search-hub-'));
   fs.symlinkSync(path.join(dataDir, 'library'), path.join(hubDir, 'library'));
+  const engineFromSnapshot = fs.existsSync(`${libFile}.search`);
   const t = await startTestHub({ dataDir: hubDir, config: { libraryDir: emptyRoot, userRateLimitPerMin: 0 } });
   const index = embeddedLibrary(t.hub.providers)!.index;
   const rssBefore = rssOf(process.pid).currentMiB;
@@ -353,7 +354,9 @@ async function main(): Promise<void> {
   result(`keyword-search-http-p95-${tag}`, pct(hubMs, 95), 'ms', ['<=', 15]);
   result(`keyword-search-vs-bare-fts5-p95-${tag}`, median(roundRatios), 'x', ['<=', 2]);
   result(`keyword-search-engine-p95-${tag}`, pct(engineAll.map((x) => x.ms), 95), 'ms');
-  result(`keyword-engine-load-${tag}`, loadMs / 1000, 's', ['<=', 30]);
+  // From the snapshot, the start issue 22 times; the first run over a new data set builds from the rows.
+  if (engineFromSnapshot) result(`keyword-engine-load-${tag}`, loadMs / 1000, 's', ['<=', 30]);
+  else result(`keyword-engine-rebuild-${tag}`, loadMs / 1000, 's');
   result(`keyword-search-peak-rss-${tag}`, rss.peakMiB, 'MiB');
   fts.close();
   await client.close();
