@@ -175,7 +175,7 @@ test('random documents and queries: hits, totals, paging and facet counts equal 
     for (let qi = 0; qi < 60; qi++) {
       const q = randomQuery(r);
       engines.forEach((e, i) => assertLikeReference(e, docs, q, `seed ${seed} engine ${i} query ${qi} ${JSON.stringify(q)}`));
-      for (const i of [1, 2, 3, 4]) assert.deepEqual(engines[i]!.search(q), engines[0]!.search(q), `seed ${seed} query ${qi}: the same page, keys and facets in engine ${i}`);
+      for (let i = 1; i < engines.length; i++) assert.deepEqual(engines[i]!.search(q), engines[0]!.search(q), `seed ${seed} query ${qi}: the same page, keys and facets in engine ${i}`);
       if (qi % 20 === 19) change(15);
     }
     // Compaction renumbers documents without changing any answer.
