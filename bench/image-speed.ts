@@ -214,16 +214,10 @@ if (EVENT_LOOP_SEC > 0) {
   const idle = await checkTokenLoad(check, EVENT_LOOP_SEC);
   const bodies = path.join(TEMP_ROOT, 'image-search-bodies.json');
   fs.writeFileSync(bodies, JSON.stringify(queryImages.map((q) => q.body)));
-  const searching = searchLoad(url, bodies, EVENT_LOOP_SEC + 2);
-  await new Promise((r) => setTimeout(r, 1000)); // the searches are running before the measured window opens
-  const busy = await checkTokenLoad(check, EVENT_LOOP_SEC);
-  const searches = await searching;
+  const { checks: busy, searches } = await checkTokenWhileSearching(check, bodies);
   // The same with every scan on the event loop (the index's scan workers off), for comparison.
   sim.index.workers = 0;
-  const searchingOnLoop = searchLoad(url, bodies, EVENT_LOOP_SEC + 2);
-  await new Promise((r) => setTimeout(r, 1000));
-  const onLoop = await checkTokenLoad(check, EVENT_LOOP_SEC);
-  const searchesOnLoop = await searchingOnLoop;
+  const { checks: onLoop, searches: searchesOnLoop } = await checkTokenWhileSearching(check, bodies);
   sim.index.workers = undefined;
   console.log(`\ncheckToken p50 / p99 (ms): idle ${idle.p50.toFixed(3)} / ${idle.p99.toFixed(3)}; during search by image ${busy.p50.toFixed(3)} / ${busy.p99.toFixed(3)} (${searches} searches answered meanwhile, ${(searches / (EVENT_LOOP_SEC + 2)).toFixed(1)}/s); the same with the scans on the event loop ${onLoop.p50.toFixed(3)} / ${onLoop.p99.toFixed(3)} (${searchesOnLoop} searches)`);
   result(`checktoken-p99-idle-${tag}`, idle.p99, 'ms');
@@ -291,12 +285,7 @@ async function checkTokenLoad(target: string, seconds: number): Promise<{ p50: n
       const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
       process.stdout.write(JSON.stringify({ n: lat.length, bad, p50: q(0.5), p99: q(0.99) }));
     }, (e) => { process.stderr.write(String(e)); process.exit(1); });`;
-  const child = trackChild(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] }));
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  const code = await new Promise<number | null>((r) => child.on('close', r));
-  if (code !== 0) throw new Error(`checkToken load exited ${code}`);
-  const j = JSON.parse(out) as { n: number; bad: number; p50: number; p99: number };
+  const j = await childJson<{ n: number; bad: number; p50: number; p99: number }>(script, 'checkToken load');
   if (j.bad || !j.n) throw new Error(`checkToken under load: ${j.bad} non-200 answers of ${j.n}`);
   return { p50: j.p50, p99: j.p99 };
 }
@@ -310,11 +299,28 @@ async function searchLoad(target: string, bodiesFile: string, seconds: number): 
     let ok = 0, bad = 0;
     const loop = async (k) => { for (let i = k; Date.now() < end; i += 2) { const r = await fetch(${JSON.stringify(target)}, { method: 'POST', headers, body: bodies[i % bodies.length] }); await r.arrayBuffer(); r.status === 200 ? ok++ : bad++; } };
     Promise.all([loop(0), loop(1)]).then(() => { process.stdout.write(JSON.stringify({ ok, bad })); });`;
+  const { ok, bad } = await childJson<{ ok: number; bad: number }>(script, 'search-by-image load');
+  if (bad !== 0) throw new Error(`search-by-image load: ${bad} failed requests`);
+  return ok;
+}
+
+/**
+ * checkToken measured (checkTokenLoad) while two clients post search-by-image requests, which
+ * start a second before the measured window opens and end after it.
+ */
+async function checkTokenWhileSearching(check: string, bodies: string): Promise<{ checks: { p50: number; p99: number }; searches: number }> {
+  const searching = searchLoad(url, bodies, EVENT_LOOP_SEC + 2);
+  await new Promise((r) => setTimeout(r, 1000));
+  const checks = await checkTokenLoad(check, EVENT_LOOP_SEC);
+  return { checks, searches: await searching };
+}
+
+/** Runs `script` in a child process (a load generator off this process's event loop) and parses the JSON it prints; a non-zero exit fails the run. */
+async function childJson<T>(script: string, what: string): Promise<T> {
   const child = trackChild(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   const code = await new Promise<number | null>((r) => child.on('close', r));
-  const { ok, bad } = JSON.parse(out || '{"ok":0,"bad":-1}') as { ok: number; bad: number };
-  if (code !== 0 || bad !== 0) throw new Error(`search-by-image load: exit ${code}, ${bad} failed requests`);
-  return ok;
+  if (code !== 0 || !out) throw new Error(`${what} exited ${code}`);
+  return JSON.parse(out) as T;
 }

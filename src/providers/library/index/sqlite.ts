@@ -46,6 +46,8 @@ export class LibraryIndex implements LibraryIndexStore {
       childFolders: db.prepare('SELECT path, name FROM folders WHERE parent = ? ORDER BY name COLLATE NOCASE, path'),
       insertFolder: db.prepare('INSERT OR IGNORE INTO folders (path, parent, name) VALUES (?, ?, ?)'),
       assetById: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE id = ?`),
+      // A page of rows by key in one prepared statement whatever its size (json_each of the keys).
+      assetsByRowids: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE rowid IN (SELECT value FROM json_each(?))`),
       assetsByIds: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE id IN (SELECT value FROM json_each(?))`),
       assetByPath: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE rel_path = ?`),
       fileStates: db.prepare('SELECT rel_path, size, mtime_ms FROM assets'),
@@ -203,8 +205,6 @@ export class LibraryIndex implements LibraryIndexStore {
   /** The engine and the change sequence it reflects (search/catch-up.ts). */
   private readonly follower = new EngineFollower();
   private snapshotSeq = -1;
-  /** Prepared `rowid IN (?, …)` lookups by arity (pages are at most a few hundred). */
-  private readonly byRowidStmts = new Map<number, BetterSqlite3.Statement>();
 
   /**
    * The search engine, current with every committed change, including those of other processes
@@ -244,17 +244,11 @@ export class LibraryIndex implements LibraryIndexStore {
   /** Asset rows by row id, in the order given (missing ones skipped). */
   assetsByRowids(rowids: number[]): AssetRow[] {
     if (!rowids.length) return [];
-    let stmt = this.byRowidStmts.get(rowids.length);
-    if (!stmt) {
-      stmt = this.db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE rowid IN (${rowids.map(() => '?').join(',')})`);
-      if (rowids.length <= 256) this.byRowidStmts.set(rowids.length, stmt);
-    }
-    return inOrder(rowids, stmt.all(...rowids) as Record<string, unknown>[], (r) => r.rowid as number);
+    return inOrder(rowids, this.stmts.assetsByRowids.all(JSON.stringify(rowids)) as Record<string, unknown>[], (r) => r.rowid as number);
   }
 
   assetsByIds(ids: string[]): AssetRow[] {
     if (!ids.length) return [];
-    // json_each: one statement whatever the page size (no statement per arity).
     return inOrder(ids, this.stmts.assetsByIds.all(JSON.stringify(ids)) as Record<string, unknown>[], (r) => r.id as string);
   }
 
