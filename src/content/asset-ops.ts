@@ -17,6 +17,7 @@ import { operation } from '../providers/capabilities.js';
 import { CursorSealer } from './cursors.js';
 import { decodeImageReference, decodeReference, referenceBytes, type ReferenceDeps } from './image-reference.js';
 import { PageCache } from './page-cache.js';
+import { Turns } from './turns.js';
 
 /** The list parameters of a request, as the client sent them (already schema-checked). */
 export interface ListParams {
@@ -60,6 +61,8 @@ const MAX_ID = 2048;
 
 export class AssetOps {
   private readonly cursors: CursorSealer;
+  /** Uncached browse pages and search pages are assembled one per event-loop turn, in arrival order (src/content/turns.ts). */
+  private readonly assembly = new Turns();
 
   constructor(private readonly deps: AssetOpsDeps) {
     this.cursors = new CursorSealer(deps.keys, deps.clock);
@@ -136,6 +139,7 @@ export class AssetOps {
     ]);
     const hit = key === null ? undefined : pages.cache.get(key);
     if (hit) return { page: null, body: hit };
+    await this.assembly.turn();
     const page = this.sealPage(await this.onSession(provider, dam, (s) => browse(s, id, opts)), binding);
     if (key === null) return { page, body: null };
     const body = pages.serialize(page);
@@ -149,6 +153,7 @@ export class AssetOps {
     const query = (s.query ?? '').trim();
     const parentId = s.parentId ? idParam(s.parentId, 'parentId') : null;
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['search', query, parentId]);
+    await this.assembly.turn();
     return this.sealPage(await this.onSession(provider, dam, (s) => search(s, { query, parentId }, opts)), binding);
   }
 
