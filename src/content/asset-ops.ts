@@ -108,15 +108,19 @@ export class AssetOps {
     return out;
   }
 
-  /** A folder page (the MCP tools): from the page cache while unchanged, parsed back from the REST answer's bytes. */
-  async browse(dam: ProviderSession, folderId: string, q: ListParams): Promise<FolderPage> {
-    const b = await this.browsed(dam, folderId, q);
+  /**
+   * A folder page (the MCP tools): from the page cache while unchanged, parsed back from the REST
+   * answer's bytes. `signal` (here and below): the client went away; a page not yet begun is not
+   * assembled (src/content/turns.ts).
+   */
+  async browse(dam: ProviderSession, folderId: string, q: ListParams, signal?: AbortSignal): Promise<FolderPage> {
+    const b = await this.browsed(dam, folderId, q, signal);
     return b.page !== null ? b.page : (JSON.parse(b.body.toString('utf8')) as FolderPage);
   }
 
   /** A folder page as the REST answer's bytes (the browse route, the hot path): cached bytes are sent as they are. */
-  async browseBody(dam: ProviderSession, folderId: string, q: ListParams): Promise<Buffer> {
-    const b = await this.browsed(dam, folderId, q);
+  async browseBody(dam: ProviderSession, folderId: string, q: ListParams, signal?: AbortSignal): Promise<Buffer> {
+    const b = await this.browsed(dam, folderId, q, signal);
     if (b.page === null) return b.body;
     return b.body ?? this.deps.pages.serialize(b.page);
   }
@@ -125,7 +129,7 @@ export class AssetOps {
    * Repeated pages come from the page cache while the provider's view of this session, the
    * request and the media-URL validity are unchanged (see src/content/page-cache.ts).
    */
-  private async browsed(dam: ProviderSession, folderId: string, q: ListParams): Promise<Browsed> {
+  private async browsed(dam: ProviderSession, folderId: string, q: ListParams, signal?: AbortSignal): Promise<Browsed> {
     const provider = this.providerOf(dam);
     const browse = operation(provider, 'browse', 'folder browsing');
     const id = idParam(folderId, 'folderId');
@@ -139,7 +143,7 @@ export class AssetOps {
     ]);
     const hit = key === null ? undefined : pages.cache.get(key);
     if (hit) return { page: null, body: hit };
-    await this.assembly.turn();
+    await this.assembly.turn(signal);
     const page = this.sealPage(await this.onSession(provider, dam, (s) => browse(s, id, opts)), binding);
     if (key === null) return { page, body: null };
     const body = pages.serialize(page);
@@ -147,13 +151,13 @@ export class AssetOps {
     return { page, body };
   }
 
-  async search(dam: ProviderSession, s: { query?: string; parentId?: string }, q: ListParams): Promise<AssetPage> {
+  async search(dam: ProviderSession, s: { query?: string; parentId?: string }, q: ListParams, signal?: AbortSignal): Promise<AssetPage> {
     const provider = this.providerOf(dam);
     const search = operation(provider, 'search', 'keyword search');
     const query = (s.query ?? '').trim();
     const parentId = s.parentId ? idParam(s.parentId, 'parentId') : null;
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['search', query, parentId]);
-    await this.assembly.turn();
+    await this.assembly.turn(signal);
     return this.sealPage(await this.onSession(provider, dam, (s) => search(s, { query, parentId }, opts)), binding);
   }
 

@@ -11,19 +11,28 @@
  * fairly; the work done is the same.
  *
  * `turn()` resolves when the caller may start; the caller's synchronous work (and its microtasks)
- * is its turn. The next waiter is released from the check phase of the following loop iteration
+ * is its turn. A caller whose signal has fired by then (its client went away while it waited) is
+ * refused with the signal's reason instead and takes no turn: under overload the queue holds
+ * requests nobody waits for any more, and assembling them would only delay the others. The next waiter is released from the check phase of the following loop iteration
  * (setImmediate callbacks queued while the check phase runs wait for the next iteration), so
  * I/O callbacks, the writes among them, run between two jobs.
  */
+interface Waiter {
+  start: () => void;
+  refuse: (reason: unknown) => void;
+  signal: AbortSignal | undefined;
+}
+
 export class Turns {
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: Waiter[] = [];
   private head = 0;
   private scheduled = false;
 
-  /** Resolves at the caller's turn. */
-  turn(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.waiting.push(resolve);
+  /** Resolves at the caller's turn; rejects with `signal.reason` when the signal fired first. */
+  turn(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<void>((start, refuse) => {
+      this.waiting.push({ start, refuse, signal });
       this.schedule();
     });
   }
@@ -41,8 +50,14 @@ export class Turns {
 
   private readonly release = (): void => {
     this.scheduled = false;
-    const next = this.waiting[this.head];
-    this.waiting[this.head++] = undefined!;
+    // Callers whose client has gone are refused here, without a turn of their own.
+    let next: Waiter | undefined;
+    while (this.head < this.waiting.length && !next) {
+      const w = this.waiting[this.head]!;
+      this.waiting[this.head++] = undefined!;
+      if (w.signal?.aborted) w.refuse(w.signal.reason);
+      else next = w;
+    }
     if (this.head === this.waiting.length) {
       this.waiting.length = 0;
       this.head = 0;
@@ -54,6 +69,6 @@ export class Turns {
       }
       this.schedule();
     }
-    next?.();
+    next?.start();
   };
 }

@@ -32,6 +32,20 @@ const SearchQuerySchema = Type.Composite([ListQuerySchema, Type.Object({
 
 const JSON_UTF8 = 'application/json; charset=utf-8';
 
+/**
+ * A signal that fires when the client closes the connection before its answer is written: work
+ * for it not yet begun is skipped, a reference decode is killed. Its reason is the error the
+ * request ends with (logged at warn as a 503; the client is not there to read it).
+ */
+function whileConnected(reply: FastifyReply): { signal: AbortSignal; done(): void } {
+  const gone = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) gone.abort(hubError('hub-unavailable', 'the client closed the connection before its answer was ready'));
+  };
+  reply.raw.once('close', onClose);
+  return { signal: gone.signal, done: () => reply.raw.off('close', onClose) };
+}
+
 export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
   // Handlers get req.params, req.query and req.body typed from their schemas.
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -50,8 +64,13 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     // The answer's bytes, from the page cache while unchanged (AssetOps.browseBody).
-    const body = await ops.browseBody(damOf(req), req.params['*'], req.query);
-    return reply.type(JSON_UTF8).send(body);
+    const client = whileConnected(reply);
+    try {
+      const body = await ops.browseBody(damOf(req), req.params['*'], req.query, client.signal);
+      return reply.type(JSON_UTF8).send(body);
+    } finally {
+      client.done();
+    }
   });
 
   app.get('/assets/search', {
@@ -64,8 +83,12 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
       response: responses(Type.Ref('SearchResult')),
     },
   }, async (req, reply) => {
-    const page = await ops.search(damOf(req), req.query, req.query);
-    return sendResults(reply, page);
+    const client = whileConnected(reply);
+    try {
+      return sendResults(reply, await ops.search(damOf(req), req.query, req.query, client.signal));
+    } finally {
+      client.done();
+    }
   });
 
   app.post('/assets/search', {
@@ -80,16 +103,11 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     // The decode of the reference is killed if the client goes away before the answer.
-    const gone = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) gone.abort();
-    };
-    reply.raw.once('close', onClose);
+    const client = whileConnected(reply);
     try {
-      const page = await ops.searchByImage(damOf(req), req.body.dataBase64, req.query, gone.signal);
-      return sendResults(reply, page);
+      return sendResults(reply, await ops.searchByImage(damOf(req), req.body.dataBase64, req.query, client.signal));
     } finally {
-      reply.raw.off('close', onClose);
+      client.done();
     }
   });
 

@@ -56,3 +56,23 @@ test('a long queue drains completely and stays usable (the released prefix is dr
   await turns.turn();
   assert.equal(turns.pending, 0);
 });
+
+test('a caller whose client went away while it waited is refused with the reason and takes no turn', async () => {
+  const turns = new Turns();
+  const loop = iterationCounter();
+  const left = new AbortController();
+  const started: { job: string; iteration: number }[] = [];
+  const run = (job: string, signal?: AbortSignal) => turns.turn(signal).then(() => { started.push({ job, iteration: loop.now() }); });
+  const a = run('a');
+  const gone = run('gone', left.signal);
+  const b = run('b');
+  left.abort(new Error('the client closed the connection'));
+  await Promise.all([a, b]);
+  await assert.rejects(gone, /the client closed the connection/);
+  // An already-fired signal is refused at once.
+  await assert.rejects(turns.turn(left.signal), /the client closed the connection/);
+  loop.stop();
+  assert.deepEqual(started.map((s) => s.job), ['a', 'b']);
+  assert.equal(started[1]!.iteration - started[0]!.iteration, 1, 'b starts in the turn right after a: the refused caller took none');
+  assert.equal(turns.pending, 0);
+});
