@@ -1,14 +1,15 @@
 /**
  * Folder browse of a 200-asset page (GET /api/v1/assets/folder/{id}?size=200) under autocannon vs
  * a bare node:http server answering the same bytes; peak RSS of the hub.
- * Run: npm run bench:browse [-- --rounds 5 --duration 10 --connections 50 --assets 220 --page-cache off]
+ * Run: npm run bench:browse [-- --rounds 5 --duration 10 --connections 50 --assets 220 --page-cache off --event-loop-seconds 10]
  * (--page-cache off measures the uncached path: every request reads, maps and serialises the page;
  * smoke check: --rounds 1 --duration 1 --connections 4 --assets 200).
  * Ends with RESULT lines (bench/lib.ts): the median ratio damhub / bare node:http, target ≥ 0.5,
  * and the hub's p99 over its p50, target ≤ 5 with the page cache off (issue 22; no target recorded
- * with it on).
+ * with it on); then checkToken's p99 on the same node idle and during the browse load (no target;
+ * --event-loop-seconds 0 skips it).
  */
-import { profileArgs, REPO_ROOT, reportResults, result, rssOf, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
+import { checkTokenLoad, load, profileArgs, REPO_ROOT, reportResults, result, rssOf, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,7 +23,10 @@ const { values } = parseArgs({ options: {
   connections: { type: 'string', default: '50' },
   assets: { type: 'string', default: '220' },
   'page-cache': { type: 'string', default: 'on' },
+  'event-loop-seconds': { type: 'string', default: '10' },
 } });
+const EVENT_LOOP_SEC = Number(values['event-loop-seconds']);
+if (!(EVENT_LOOP_SEC >= 0)) throw new Error('--event-loop-seconds: 0 (skip) or more');
 const pageCache = values['page-cache'] !== 'off';
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-browse-'));
 const lib = path.join(dir, 'library');
@@ -123,6 +127,22 @@ try {
   result(`browse-${mode}-p99-over-p50`, r.subject.p99 / r.subject.p50, 'x', pageCache ? null : ['<=', 5]);
   result(`browse-${mode}-bare-node-http-rps`, r.baseline.rps, 'req/s');
   result(`browse-${mode}-hub-peak-rss`, after.peakMiB, 'MiB');
+
+  // The event loop under browse load: checkToken p99 (a child process, µs resolution) on the
+  // same node with no other load, then while the same connections browse the page. Uncached, a
+  // page is ≈ 8 ms of main-thread work, so what a token check waits for is how many pages the
+  // loop assembles before it looks at its sockets again (src/content/turns.ts). No target.
+  if (EVENT_LOOP_SEC > 0) {
+    const check = `${api}/auth/checkToken`;
+    const idle = await checkTokenLoad(check, auth.authorization, EVENT_LOOP_SEC);
+    const browsing = load(url, headers, EVENT_LOOP_SEC + 2, opts.connections);
+    await new Promise((r) => setTimeout(r, 1000));
+    const busy = await checkTokenLoad(check, auth.authorization, EVENT_LOOP_SEC);
+    const pages = await browsing;
+    console.log(`checkToken p50 / p99 (ms): idle ${idle.p50.toFixed(3)} / ${idle.p99.toFixed(3)}; during browse ${busy.p50.toFixed(3)} / ${busy.p99.toFixed(3)} (browse meanwhile: ${pages.rps} req/s, p99 ${pages.p99} ms, ${pages.timeouts} timeouts)`);
+    result(`browse-${mode}-checktoken-p99-idle`, idle.p99, 'ms');
+    result(`browse-${mode}-checktoken-p99-during-browse`, busy.p99, 'ms');
+  }
 } finally {
   hub.kill('SIGTERM');
   bare?.kill('SIGTERM');

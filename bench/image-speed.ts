@@ -28,8 +28,7 @@
  * Its temp data (the hub's data dir and library, ~1.1 GB at 1M) is in the run's temp root
  * (bench/lib.ts), removed however the run ends.
  */
-import { type ClientAnswer, REPO_ROOT, reportResults, result, samples, scaleTag, TEMP_ROOT, ThreadClient, timeAsync, timeSync, trackChild } from './lib.js';
-import { spawn } from 'node:child_process';
+import { checkTokenLoad, childJson, type ClientAnswer, REPO_ROOT, reportResults, result, samples, scaleTag, TEMP_ROOT, ThreadClient, timeAsync, timeSync } from './lib.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
@@ -211,7 +210,7 @@ for (const size of sizes) {
 if (EVENT_LOOP_SEC > 0) {
   const tag = scaleTag(Math.max(...sizes));
   const check = `${address}/api/v1/auth/checkToken`;
-  const idle = await checkTokenLoad(check, EVENT_LOOP_SEC);
+  const idle = await checkTokenLoad(check, lib.headers.authorization!, EVENT_LOOP_SEC);
   const bodies = path.join(TEMP_ROOT, 'image-search-bodies.json');
   fs.writeFileSync(bodies, JSON.stringify(queryImages.map((q) => q.body)));
   const { checks: busy, searches } = await checkTokenWhileSearching(check, bodies);
@@ -258,38 +257,6 @@ async function post(body: string, retry = true): Promise<{ ms: number; assetIds:
   return { ms: r.ms, assetIds: r.body.assetIds ?? [], totalAssetsCount: r.body.totalAssetsCount ?? 0 };
 }
 
-/**
- * checkToken from a child process, 4 connections each sending its next request when the last is
- * answered, for `seconds`: p50 and p99 in ms with µs resolution (autocannon's histogram counts
- * whole milliseconds, and an idle token check takes well under one). Any error or non-200 fails
- * the run.
- */
-async function checkTokenLoad(target: string, seconds: number): Promise<{ p50: number; p99: number }> {
-  const script = `
-    const http = require('node:http');
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-    const end = Date.now() + ${seconds * 1000};
-    const lat = [];
-    let bad = 0;
-    const once = () => new Promise((resolve, reject) => {
-      const t0 = process.hrtime.bigint();
-      const req = http.get(${JSON.stringify(target)}, { agent, headers: { authorization: ${JSON.stringify(lib.headers.authorization)} } }, (res) => {
-        res.on('data', () => {});
-        res.on('end', () => { lat.push(Number(process.hrtime.bigint() - t0) / 1e6); if (res.statusCode !== 200) bad++; resolve(); });
-      });
-      req.on('error', reject);
-    });
-    const loop = async () => { while (Date.now() < end) await once(); };
-    Promise.all([loop(), loop(), loop(), loop()]).then(() => {
-      lat.sort((a, b) => a - b);
-      const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-      process.stdout.write(JSON.stringify({ n: lat.length, bad, p50: q(0.5), p99: q(0.99) }));
-    }, (e) => { process.stderr.write(String(e)); process.exit(1); });`;
-  const j = await childJson<{ n: number; bad: number; p50: number; p99: number }>(script, 'checkToken load');
-  if (j.bad || !j.n) throw new Error(`checkToken under load: ${j.bad} non-200 answers of ${j.n}`);
-  return { p50: j.p50, p99: j.p99 };
-}
-
 /** Two clients in a child process posting search-by-image requests back to back for `seconds`; resolves to how many were answered (200). */
 async function searchLoad(target: string, bodiesFile: string, seconds: number): Promise<number> {
   const script = `
@@ -311,16 +278,7 @@ async function searchLoad(target: string, bodiesFile: string, seconds: number): 
 async function checkTokenWhileSearching(check: string, bodies: string): Promise<{ checks: { p50: number; p99: number }; searches: number }> {
   const searching = searchLoad(url, bodies, EVENT_LOOP_SEC + 2);
   await new Promise((r) => setTimeout(r, 1000));
-  const checks = await checkTokenLoad(check, EVENT_LOOP_SEC);
+  const checks = await checkTokenLoad(check, lib.headers.authorization!, EVENT_LOOP_SEC);
   return { checks, searches: await searching };
 }
 
-/** Runs `script` in a child process (a load generator off this process's event loop) and parses the JSON it prints; a non-zero exit fails the run. */
-async function childJson<T>(script: string, what: string): Promise<T> {
-  const child = trackChild(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] }));
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  const code = await new Promise<number | null>((r) => child.on('close', r));
-  if (code !== 0 || !out) throw new Error(`${what} exited ${code}`);
-  return JSON.parse(out) as T;
-}

@@ -258,6 +258,49 @@ export async function load(url: string, headers: Record<string, string>, duratio
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: Math.max(0, r.errors - r.timeouts), timeouts: r.timeouts, non2xx: r.non2xx };
 }
 
+/** Runs `script` in a child process (a load generator off this process's event loop) and parses the JSON it prints; a non-zero exit fails the run. */
+export async function childJson<T>(script: string, what: string): Promise<T> {
+  const child = trackChild(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  const code = await new Promise<number | null>((r) => child.on('close', r));
+  if (code !== 0 || !out) throw new Error(`${what} exited ${code}`);
+  return JSON.parse(out) as T;
+}
+
+/**
+ * checkToken from a child process, 4 connections each sending its next request when the last is
+ * answered, for `seconds`: p50 and p99 in ms with µs resolution (autocannon's histogram counts
+ * whole milliseconds, and an idle token check takes well under one). Any error or non-200 fails
+ * the run.
+ */
+export async function checkTokenLoad(target: string, authorization: string, seconds: number): Promise<{ p50: number; p99: number }> {
+  const script = `
+    const http = require('node:http');
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    const end = Date.now() + ${seconds * 1000};
+    const lat = [];
+    let bad = 0;
+    const once = () => new Promise((resolve, reject) => {
+      const t0 = process.hrtime.bigint();
+      const req = http.get(${JSON.stringify(target)}, { agent, headers: { authorization: ${JSON.stringify(authorization)} } }, (res) => {
+        res.on('data', () => {});
+        res.on('end', () => { lat.push(Number(process.hrtime.bigint() - t0) / 1e6); if (res.statusCode !== 200) bad++; resolve(); });
+      });
+      req.on('error', reject);
+    });
+    const loop = async () => { while (Date.now() < end) await once(); };
+    Promise.all([loop(), loop(), loop(), loop()]).then(() => {
+      lat.sort((a, b) => a - b);
+      const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
+      process.stdout.write(JSON.stringify({ n: lat.length, bad, p50: q(0.5), p99: q(0.99) }));
+    }, (e) => { process.stderr.write(String(e)); process.exit(1); });`;
+  const j = await childJson<{ n: number; bad: number; p50: number; p99: number }>(script, 'checkToken load');
+  if (j.bad || !j.n) throw new Error(`checkToken under load: ${j.bad} non-200 answers of ${j.n}`);
+  return { p50: j.p50, p99: j.p99 };
+}
+
+
 /** Median of a sample set; throws on an empty or non-finite one. */
 export const median = (xs: readonly number[], what = 'sample set'): number => {
   const s = [...samples(xs, what)].sort((a, b) => a - b);
