@@ -19,6 +19,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import { PendingCodes } from './oauth-replay.js';
+import { serveBytes } from './replay-bytes.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/box');
 export const boxFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -165,7 +167,7 @@ export async function startBoxReplay(tree: string[], versions: Record<string, nu
 
   const tokens = new Set<string>();
   const refreshTokens = new Set<string>();
-  const codes = new Map<string, { challenge: string; redirect: string }>();
+  const codes = new PendingCodes();
   const downloads = new Map<string, Buffer>();
   let faults: { kind: BoxFault; n: number; retryAfter: string } | null = null;
   const calls = new Map<string, number>();
@@ -189,24 +191,14 @@ export async function startBoxReplay(tree: string[], versions: Record<string, nu
     calls.set(u.pathname, (calls.get(u.pathname) ?? 0) + 1);
 
     if (u.pathname === '/api/oauth2/authorize') {
-      const code = `code-${randomBytes(6).toString('hex')}`;
-      codes.set(code, { challenge: u.searchParams.get('code_challenge') ?? '', redirect: u.searchParams.get('redirect_uri')! });
-      const back = new URL(u.searchParams.get('redirect_uri')!);
-      back.searchParams.set('code', code);
-      back.searchParams.set('state', u.searchParams.get('state')!);
-      res.writeHead(302, { location: back.href });
+      res.writeHead(302, { location: codes.issue(u, `code-${randomBytes(6).toString('hex')}`) });
       return res.end();
     }
     if (u.pathname === '/oauth2/token') {
       const f = new URLSearchParams(raw);
       if (f.get('client_id') !== CLIENT.id || f.get('client_secret') !== CLIENT.secret) return send(res, 400, { error: 'invalid_client', error_description: 'The client credentials are invalid' });
       if (f.get('grant_type') === 'authorization_code') {
-        const c = codes.get(f.get('code') ?? '');
-        codes.delete(f.get('code') ?? '');
-        const verifier = f.get('code_verifier') ?? '';
-        if (!c || c.redirect !== f.get('redirect_uri') || createHash('sha256').update(verifier).digest('base64url') !== c.challenge) {
-          return send(res, 400, { error: 'invalid_grant', error_description: 'Auth code or PKCE verifier is invalid' });
-        }
+        if (!codes.redeem(f)) return send(res, 400, { error: 'invalid_grant', error_description: 'Auth code or PKCE verifier is invalid' });
         return send(res, 200, issue(tokenFx.code));
       }
       if (f.get('grant_type') === 'refresh_token') {
@@ -226,20 +218,7 @@ export async function startBoxReplay(tree: string[], versions: Record<string, nu
         res.writeHead(404, { 'content-type': 'text/html' });
         return res.end('<html><head><title>Not Found</title></head><body><h1>Not Found</h1></body></html>');
       }
-      const etag = `"${sha1(bytes)}"`;
-      if (req.headers['if-none-match'] === etag) {
-        res.writeHead(304, { etag });
-        return res.end();
-      }
-      const m = /^bytes=(\d+)-(\d*)$/.exec(String(req.headers.range ?? ''));
-      if (m) {
-        const start = Number(m[1]);
-        const end = Math.min(m[2] ? Number(m[2]) : bytes.length - 1, bytes.length - 1);
-        res.writeHead(206, { 'content-type': 'application/octet-stream', 'content-length': String(end - start + 1), 'content-range': `bytes ${start}-${end}/${bytes.length}`, etag, 'accept-ranges': 'bytes' });
-        return res.end(bytes.subarray(start, end + 1));
-      }
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length), etag, 'accept-ranges': 'bytes' });
-      return res.end(bytes);
+      return serveBytes(req, res, bytes, { etag: `"${sha1(bytes)}"`, acceptRanges: 'both' });
     }
 
     if (!u.pathname.startsWith('/2.0/')) return send(res, 404, errors.not_found);

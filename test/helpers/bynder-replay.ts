@@ -21,6 +21,8 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import assert from 'node:assert/strict';
 import { bearer, type TestHub } from './hub.js';
+import { issueTokens, PendingCodes } from './oauth-replay.js';
+import { serveBytes } from './replay-bytes.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/bynder');
 export const bynderFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -149,7 +151,7 @@ export async function startBynderReplay(tree: string[], revisions: Record<string
 
   const tokens = new Set<string>();
   const refreshTokens = new Set<string>();
-  const codes = new Map<string, { challenge: string; redirect: string }>();
+  const codes = new PendingCodes();
   let faults: { kind: string; n: number; retryAfter: string } | null = null;
   const calls = new Map<string, number>();
   const state = { maxLimit: 0, lastImageData: null as string | null, signedWithAuth: 0 };
@@ -195,33 +197,20 @@ export async function startBynderReplay(tree: string[], revisions: Record<string
     calls.set(u.pathname, (calls.get(u.pathname) ?? 0) + 1);
 
     if (u.pathname === '/v6/authentication/oauth2/auth') {
-      const code = `6440327e7ddb660435e377a17a5463ba.${++seq}`;
-      codes.set(code, { challenge: u.searchParams.get('code_challenge') ?? '', redirect: u.searchParams.get('redirect_uri')! });
-      const back = new URL(u.searchParams.get('redirect_uri')!);
-      back.searchParams.set('code', code);
-      back.searchParams.set('state', u.searchParams.get('state')!);
-      res.writeHead(302, { location: back.href });
+      res.writeHead(302, { location: codes.issue(u, `6440327e7ddb660435e377a17a5463ba.${++seq}`) });
       return res.end();
     }
     if (u.pathname === '/v6/authentication/oauth2/token') {
       const f = new URLSearchParams(raw);
       if (f.get('client_id') !== BYNDER_CLIENT.id || f.get('client_secret') !== BYNDER_CLIENT.secret) return send(res, 401, { error: 'invalid_client', error_description: 'Client authentication failed' });
       if (f.get('grant_type') === 'authorization_code') {
-        const c = codes.get(f.get('code') ?? '');
-        codes.delete(f.get('code') ?? '');
-        const verifier = f.get('code_verifier') ?? '';
-        if (!c || c.redirect !== f.get('redirect_uri') || createHash('sha256').update(verifier).digest('base64url') !== c.challenge) return send(res, 400, tokenFx.invalid_grant);
-        const at = `${tokenFx.code.access_token}.${++seq}`;
-        const rt = `${tokenFx.code.refresh_token}.${seq}`;
-        tokens.add(at);
-        refreshTokens.add(rt);
-        return send(res, 200, { ...tokenFx.code, access_token: at, refresh_token: rt });
+        if (!codes.redeem(f)) return send(res, 400, tokenFx.invalid_grant);
+        return send(res, 200, issueTokens(tokenFx.code, ++seq, tokens, refreshTokens));
       }
       if (f.get('grant_type') === 'refresh_token') {
+        // The refresh token stays valid; the answer carries none.
         if (!refreshTokens.has(f.get('refresh_token') ?? '')) return send(res, 400, tokenFx.invalid_grant);
-        const at = `${tokenFx.refresh.access_token}.${++seq}`;
-        tokens.add(at);
-        return send(res, 200, { ...tokenFx.refresh, access_token: at });
+        return send(res, 200, issueTokens(tokenFx.refresh, ++seq, tokens));
       }
       return send(res, 400, { error: 'unsupported_grant_type' });
     }
@@ -244,21 +233,8 @@ export async function startBynderReplay(tree: string[], revisions: Record<string
         res.writeHead(404, { 'content-type': 'application/xml' });
         return res.end('<Error><Code>NoSuchKey</Code></Error>');
       }
-      const etag = `"${createHash('md5').update(v.bytes).digest('hex')}"`;
-      if (req.headers['if-none-match'] === etag) {
-        res.writeHead(304, { etag });
-        return res.end();
-      }
-      // Storage answers a single byte range as S3 does.
-      const range = /^bytes=(\d+)-(\d*)$/.exec(String(req.headers.range ?? ''));
-      if (range) {
-        const from = Number(range[1]);
-        const to = Math.min(range[2] ? Number(range[2]) : v.bytes.length - 1, v.bytes.length - 1);
-        res.writeHead(206, { 'content-type': 'application/octet-stream', 'content-length': String(to - from + 1), 'content-range': `bytes ${from}-${to}/${v.bytes.length}`, etag });
-        return res.end(v.bytes.subarray(from, to + 1));
-      }
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(v.bytes.length), etag });
-      return res.end(v.bytes);
+      // Storage answers a single byte range as S3 does, with the MD5 ETag.
+      return serveBytes(req, res, v.bytes, { etag: `"${createHash('md5').update(v.bytes).digest('hex')}"` });
     }
 
     if (faults && faults.n > 0) {

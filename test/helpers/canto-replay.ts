@@ -16,6 +16,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import { PendingCodes } from './oauth-replay.js';
+import { serveBytes } from './replay-bytes.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/canto');
 export const cantoFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -125,7 +127,7 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
 
   const tokens = new Set<string>();
   const refreshTokens = new Set<string>();
-  const codes = new Map<string, { challenge: string; redirect: string }>();
+  const codes = new PendingCodes();
   let faults: { kind: CantoFault; n: number } | null = null;
   const calls = new Map<string, number>();
   let maxLimit = 0;
@@ -171,12 +173,7 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
 
     if (u.pathname === '/oauth/api/oauth2/authorize') {
       if (!u.searchParams.get('app_id')) return send(res, 400, { error: 'invalid_request', error_description: 'app_id is required' });
-      const code = `code-${++seq}`;
-      codes.set(code, { challenge: u.searchParams.get('code_challenge') ?? '', redirect: u.searchParams.get('redirect_uri')! });
-      const back = new URL(u.searchParams.get('redirect_uri')!);
-      back.searchParams.set('code', code);
-      back.searchParams.set('state', u.searchParams.get('state')!);
-      res.writeHead(302, { location: back.href });
+      res.writeHead(302, { location: codes.issue(u, `code-${++seq}`) });
       return res.end();
     }
     if (u.pathname === '/oauth/api/oauth2/token') {
@@ -185,12 +182,7 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
       lastTokenRequest = Object.fromEntries(f);
       if (f.get('app_id') !== 'canto-app' || f.get('app_secret') !== 'canto-secret') return send(res, 401, { error: 'invalid_client', error_description: 'unknown app_id or app_secret' });
       if (f.get('grant_type') === 'authorization_code') {
-        const c = codes.get(f.get('code') ?? '');
-        codes.delete(f.get('code') ?? '');
-        const verifier = f.get('code_verifier') ?? '';
-        if (!c || c.redirect !== f.get('redirect_uri') || createHash('sha256').update(verifier).digest('base64url') !== c.challenge) {
-          return send(res, 400, { error: 'invalid_grant', error_description: 'invalid code or code_verifier' });
-        }
+        if (!codes.redeem(f)) return send(res, 400, { error: 'invalid_grant', error_description: 'invalid code or code_verifier' });
         const at = `${tokenFx.code.accessToken}.${++seq}`;
         const rt = `${tokenFx.code.refreshToken}${seq}`;
         tokens.add(at);
@@ -244,20 +236,7 @@ export async function startCantoReplay(tree: string[], revisions: Record<string,
         res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': String(preview.length) });
         return res.end(preview);
       }
-      const etag = `"${c.meta.md5}"`;
-      if (req.headers['if-none-match'] === etag) {
-        res.writeHead(304, { etag });
-        return res.end();
-      }
-      const m = /^bytes=(\d+)-(\d*)$/.exec(String(req.headers.range ?? ''));
-      if (m) {
-        const from = Number(m[1]);
-        const to = Math.min(c.bytes.length - 1, m[2] ? Number(m[2]) : c.bytes.length - 1);
-        res.writeHead(206, { 'content-type': 'application/octet-stream', etag, 'content-range': `bytes ${from}-${to}/${c.bytes.length}`, 'content-length': String(to - from + 1) });
-        return res.end(c.bytes.subarray(from, to + 1));
-      }
-      res.writeHead(200, { 'content-type': 'application/octet-stream', etag, 'content-length': String(c.bytes.length), 'accept-ranges': 'bytes' });
-      return res.end(c.bytes);
+      return serveBytes(req, res, c.bytes, { etag: `"${c.meta.md5}"`, acceptRanges: 'full' });
     }
     if (parts[0] !== 'api' || parts[1] !== 'v1') return send(res, 404, errors.not_found);
     const [what, id] = [parts[2], parts[3]];

@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import { issueTokens, PendingCodes } from './oauth-replay.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/dropbox');
 export const dropboxFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -126,7 +127,7 @@ export async function startDropboxReplay(tree: string[], revisions: Record<strin
 
   const tokens = new Set<string>();
   const refreshTokens = new Set<string>();
-  const codes = new Map<string, { challenge: string; redirect: string }>();
+  const codes = new PendingCodes();
   let faults: { kind: string; n: number } | null = null;
   const calls = new Map<string, number>();
 
@@ -142,34 +143,19 @@ export async function startDropboxReplay(tree: string[], revisions: Record<strin
     calls.set(u.pathname, (calls.get(u.pathname) ?? 0) + 1);
 
     if (u.pathname === '/oauth2/authorize') {
-      const code = `code-${++seq}`;
-      codes.set(code, { challenge: u.searchParams.get('code_challenge') ?? '', redirect: u.searchParams.get('redirect_uri')! });
-      const back = new URL(u.searchParams.get('redirect_uri')!);
-      back.searchParams.set('code', code);
-      back.searchParams.set('state', u.searchParams.get('state')!);
-      res.writeHead(302, { location: back.href });
+      res.writeHead(302, { location: codes.issue(u, `code-${++seq}`) });
       return res.end();
     }
     if (u.pathname === '/oauth2/token') {
       const f = new URLSearchParams(raw);
       if (f.get('grant_type') === 'authorization_code') {
-        const c = codes.get(f.get('code') ?? '');
-        codes.delete(f.get('code') ?? '');
-        const verifier = f.get('code_verifier') ?? '';
-        if (!c || c.redirect !== f.get('redirect_uri') || createHash('sha256').update(verifier).digest('base64url') !== c.challenge) {
-          return send(res, 400, { error: 'invalid_grant', error_description: 'invalid code or code_verifier' });
-        }
-        const at = `${tokenFx.code.access_token}.${++seq}`;
-        const rt = `${tokenFx.code.refresh_token}.${seq}`;
-        tokens.add(at);
-        refreshTokens.add(rt);
-        return send(res, 200, { ...tokenFx.code, access_token: at, refresh_token: rt });
+        if (!codes.redeem(f)) return send(res, 400, { error: 'invalid_grant', error_description: 'invalid code or code_verifier' });
+        return send(res, 200, issueTokens(tokenFx.code, ++seq, tokens, refreshTokens));
       }
       if (f.get('grant_type') === 'refresh_token') {
+        // Dropbox refresh tokens are long-lived: this one stays valid, the answer carries none.
         if (!refreshTokens.has(f.get('refresh_token') ?? '')) return send(res, 400, errors.invalid_grant);
-        const at = `${tokenFx.refresh.access_token}.${++seq}`;
-        tokens.add(at);
-        return send(res, 200, { ...tokenFx.refresh, access_token: at });
+        return send(res, 200, issueTokens(tokenFx.refresh, ++seq, tokens));
       }
       return send(res, 400, { error: 'unsupported_grant_type' });
     }

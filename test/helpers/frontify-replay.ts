@@ -17,6 +17,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import { issueTokens, PendingCodes } from './oauth-replay.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/frontify');
 export const frontifyFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -142,7 +143,7 @@ export async function startFrontifyReplay(tree: string[], revisions: Record<stri
 
   const tokens = new Set<string>();
   const refreshTokens = new Set<string>();
-  const codes = new Map<string, { challenge: string; redirect: string }>();
+  const codes = new PendingCodes();
   let faults: { kind: string; n: number } | null = null;
   const calls = new Map<string, number>();
   const previews = new Map<string, number>();
@@ -160,12 +161,7 @@ export async function startFrontifyReplay(tree: string[], revisions: Record<stri
 
     if (u.pathname === '/api/oauth/authorize') {
       calls.set('authorize', (calls.get('authorize') ?? 0) + 1);
-      const code = `code-${++seq}`;
-      codes.set(code, { challenge: u.searchParams.get('code_challenge') ?? '', redirect: u.searchParams.get('redirect_uri')! });
-      const back = new URL(u.searchParams.get('redirect_uri')!);
-      back.searchParams.set('code', code);
-      back.searchParams.set('state', u.searchParams.get('state')!);
-      res.writeHead(302, { location: back.href });
+      res.writeHead(302, { location: codes.issue(u, `code-${++seq}`) });
       return res.end();
     }
     // The authenticator posts JSON; a standard OAuth client posts a form: both are read.
@@ -173,29 +169,19 @@ export async function startFrontifyReplay(tree: string[], revisions: Record<stri
     if (u.pathname === '/api/oauth/accesstoken') {
       calls.set('accesstoken', (calls.get('accesstoken') ?? 0) + 1);
       const f = form();
-      const c = codes.get(f.get('code') ?? '');
-      codes.delete(f.get('code') ?? '');
-      const verifier = f.get('code_verifier') ?? '';
-      if (f.get('grant_type') !== 'authorization_code' || !c || c.redirect !== f.get('redirect_uri') || createHash('sha256').update(verifier).digest('base64url') !== c.challenge) {
-        return send(res, 400, { error: 'invalid_grant', error_description: 'invalid code or code_verifier' });
-      }
-      const at = `${oauthFx.code.access_token}.${++seq}`;
-      const rt = `${oauthFx.code.refresh_token}.${seq}`;
-      tokens.add(at);
-      refreshTokens.add(rt);
-      return send(res, 200, { ...oauthFx.code, access_token: at, refresh_token: rt });
+      // The code is spent whatever the grant_type.
+      const redeemed = codes.redeem(f);
+      if (f.get('grant_type') !== 'authorization_code' || !redeemed) return send(res, 400, { error: 'invalid_grant', error_description: 'invalid code or code_verifier' });
+      return send(res, 200, issueTokens(oauthFx.code, ++seq, tokens, refreshTokens));
     }
     if (u.pathname === '/api/oauth/refresh') {
       calls.set('refresh', (calls.get('refresh') ?? 0) + 1);
       const f = form();
       const old = f.get('refresh_token') ?? '';
       if (f.get('grant_type') !== 'refresh_token' || !refreshTokens.has(old)) return send(res, 400, oauthFx.invalid_grant);
+      // Rotation: the old refresh token is spent, the answer carries a new one.
       refreshTokens.delete(old);
-      const at = `${oauthFx.refresh.access_token}.${++seq}`;
-      const rt = `${oauthFx.refresh.refresh_token}.${seq}`;
-      tokens.add(at);
-      refreshTokens.add(rt);
-      return send(res, 200, { ...oauthFx.refresh, access_token: at, refresh_token: rt });
+      return send(res, 200, issueTokens(oauthFx.refresh, ++seq, tokens, refreshTokens));
     }
     if (u.pathname.startsWith('/download/')) {
       const a = assets.get(decodeURIComponent(u.pathname.slice('/download/'.length)));

@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
+import { issueTokens, PendingCodes } from './oauth-replay.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/gdrive');
 export const driveFixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -143,7 +144,8 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
 
   const tokens = new Set<string>();
   const refreshTokens = new Set<string>();
-  const codes = new Map<string, string>();
+  // Google's token endpoint requires the redirect_uri of the authorization request (redirect_uri_mismatch otherwise).
+  const codes = new PendingCodes();
   const queries: string[] = [];
   let faults: { kind: string; n: number; pathIncludes?: string } | null = null;
 
@@ -189,32 +191,17 @@ export async function startDriveReplay(tree: string[], revisions: Record<string,
     for await (const c of req) raw += c;
 
     if (u.pathname === '/o/oauth2/v2/auth') {
-      const code = `4/P7q7W91a-oMsCeLvIaQm6bTrgtp7-${++seq}`;
-      codes.set(code, u.searchParams.get('code_challenge') ?? '');
-      const back = new URL(u.searchParams.get('redirect_uri')!);
-      back.searchParams.set('code', code);
-      back.searchParams.set('state', u.searchParams.get('state')!);
-      res.writeHead(302, { location: back.href });
+      res.writeHead(302, { location: codes.issue(u, `4/P7q7W91a-oMsCeLvIaQm6bTrgtp7-${++seq}`) });
       return res.end();
     }
     if (u.pathname === '/token') {
       const f = new URLSearchParams(raw);
       if (f.get('client_id') !== 'drive-app' || f.get('client_secret') !== 'drive-secret') return send(res, 401, { error: 'invalid_client', error_description: 'Unauthorized' });
       if (f.get('grant_type') === 'authorization_code') {
-        const challenge = codes.get(f.get('code') ?? '');
-        codes.delete(f.get('code') ?? '');
-        if (challenge === undefined || createHash('sha256').update(f.get('code_verifier') ?? '').digest('base64url') !== challenge) return send(res, 400, tokenFx.invalid_grant);
-        const at = `${tokenFx.code.access_token}.${++seq}`;
-        const rt = `${tokenFx.code.refresh_token}.${seq}`;
-        tokens.add(at);
-        refreshTokens.add(rt);
-        return send(res, 200, { ...tokenFx.code, access_token: at, refresh_token: rt });
+        if (!codes.redeem(f)) return send(res, 400, tokenFx.invalid_grant);
+        return send(res, 200, issueTokens(tokenFx.code, ++seq, tokens, refreshTokens));
       }
-      if (f.get('grant_type') === 'refresh_token' && refreshTokens.has(f.get('refresh_token') ?? '')) {
-        const at = `${tokenFx.refresh.access_token}.${++seq}`;
-        tokens.add(at);
-        return send(res, 200, { ...tokenFx.refresh, access_token: at });
-      }
+      if (f.get('grant_type') === 'refresh_token' && refreshTokens.has(f.get('refresh_token') ?? '')) return send(res, 200, issueTokens(tokenFx.refresh, ++seq, tokens));
       return send(res, 400, tokenFx.invalid_grant);
     }
 

@@ -24,6 +24,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { itemId as hubItemId } from '../../src/providers/microsoft365/mapping.js';
+import { issueTokens, PendingCodes } from './oauth-replay.js';
+import { serveBytes } from './replay-bytes.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/microsoft365');
 export const m365Fixture = (name: string): any => JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8'));
@@ -198,7 +200,7 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
   const tokens = new Set<string>();
   const refresh = new Set<string>();
   const refreshTokens: string[] = [];
-  const codes = new Map<string, { challenge: string; redirect: string }>();
+  const codes = new PendingCodes();
   const pre = new Map<string, Buffer>(); // pre-authenticated download URLs
   let faults: { kind: M365Fault; n: number; retryAfter: string } | null = null;
   const calls = new Map<string, number>();
@@ -213,14 +215,11 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
     res.end(JSON.stringify(body));
   };
   const issue = (base: any) => {
-    const at = `${base.access_token}.${++seq}`;
-    const rt = `${base.refresh_token}.${seq}`;
-    tokens.add(at);
-    refresh.add(rt);
-    refreshTokens.push(rt);
+    const body = issueTokens(base, ++seq, tokens, refresh);
+    refreshTokens.push(body.refresh_token);
     // No `openid` scope was asked: no id_token ("Issued if the original scope parameter included the openid scope").
-    const { id_token: _id, ...rest } = base;
-    return { ...rest, access_token: at, refresh_token: rt };
+    const { id_token: _id, ...rest } = body;
+    return rest;
   };
 
   let origin = '';
@@ -233,23 +232,13 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
 
     if (p === '/common/oauth2/v2.0/authorize') {
       lastAuthorize = u.searchParams;
-      const code = `OAAABAAAAiL9Kn2Z27UubvWFPbm0gLWQJVzCTE9UkP3pSx1aXxUjq3n8b2JRLk4OxVXr.${++seq}`;
-      codes.set(code, { challenge: u.searchParams.get('code_challenge') ?? '', redirect: u.searchParams.get('redirect_uri')! });
-      const back = new URL(u.searchParams.get('redirect_uri')!);
-      back.searchParams.set('code', code);
-      back.searchParams.set('state', u.searchParams.get('state')!);
-      res.writeHead(302, { location: back.href });
+      res.writeHead(302, { location: codes.issue(u, `OAAABAAAAiL9Kn2Z27UubvWFPbm0gLWQJVzCTE9UkP3pSx1aXxUjq3n8b2JRLk4OxVXr.${++seq}`) });
       return res.end();
     }
     if (p === '/common/oauth2/v2.0/token') {
       const f = new URLSearchParams(raw);
       if (f.get('grant_type') === 'authorization_code') {
-        const c = codes.get(f.get('code') ?? '');
-        codes.delete(f.get('code') ?? '');
-        const verifier = f.get('code_verifier') ?? '';
-        if (!c || c.redirect !== f.get('redirect_uri') || createHash('sha256').update(verifier).digest('base64url') !== c.challenge) {
-          return send(res, 400, { ...tokenFx.invalid_grant, error_description: 'AADSTS50148: The code_verifier does not match the code_challenge supplied in the authorization request for PKCE.' });
-        }
+        if (!codes.redeem(f)) return send(res, 400, { ...tokenFx.invalid_grant, error_description: 'AADSTS50148: The code_verifier does not match the code_challenge supplied in the authorization request for PKCE.' });
         return send(res, 200, issue(tokenFx.code));
       }
       if (f.get('grant_type') === 'refresh_token') {
@@ -264,15 +253,7 @@ export async function startMicrosoft365Replay(tree: string[], revisions: Record<
       downloads.push({ path: p, headers: req.headers });
       const body = pre.get(p.slice(4));
       if (!body) return send(res, 404, errors.itemNotFound);
-      const m = /^bytes=(\d+)-(\d*)$/.exec(String(req.headers.range ?? ''));
-      if (m) {
-        const start = Number(m[1]);
-        const end = Math.min(m[2] ? Number(m[2]) : body.length - 1, body.length - 1);
-        res.writeHead(206, { 'content-type': 'application/octet-stream', 'content-range': `bytes ${start}-${end}/${body.length}`, 'content-length': String(end - start + 1) });
-        return res.end(body.subarray(start, end + 1));
-      }
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(body.length) });
-      return res.end(body);
+      return serveBytes(req, res, body);
     }
     if (p.startsWith('/thumb/')) {
       const id = p.slice(7);
