@@ -9,7 +9,7 @@
  * with it on); then checkToken's p99 on the same node idle and during the browse load (no target;
  * --event-loop-seconds 0 skips it).
  */
-import { checkTokenLoad, load, profileArgs, REPO_ROOT, reportResults, result, rssOf, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
+import { checkTokenLoad, checkTokenWhile, load, profileArgs, REPO_ROOT, reportResults, result, rssOf, sideBySide, startChild, table, sameBytesHeaders } from './lib.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -135,10 +135,7 @@ try {
   if (EVENT_LOOP_SEC > 0) {
     const check = `${api}/auth/checkToken`;
     const idle = await checkTokenLoad(check, auth.authorization, EVENT_LOOP_SEC);
-    const browsing = load(url, headers, EVENT_LOOP_SEC + 2, opts.connections);
-    await new Promise((r) => setTimeout(r, 1000));
-    const busy = await checkTokenLoad(check, auth.authorization, EVENT_LOOP_SEC);
-    const pages = await browsing;
+    const { checks: busy, load: pages } = await checkTokenWhile(check, auth.authorization, EVENT_LOOP_SEC, (seconds) => load(url, headers, seconds, opts.connections));
     console.log(`checkToken p50 / p99 (ms): idle ${idle.p50.toFixed(3)} / ${idle.p99.toFixed(3)}; during browse ${busy.p50.toFixed(3)} / ${busy.p99.toFixed(3)} (browse meanwhile: ${pages.rps} req/s, p99 ${pages.p99} ms, ${pages.timeouts} timeouts)`);
     result(`browse-${mode}-checktoken-p99-idle`, idle.p99, 'ms');
     result(`browse-${mode}-checktoken-p99-during-browse`, busy.p99, 'ms');

@@ -28,7 +28,7 @@
  * Its temp data (the hub's data dir and library, ~1.1 GB at 1M) is in the run's temp root
  * (bench/lib.ts), removed however the run ends.
  */
-import { checkTokenLoad, childJson, type ClientAnswer, REPO_ROOT, reportResults, result, samples, scaleTag, TEMP_ROOT, ThreadClient, timeAsync, timeSync } from './lib.js';
+import { checkTokenLoad, checkTokenWhile, childJson, type ClientAnswer, REPO_ROOT, reportResults, result, samples, scaleTag, TEMP_ROOT, ThreadClient, timeAsync, timeSync } from './lib.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
@@ -271,14 +271,8 @@ async function searchLoad(target: string, bodiesFile: string, seconds: number): 
   return ok;
 }
 
-/**
- * checkToken measured (checkTokenLoad) while two clients post search-by-image requests, which
- * start a second before the measured window opens and end after it.
- */
+/** checkToken measured while two clients post search-by-image requests (checkTokenWhile). */
 async function checkTokenWhileSearching(check: string, bodies: string): Promise<{ checks: { p50: number; p99: number }; searches: number }> {
-  const searching = searchLoad(url, bodies, EVENT_LOOP_SEC + 2);
-  await new Promise((r) => setTimeout(r, 1000));
-  const checks = await checkTokenLoad(check, lib.headers.authorization!, EVENT_LOOP_SEC);
-  return { checks, searches: await searching };
+  const { checks, load } = await checkTokenWhile(check, lib.headers.authorization!, EVENT_LOOP_SEC, (seconds) => searchLoad(url, bodies, seconds));
+  return { checks, searches: load };
 }
-

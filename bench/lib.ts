@@ -300,6 +300,17 @@ export async function checkTokenLoad(target: string, authorization: string, seco
   return { p50: j.p50, p99: j.p99 };
 }
 
+/**
+ * checkToken measured (checkTokenLoad) while `startLoad` keeps the node busy: the load starts a
+ * second before the measured window opens and runs two seconds longer than it, so it covers the
+ * whole window.
+ */
+export async function checkTokenWhile<T>(target: string, authorization: string, seconds: number, startLoad: (seconds: number) => Promise<T>): Promise<{ checks: { p50: number; p99: number }; load: T }> {
+  const running = startLoad(seconds + 2);
+  await new Promise((r) => setTimeout(r, 1000));
+  const checks = await checkTokenLoad(target, authorization, seconds);
+  return { checks, load: await running };
+}
 
 /** Median of a sample set; throws on an empty or non-finite one. */
 export const median = (xs: readonly number[], what = 'sample set'): number => {

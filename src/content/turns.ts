@@ -13,9 +13,12 @@
  * `turn()` resolves when the caller may start; the caller's synchronous work (and its microtasks)
  * is its turn. A caller whose signal has fired by then (its client went away while it waited) is
  * refused with the signal's reason instead and takes no turn: under overload the queue holds
- * requests nobody waits for any more, and assembling them would only delay the others. The next waiter is released from the check phase of the following loop iteration
- * (setImmediate callbacks queued while the check phase runs wait for the next iteration), so
- * I/O callbacks, the writes among them, run between two jobs.
+ * requests nobody waits for any more, and assembling them would only delay the others.
+ *
+ * The next waiter is released from the check phase of the following loop iteration (setImmediate
+ * callbacks queued while the check phase runs wait for the next iteration), so I/O callbacks, the
+ * writes among them, run between two jobs. The queue is as long as the requests waiting, at most
+ * one per open connection, so a plain array's shift() serves.
  */
 interface Waiter {
   start: () => void;
@@ -25,7 +28,6 @@ interface Waiter {
 
 export class Turns {
   private readonly waiting: Waiter[] = [];
-  private head = 0;
   private scheduled = false;
 
   /** Resolves at the caller's turn; rejects with `signal.reason` when the signal fired first. */
@@ -39,7 +41,7 @@ export class Turns {
 
   /** Callers waiting for their turn (tests, metrics). */
   get pending(): number {
-    return this.waiting.length - this.head;
+    return this.waiting.length;
   }
 
   private schedule(): void {
@@ -51,24 +53,12 @@ export class Turns {
   private readonly release = (): void => {
     this.scheduled = false;
     // Callers whose client has gone are refused here, without a turn of their own.
-    let next: Waiter | undefined;
-    while (this.head < this.waiting.length && !next) {
-      const w = this.waiting[this.head]!;
-      this.waiting[this.head++] = undefined!;
-      if (w.signal?.aborted) w.refuse(w.signal.reason);
-      else next = w;
+    let next = this.waiting.shift();
+    while (next?.signal?.aborted) {
+      next.refuse(next.signal.reason);
+      next = this.waiting.shift();
     }
-    if (this.head === this.waiting.length) {
-      this.waiting.length = 0;
-      this.head = 0;
-    } else {
-      // Under steady load the queue may never empty: drop the released prefix now and then.
-      if (this.head >= 1024 && this.head * 2 >= this.waiting.length) {
-        this.waiting.splice(0, this.head);
-        this.head = 0;
-      }
-      this.schedule();
-    }
+    if (this.waiting.length > 0) this.schedule();
     next?.start();
   };
 }

@@ -33,17 +33,21 @@ const SearchQuerySchema = Type.Composite([ListQuerySchema, Type.Object({
 const JSON_UTF8 = 'application/json; charset=utf-8';
 
 /**
- * A signal that fires when the client closes the connection before its answer is written: work
- * for it not yet begun is skipped, a reference decode is killed. Its reason is the error the
- * request ends with (logged at warn as a 503; the client is not there to read it).
+ * Runs `work` with a signal that fires when the client closes the connection before its answer
+ * is written: work for it not yet begun is skipped, a reference decode is killed. Its reason is
+ * the error the request ends with (logged at warn as a 503; the client is not there to read it).
  */
-function whileConnected(reply: FastifyReply): { signal: AbortSignal; done(): void } {
+async function whileConnected<T>(reply: FastifyReply, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const gone = new AbortController();
   const onClose = () => {
     if (!reply.raw.writableFinished) gone.abort(hubError('hub-unavailable', 'the client closed the connection before its answer was ready'));
   };
   reply.raw.once('close', onClose);
-  return { signal: gone.signal, done: () => reply.raw.off('close', onClose) };
+  try {
+    return await work(gone.signal);
+  } finally {
+    reply.raw.off('close', onClose);
+  }
 }
 
 export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
@@ -64,13 +68,8 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     // The answer's bytes, from the page cache while unchanged (AssetOps.browseBody).
-    const client = whileConnected(reply);
-    try {
-      const body = await ops.browseBody(damOf(req), req.params['*'], req.query, client.signal);
-      return reply.type(JSON_UTF8).send(body);
-    } finally {
-      client.done();
-    }
+    const body = await whileConnected(reply, (signal) => ops.browseBody(damOf(req), req.params['*'], req.query, signal));
+    return reply.type(JSON_UTF8).send(body);
   });
 
   app.get('/assets/search', {
@@ -83,12 +82,8 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
       response: responses(Type.Ref('SearchResult')),
     },
   }, async (req, reply) => {
-    const client = whileConnected(reply);
-    try {
-      return sendResults(reply, await ops.search(damOf(req), req.query, req.query, client.signal));
-    } finally {
-      client.done();
-    }
+    const page = await whileConnected(reply, (signal) => ops.search(damOf(req), req.query, req.query, signal));
+    return sendResults(reply, page);
   });
 
   app.post('/assets/search', {
@@ -103,12 +98,8 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     // The decode of the reference is killed if the client goes away before the answer.
-    const client = whileConnected(reply);
-    try {
-      return sendResults(reply, await ops.searchByImage(damOf(req), req.body.dataBase64, req.query, client.signal));
-    } finally {
-      client.done();
-    }
+    const page = await whileConnected(reply, (signal) => ops.searchByImage(damOf(req), req.body.dataBase64, req.query, signal));
+    return sendResults(reply, page);
   });
 
   app.get('/assets/asset/*', {
