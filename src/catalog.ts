@@ -12,6 +12,7 @@ import type { Clock } from './clock.js';
 import type { HubConfig } from './config.js';
 import type { KeyRing } from './auth/keys.js';
 import type { ImagePool } from './images/pool.js';
+import type { ReadSlots } from './net/read-slots.js';
 import type { MediaUrls, Provider } from './providers/contract.js';
 import type { ProviderRegistry } from './providers/registry.js';
 import type { ConnectorDeps, ConnectorsConfig, DefinedConnector, LinkAccess } from './providers/kit/define.js';
@@ -47,6 +48,8 @@ export interface CatalogDeps {
   /** Whether a download link's partner and user are still live (src/content/media-access.ts). */
   access: LinkAccess;
   imagePool: ImagePool;
+  /** The hub-wide bound on reads of originals the hub did not index (src/net/read-slots.ts). */
+  reads: ReadSlots;
   /** Watch the library folder for changes (tests turn it off and rescan explicitly). */
   watchLibrary: boolean;
   /** A secret of the data directory, created on first use unless `configured` (src/auth/keys.ts). */
@@ -188,6 +191,9 @@ function connectorDeps(d: CatalogDeps, id: string): ConnectorDeps {
   const upstream = hosts.length ? { ...c.connectors[id], allowHosts: [...(c.connectors[id]?.allowHosts ?? []), ...hosts] } : c.connectors[id];
   return {
     clock: d.clock, keys: d.keys, publicUrl: c.publicUrl, access: d.access, upstream,
+    // One bound for every connector; the media links' limits in the hub's rate-limit store.
+    reads: d.reads,
+    mediaLimits: { store: d.stores.rateLimits, perLinkPerMin: c.mediaRateLimitPerLinkPerMin, perUserPerMin: c.mediaRateLimitPerUserPerMin, now: () => d.clock.now() },
     // Thumbnails decode in the same pool, under the same per-file budget, as the library's indexing;
     // one cache directory per connector (its keys already name the provider; this keeps budgets apart).
     thumbnails: {

@@ -108,6 +108,18 @@ export interface HubConfig {
   thumbnailMaxBytes: number;
   /** Longest wait for that body, in ms; a body still running is cut (generic icon). */
   thumbnailTimeoutMs: number;
+  /**
+   * Reads of originals the hub did not index itself that run at once, over the whole hub (every
+   * connector's hub-made thumbnails, the connectors' metadata head reads, reference images fetched
+   * by URL; src/net/read-slots.ts). Temp bytes stay ≤ originalReads × thumbnailMaxBytes.
+   */
+  originalReads: number;
+  /** Such reads that may wait for a slot (holding nothing); one more is 503 hub-unavailable + Retry-After. */
+  originalReadsQueue: number;
+  /** Requests per minute through one connector media link (thumbnail or download grant); 0 disables. */
+  mediaRateLimitPerLinkPerMin: number;
+  /** Requests per minute through all the media links of one partner's hub user; 0 disables. */
+  mediaRateLimitPerUserPerMin: number;
   /** Bytes of serialised browse pages kept for repeated requests (0 disables; src/content/page-cache.ts). */
   pageCacheBytes: number;
   /**
@@ -189,6 +201,12 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     thumbnailCacheBytes: 256 * 1024 * 1024,
     thumbnailMaxBytes: 50 * 1024 * 1024,
     thumbnailTimeoutMs: 20_000,
+    // 4 × 50 MiB = 200 MiB of temp files at most (the flood benchmark's target is 256 MiB).
+    originalReads: 4,
+    originalReadsQueue: 16,
+    // A picker scrolling a grid of 200 tiles asks each link once (a retry or two after a 503).
+    mediaRateLimitPerLinkPerMin: 30,
+    mediaRateLimitPerUserPerMin: 1200,
     pageCacheBytes: 32 * 1024 * 1024,
     imageModel: null,
     imageModelWeight: 0.5,

@@ -27,6 +27,7 @@ import { ensurePrivateDir } from './stores/private-files.js';
 import type { Stores } from './stores/types.js';
 import { buildProviders } from './catalog.js';
 import { ImagePool } from './images/pool.js';
+import { ReadSlots } from './net/read-slots.js';
 
 export interface HubDeps {
   clock?: Clock;
@@ -67,6 +68,8 @@ export class Hub {
   readonly mediaAccess: MediaAccess;
   /** Child processes that decode untrusted images, under a budget (src/images/pool.ts). */
   readonly imagePool: ImagePool;
+  /** Reads of originals the hub did not index, bounded hub-wide (src/net/read-slots.ts). */
+  readonly reads: ReadSlots;
 
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
     // Created 0700, or tightened (the CLI's serve reports what it did before this runs).
@@ -80,6 +83,7 @@ export class Hub {
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = config.adminKey ?? deps.adminKey ?? loadOrCreateSecret(config.dataDir, 'admin.key', null);
     this.imagePool = new ImagePool({ size: config.imagePoolSize, queueMax: config.imagePoolQueue, timeoutMs: config.imageDecodeTimeoutMs });
+    this.reads = new ReadSlots(config.originalReads, config.originalReadsQueue);
     // Media URLs and download links end with the access they came from (docs/security.md).
     this.mediaAccess = new MediaAccess({
       partnerLive: async (id) => {
@@ -98,7 +102,7 @@ export class Hub {
     this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''), this.mediaAccess);
     const built = buildProviders({
       config, clock: this.clock, keys: this.keys, stores: this.stores, mediaUrls: this.mediaUrls, access: this.mediaAccess,
-      imagePool: this.imagePool, watchLibrary: deps.watchLibrary ?? true,
+      imagePool: this.imagePool, reads: this.reads, watchLibrary: deps.watchLibrary ?? true,
       secret: (name, configured) => loadOrCreateSecret(config.dataDir, name, configured),
     });
     for (const p of [...built, ...(deps.providers ?? [])]) this.providers.register(p);

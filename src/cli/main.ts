@@ -178,6 +178,11 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     ['DAMHUB_THUMBNAIL_CACHE_BYTES', 'thumbnailCacheBytes', 0],
     ['DAMHUB_THUMBNAIL_MAX_BYTES', 'thumbnailMaxBytes', 1],
     ['DAMHUB_THUMBNAIL_TIMEOUT', 'thumbnailTimeoutMs', 1],
+    // Reads of originals the hub did not index, hub-wide, and the media links' rate limits (issue 28).
+    ['DAMHUB_ORIGINAL_READS', 'originalReads', 1],
+    ['DAMHUB_ORIGINAL_READS_QUEUE', 'originalReadsQueue', 0],
+    ['DAMHUB_MEDIA_RATE_LIMIT_PER_LINK', 'mediaRateLimitPerLinkPerMin', 0],
+    ['DAMHUB_MEDIA_RATE_LIMIT_PER_USER', 'mediaRateLimitPerUserPerMin', 0],
   ];
   for (const [envName, key, min] of numbers) {
     const v = num(envName);

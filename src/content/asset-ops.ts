@@ -169,7 +169,7 @@ export class AssetOps {
   async searchByImage(dam: ProviderSession, reference: string, q: ListParams, signal?: AbortSignal): Promise<AssetPage> {
     const provider = this.providerOf(dam);
     const searchByImage = operation(provider, 'similarSearch', 'search by image');
-    const bytes = await referenceBytes(reference, this.deps.references);
+    const bytes = await referenceBytes(reference, this.deps.references, signal);
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([bytes.toString('base64')])]);
     const outputs = provider.referenceOutputs?.() ?? [];
     return this.sealPage(await this.onSession(provider, dam, async (s) => {
@@ -184,13 +184,14 @@ export class AssetOps {
     return decodeImageReference(reference, this.deps.references, opts);
   }
 
-  async asset(dam: ProviderSession, assetId: string, q: { uiLocale?: string; timeZone?: string }): Promise<Asset> {
+  async asset(dam: ProviderSession, assetId: string, q: { uiLocale?: string; timeZone?: string }, signal?: AbortSignal): Promise<Asset> {
     const provider = this.providerOf(dam);
     const asset = provider.asset?.bind(provider);
     if (!asset) throw integrationError('integration-not-implemented', provider.descriptor.id, 'reading one asset');
     const id = idParam(assetId, 'assetId');
     if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
-    return this.onSession(provider, dam, (s) => asset(s, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
+    // The client leaving ends the call as the deadline does (a connector's head read of the original).
+    return this.onSession(provider, dam, (s) => asset(signal && s.signal ? { ...s, signal: AbortSignal.any([s.signal, signal]) } : s, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
   }
 
   async versions(dam: ProviderSession, assetId: string, q: { withMaster?: boolean; uiLocale?: string }): Promise<VersionList> {

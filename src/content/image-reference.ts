@@ -21,6 +21,7 @@ import { ImageJobError, type ImagePool } from '../images/pool.js';
 import type { Provider } from '../providers/contract.js';
 import type { SignedMediaUrls } from './media-urls.js';
 import { FetchError, safeFetch, type SafeFetchOptions } from '../net/safe-fetch.js';
+import { ReadsBusy, type ReadSlots } from '../net/read-slots.js';
 
 /** What reading and decoding a reference image takes (the surfaces build it from the hub's configuration). */
 export interface ReferenceDeps {
@@ -29,6 +30,8 @@ export interface ReferenceDeps {
   mediaUrls: Pick<SignedMediaUrls, 'verify'>;
   providers: { get(id: string): Provider | undefined };
   imagePool: Pick<ImagePool, 'analyse'>;
+  /** The hub-wide bound on reads of originals it did not index (a fetched reference takes a slot); absent: unbounded (unit tests). */
+  reads?: Pick<ReadSlots, 'acquire'>;
   /** Largest reference image, fetched or sent inline (imageMaxBytes). */
   maxBytes: number;
   /** imageMaxPixels, imageDecodeBudget, imageDecodeTimeoutMs. */
@@ -45,13 +48,17 @@ const VERIFY_OUTPUT: OutputSpec = { width: 8, height: 8, fit: 'fill' };
 
 /** The bytes of a reference, decoded and verified (the MCP tools' thumbnails). */
 export async function decodeImageReference(ref: string, deps: ReferenceDeps, opts: { signal?: AbortSignal } = {}): Promise<Buffer> {
-  const bytes = await referenceBytes(ref, deps);
+  const bytes = await referenceBytes(ref, deps, opts.signal);
   await decodeReference(bytes, deps, opts);
   return bytes;
 }
 
-/** The bytes of a reference (data URI, the hub's own media URL, or a fetched URL); not decoded. */
-export async function referenceBytes(ref: string, deps: ReferenceDeps): Promise<Buffer> {
+/**
+ * The bytes of a reference (data URI, the hub's own media URL, or a fetched URL); not decoded.
+ * A fetch takes one of the hub-wide read slots first (503 + Retry-After when none is free and
+ * the queue is full, before any connection), and is aborted when `signal` fires (the client left).
+ */
+export async function referenceBytes(ref: string, deps: ReferenceDeps, signal?: AbortSignal): Promise<Buffer> {
   const s = ref.trim();
   const maxBytes = deps.maxBytes;
   const tooLarge = (what: string) => hubError('hub-payload-too-large', `${what} is over the limit of ${maxBytes} bytes`, { message: 'The reference image is too large.' });
@@ -86,9 +93,17 @@ export async function referenceBytes(ref: string, deps: ReferenceDeps): Promise<
     if (media.size > maxBytes) throw tooLarge('the asset behind the downloadUrl');
     return fs.promises.readFile(media.path);
   }
+  let slot;
   try {
-    return await safeFetch(url.href, { ...deps.fetch, maxBytes });
+    slot = await deps.reads?.acquire(signal);
   } catch (e) {
+    if (e instanceof ReadsBusy) throw hubError('hub-unavailable', `reference image: ${e.message}; try again shortly`, { headers: { 'retry-after': '1' } });
+    throw e;
+  }
+  try {
+    return await safeFetch(url.href, { ...deps.fetch, maxBytes, signal });
+  } catch (e) {
+    if (signal?.aborted) throw signal.reason;
     if (!(e instanceof FetchError)) throw e;
     switch (e.kind) {
       case 'too-large': throw hubError('hub-payload-too-large', `dataBase64: ${e.message}`, { message: 'The reference image is too large.' });
@@ -96,6 +111,8 @@ export async function referenceBytes(ref: string, deps: ReferenceDeps): Promise<
       case 'invalid-url': throw validationError(`dataBase64: ${e.message}`);
       default: throw hubError('hub-validation-error', `dataBase64: the image URL could not be fetched: ${e.message}`, { message: 'The reference image could not be fetched.' });
     }
+  } finally {
+    slot?.release();
   }
 }
 

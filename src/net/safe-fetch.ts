@@ -30,6 +30,8 @@ export interface SafeFetchOptions {
   totalTimeoutMs: number;
   maxBytes: number;
   maxRedirects: number;
+  /** Ends the fetch (its connection closed) when it fires: the client that asked for it left. */
+  signal?: AbortSignal;
 }
 
 export type FetchErrorKind = 'invalid-url' | 'refused' | 'too-large' | 'failed';
@@ -203,6 +205,7 @@ async function fetchOnce(url: URL, policy: AddressPolicy, opts: SafeFetchOptions
       clearTimeout(total);
       clearTimeout(connect);
       req.destroy();
+      opts.signal?.removeEventListener('abort', onAbort);
       reject(e);
     };
     const done = (v: { redirect: string | null; body?: Buffer }) => {
@@ -210,8 +213,10 @@ async function fetchOnce(url: URL, policy: AddressPolicy, opts: SafeFetchOptions
       settled = true;
       clearTimeout(total);
       clearTimeout(connect);
+      opts.signal?.removeEventListener('abort', onAbort);
       resolvePromise(v);
     };
+    const onAbort = () => fail(new FetchError('failed', 'the fetch was abandoned: its client left'));
     const req = mod.request(url, {
       method: 'GET',
       agent: false,
@@ -248,6 +253,8 @@ async function fetchOnce(url: URL, policy: AddressPolicy, opts: SafeFetchOptions
       res.on('error', () => fail(new FetchError('failed', `the connection to ${url.host} broke off`)));
       res.on('aborted', () => fail(new FetchError('failed', `the connection to ${url.host} broke off`)));
     });
+    if (opts.signal?.aborted) onAbort();
+    else opts.signal?.addEventListener('abort', onAbort, { once: true });
     req.end();
   });
 }

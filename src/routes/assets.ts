@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fs from 'node:fs';
 import rangeParser from 'range-parser';
 import { hubError, integrationError } from '../errors.js';
+import { whileConnected } from '../net/client-gone.js';
 import { damOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
 import type { MediaFile } from '../providers/contract.js';
@@ -32,24 +33,6 @@ const SearchQuerySchema = Type.Composite([ListQuerySchema, Type.Object({
 
 const JSON_UTF8 = 'application/json; charset=utf-8';
 
-/**
- * Runs `work` with a signal that fires when the client closes the connection before its answer
- * is written: work for it not yet begun is skipped, a reference decode is killed. Its reason is
- * the error the request ends with (logged at warn as a 503; the client is not there to read it).
- */
-async function whileConnected<T>(reply: FastifyReply, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const gone = new AbortController();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) gone.abort(hubError('hub-unavailable', 'the client closed the connection before its answer was ready'));
-  };
-  reply.raw.once('close', onClose);
-  try {
-    return await work(gone.signal);
-  } finally {
-    reply.raw.off('close', onClose);
-  }
-}
-
 export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
   // Handlers get req.params, req.query and req.body typed from their schemas.
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -68,7 +51,7 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     // The answer's bytes, from the page cache while unchanged (AssetOps.browseBody).
-    const body = await whileConnected(reply, (signal) => ops.browseBody(damOf(req), req.params['*'], req.query, signal));
+    const body = await whileConnected(reply.raw, (signal) => ops.browseBody(damOf(req), req.params['*'], req.query, signal));
     return reply.type(JSON_UTF8).send(body);
   });
 
@@ -82,7 +65,7 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
       response: responses(Type.Ref('SearchResult')),
     },
   }, async (req, reply) => {
-    const page = await whileConnected(reply, (signal) => ops.search(damOf(req), req.query, req.query, signal));
+    const page = await whileConnected(reply.raw, (signal) => ops.search(damOf(req), req.query, req.query, signal));
     return sendResults(reply, page);
   });
 
@@ -98,7 +81,7 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
     },
   }, async (req, reply) => {
     // The decode of the reference is killed if the client goes away before the answer.
-    const page = await whileConnected(reply, (signal) => ops.searchByImage(damOf(req), req.body.dataBase64, req.query, signal));
+    const page = await whileConnected(reply.raw, (signal) => ops.searchByImage(damOf(req), req.body.dataBase64, req.query, signal));
     return sendResults(reply, page);
   });
 
@@ -112,7 +95,9 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
       querystring: Type.Object({ uiLocale: Type.Optional(UiLocaleSchema), timeZone: Type.Optional(Type.String({ maxLength: 64 })) }),
       response: responses(Type.Ref('Asset')),
     },
-  }, async (req) => ops.asset(damOf(req), req.params['*'], req.query));
+  }, async (req, reply) =>
+    // The metadata head read of a connector asset (kit/image-head.ts) stops when the client leaves.
+    whileConnected(reply.raw, (signal) => ops.asset(damOf(req), req.params['*'], req.query, signal)));
 
   app.get('/assets/assetversions/*', {
     config: { auth: 'content' },

@@ -46,6 +46,7 @@ export function assetOpsOf(hub: Hub): AssetOps {
         mediaUrls: hub.mediaUrls,
         providers: hub.providers,
         imagePool: hub.imagePool,
+        reads: hub.reads,
         maxBytes: c.imageMaxBytes,
         decode: { maxPixels: c.imageMaxPixels, budget: c.imageDecodeBudget, timeoutMs: c.imageDecodeTimeoutMs },
         fetch: { allow: c.imageFetchAllow, connectTimeoutMs: c.imageFetchConnectTimeoutMs, totalTimeoutMs: c.imageFetchTimeoutMs, maxRedirects: c.imageFetchMaxRedirects },

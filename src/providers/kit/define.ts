@@ -5,7 +5,7 @@
  * a sign-in form on the hub's login state machine, encrypted download links streamed through the
  * hub. What the connector can do follows from the hooks it gives (src/providers/capabilities.ts).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { KeyRing } from '../../auth/keys.js';
 import type { ProviderCredentials } from '../../auth/provider-tokens.js';
@@ -16,6 +16,9 @@ import type {
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
 import { MediaGrants } from './media-grants.js';
+import { checkMediaLimits, type MediaLimitsConfig } from './media-limits.js';
+import { ReadSlots, ReadsBusy, type ReadSlot } from '../../net/read-slots.js';
+import { whileConnected } from '../../net/client-gone.js';
 import { formSignInRoutes, signInPath, type FormSignIn } from './signin-form.js';
 import { defaultImageWork, type ImageWork } from '../../images/pool.js';
 import type { ReferenceImage } from '../../images/jobs.js';
@@ -50,6 +53,13 @@ export interface ConnectorDeps {
   random?: () => number;
   /** Thumbnails (thumbnails.ts): the image pool and budgets, the disk cache. Absent: no disk cache, the shared fallback pool. */
   thumbnails?: ThumbnailDeps;
+  /**
+   * The hub-wide bound on reads of originals the hub did not index (src/net/read-slots.ts), one
+   * for every connector: hub-made thumbnails and head reads take a slot. Absent: one per connector.
+   */
+  reads?: ReadSlots;
+  /** Rate limits of the media links (media-limits.ts); absent: none (unit tests of the kit). */
+  mediaLimits?: MediaLimitsConfig;
 }
 
 export interface ThumbnailDeps {
@@ -66,6 +76,8 @@ export interface ThumbnailDeps {
 }
 
 export const DEFAULT_THUMBNAILS = { cacheBytes: 256 * 1024 * 1024, maxBytes: 50 * 1024 * 1024, timeoutMs: 20_000 } as const;
+/** Reads of originals at once and waiting (HubConfig.originalReads, originalReadsQueue). */
+export const DEFAULT_READS = { max: 4, queue: 16 } as const;
 
 /** Everything a hook gets: the typed credentials of this connection and the kit's services. */
 export interface CallContext<C> {
@@ -168,6 +180,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
     const base = deps.publicUrl.replace(/\/+$/, '');
     const thumbs = deps.thumbnails ?? { images: defaultImageWork(), cacheDir: null, ...DEFAULT_THUMBNAILS };
     const thumbCache = new ThumbCache(thumbs.cacheDir, thumbs.cacheBytes, thumbs.fs);
+    const reads = deps.reads ?? new ReadSlots(DEFAULT_READS.max, DEFAULT_READS.queue);
     const descriptor: ProviderDescriptor = {
       id: spec.id, name: spec.name, version: spec.version, glyph: spec.glyph,
       logo: spec.logo ?? `/api/v1/connectors/${spec.id}/logo.svg`,
@@ -200,11 +213,16 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
           grantLink(session, 'thumbnail', { ...item, [VERSION_KEY]: normalEtag(v.etag) ?? (v.version === undefined ? null : String(v.version)) }, fileName),
         async imageHead(item) {
           if (!spec.hooks.download) return null;
+          // Optional work: with every read slot taken the detail is served as listed, never queued.
+          const slot = reads.tryAcquire();
+          if (!slot) return null;
           try {
             const up = await spec.hooks.download({ cred: c, http: callHttp, item, range: `bytes=0-${HEAD_BYTES - 1}`, ifNoneMatch: undefined });
-            return await readImageHead(up, thumbs.images, thumbs.timeoutMs);
+            return await readImageHead(up, thumbs.images, thumbs.timeoutMs, session.signal);
           } catch {
             return null; // the detail is served as listed; the download link reports the real error
+          } finally {
+            slot.release();
           }
         },
       };
@@ -212,13 +230,17 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
     // Each hook given becomes the provider's operation (and so its capability: src/providers/capabilities.ts).
     const { refresh, validate, providerInfo, browse, search, searchByImage, asset, versions, download, thumbnail } = spec.hooks;
 
-    /** A media link's grant, checked: sealed by this hub for this provider, its access still live. */
-    const openGrant = async (query: unknown, what: string) => {
+    /**
+     * A media link's grant, checked: sealed by this hub for this provider, its access still live,
+     * within its rate limits (their RateLimit-* headers set on `reply`).
+     */
+    const openGrant = async (query: unknown, what: string, reply: FastifyReply) => {
       const token = (query as { g?: unknown }).g;
       if (typeof token !== 'string' || !token) throw hubError('hub-access-denied', `${what} check failed: the link carries no grant`);
       const grant = await grants.open(token, spec.id);
       // The link ends with the access it came from: its partner disabled or removed, its user removed.
       await deps.access?.check({ partnerId: grant.partnerId, userId: grant.userId }, what);
+      if (deps.mediaLimits) reply.headers(await checkMediaLimits(deps.mediaLimits, token, grant));
       try {
         return { grant, cred: spec.credentials(grant.credentials) };
       } catch {
@@ -226,18 +248,35 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
       }
     };
 
-    /** Vendor rendition first (when the hook gives one), else the original through `download`. */
-    const makeThumbnail = async (c: C, item: Record<string, unknown>): Promise<Thumbnail & { stale?: boolean }> => {
+    /**
+     * Vendor rendition first (when the hook gives one), else the original through `download`.
+     * Under a hub-wide read slot, taken before any upstream request: past the bound and its queue
+     * the answer is 503 with nothing requested. `signal` fires when no client waits for this
+     * production any more: the upstream request and body, and the decode, are aborted.
+     */
+    const makeThumbnail = async (c: C, item: Record<string, unknown>, signal: AbortSignal): Promise<Thumbnail & { stale?: boolean }> => {
       const { [VERSION_KEY]: version, ...plain } = item;
       const budget = { maxBytes: thumbs.maxBytes, timeoutMs: thumbs.timeoutMs };
-      const vendor = thumbnail ? await thumbnail({ cred: c, http, item: plain }) : null;
-      if (vendor) return renderUpstream(vendor, thumbs.images, budget);
-      if (!download) return { kind: 'icon', reason: 'the connector offers no thumbnail and no download' };
-      const up = await download({ cred: c, http, item: plain, range: undefined, ifNoneMatch: undefined });
-      // The file changed since it was listed: its bytes are not the version the key names.
-      const now = etagOf(up);
-      const stale = typeof version === 'string' && now !== undefined && now !== version;
-      return { ...(await renderUpstream(up, thumbs.images, budget)), stale };
+      let slot: ReadSlot;
+      try {
+        slot = await reads.acquire(signal);
+      } catch (e) {
+        if (e instanceof ReadsBusy) throw hubError('hub-unavailable', `thumbnail: ${e.message}; try again shortly`, { headers: { 'retry-after': '1' } });
+        throw e;
+      }
+      try {
+        const upstream = http.during(signal);
+        const vendor = thumbnail ? await thumbnail({ cred: c, http: upstream, item: plain }) : null;
+        if (vendor) return await renderUpstream(vendor, thumbs.images, budget, signal);
+        if (!download) return { kind: 'icon', reason: 'the connector offers no thumbnail and no download' };
+        const up = await download({ cred: c, http: upstream, item: plain, range: undefined, ifNoneMatch: undefined });
+        // The file changed since it was listed: its bytes are not the version the key names.
+        const now = etagOf(up);
+        const stale = typeof version === 'string' && now !== undefined && now !== version;
+        return { ...(await renderUpstream(up, thumbs.images, budget, signal)), stale };
+      } finally {
+        slot.release();
+      }
     };
 
     const provider: DefinedConnector = {
@@ -259,16 +298,17 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
           reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(badge(spec.glyph)));
         if (thumbnail || download) {
           app.get(`/connectors/${spec.id}/thumbnail/:name`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
-            const { grant, cred: c } = await openGrant(req.query, 'thumbnail link');
+            const { grant, cred: c } = await openGrant(req.query, 'thumbnail link', reply);
             const scope = spec.cacheScope?.(c) || credentialScope(grant.credentials);
             const key = thumbnailKey(spec.id, scope, grant.item);
             const etag = `"${key.slice(0, 32)}"`;
             // The key names the content's version, so a client holding this ETag has these bytes:
             // answered before any cache read or production.
             if (req.headers['if-none-match'] === etag) return reply.code(304).header('etag', etag).header('cache-control', 'private, max-age=3600').send();
-            // Not tied to this request's lifetime: concurrent requests share the one production
-            // (single-flight), which the byte cap, the time budget and the pool deadline bound.
-            const t = await cachedThumbnail(thumbCache, key, () => makeThumbnail(c, grant.item));
+            // Concurrent requests share the one production (single-flight); it runs while at least
+            // one of them still waits, and is aborted, upstream read included, when the last leaves.
+            const t = await whileConnected(reply.raw, (gone) =>
+              cachedThumbnail(thumbCache, key, (production) => makeThumbnail(c, grant.item, production), gone));
             const name = (req.params as { name: string }).name;
             if (t.kind === 'icon') {
               // A tile for the picker, not a cached answer: the next request tries again.
@@ -283,8 +323,11 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         }
         if (download) {
           app.get(`/connectors/${spec.id}/download/:name`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
-            const { grant, cred: c } = await openGrant(req.query, 'download link');
-            const up = await download({ cred: c, http, item: grant.item, range: req.headers.range, ifNoneMatch: req.headers['if-none-match'] });
+            const { grant, cred: c } = await openGrant(req.query, 'download link', reply);
+            // The client leaving before the upstream answered aborts the upstream request; once the
+            // body is relayed, Fastify destroys it (and so the upstream request) when the client leaves.
+            const up = await whileConnected(reply.raw, (gone) =>
+              download({ cred: c, http: http.during(gone), item: grant.item, range: req.headers.range, ifNoneMatch: req.headers['if-none-match'] }));
             reply.code(up.status);
             for (const name of ['content-type', 'content-length', 'content-range', 'etag', 'last-modified', 'accept-ranges']) {
               const v = up.headers[name];

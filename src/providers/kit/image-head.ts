@@ -5,6 +5,8 @@
  * same code as the library's (src/providers/metadata/) with the header read in the image pool.
  * A server that ignores Range answers 200 with the whole file: its body is cut at HEAD_BYTES all
  * the same. Any failure leaves the asset as listed: the detail never fails for its metadata.
+ * It takes one of the hub-wide read slots (src/net/read-slots.ts) or is skipped when none is free,
+ * and stops when the call does (deadline, or the client left).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,8 +19,11 @@ import { discard, type UpstreamResponse } from './http.js';
 /** Enough for the EXIF APP1 segment (≤ 64 KB) and most XMP packets, small enough to be cheap. */
 export const HEAD_BYTES = 256 * 1024;
 
-/** Reads the first HEAD_BYTES of `up` (cut there, and at `timeoutMs`), whatever the status said. */
-async function headBytes(up: UpstreamResponse, timeoutMs: number): Promise<Buffer | null> {
+/**
+ * Reads the first HEAD_BYTES of `up` (cut there, at `timeoutMs`, and when `signal` fires: the call's
+ * deadline passed or its client left), whatever the status said.
+ */
+async function headBytes(up: UpstreamResponse, timeoutMs: number, signal?: AbortSignal): Promise<Buffer | null> {
   if (up.status !== 200 && up.status !== 206) {
     discard(up.body);
     return null;
@@ -26,7 +31,10 @@ async function headBytes(up: UpstreamResponse, timeoutMs: number): Promise<Buffe
   const chunks: Buffer[] = [];
   let size = 0;
   const timer = setTimeout(() => discard(up.body), timeoutMs);
+  const onAbort = () => discard(up.body);
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
+    if (signal?.aborted) return null;
     for await (const chunk of up.body) {
       chunks.push(chunk as Buffer);
       size += (chunk as Buffer).length;
@@ -36,13 +44,15 @@ async function headBytes(up: UpstreamResponse, timeoutMs: number): Promise<Buffe
     if (!size) return null; // cut at the deadline or failed before anything came
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
     discard(up.body);
   }
+  if (signal?.aborted) return null;
   return Buffer.concat(chunks).subarray(0, HEAD_BYTES);
 }
 
-export async function readImageHead(up: UpstreamResponse, images: ImageWork, timeoutMs: number): Promise<ExtractedMetadata | null> {
-  const bytes = await headBytes(up, timeoutMs);
+export async function readImageHead(up: UpstreamResponse, images: ImageWork, timeoutMs: number, signal?: AbortSignal): Promise<ExtractedMetadata | null> {
+  const bytes = await headBytes(up, timeoutMs, signal);
   if (!bytes?.length) return null;
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'damhub-head-'));
   try {

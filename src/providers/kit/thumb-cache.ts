@@ -28,7 +28,7 @@ const KEY = /^[0-9a-f]{64}$/;
 export class ThumbCache {
   /** Key → size in bytes, in least-recently-used-first order (a Map keeps insertion order). */
   private readonly entries = new Map<string, number>();
-  private readonly flights = new Map<string, Promise<unknown>>();
+  private readonly flights = new Map<string, Flight>();
   private total = 0;
   /** False once the directory could not be made: every call is then a miss and a no-op put. */
   private usable: boolean;
@@ -129,15 +129,54 @@ export class ThumbCache {
     return this.entries.has(key);
   }
 
+  /** Productions running now (tests and the benchmark). */
+  get producing(): number {
+    return this.flights.size;
+  }
+
   /**
    * Runs `produce` once per key at a time: callers that arrive while it runs share its result
    * (or its error). Nothing is remembered after it settles: the disk is the memory.
+   *
+   * Each caller is a waiter; `signal` firing (its client left) ends its wait with the signal's
+   * reason. When the last waiter leaves, the production's own signal fires: nobody wants the
+   * bytes any more, so its upstream read and its decode stop. A caller without a signal waits to
+   * the end.
    */
-  once<T>(key: string, produce: () => Promise<T>): Promise<T> {
-    const running = this.flights.get(key);
-    if (running) return running as Promise<T>;
-    const p = produce().finally(() => this.flights.delete(key));
-    this.flights.set(key, p);
-    return p;
+  once<T>(key: string, produce: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    let flight = this.flights.get(key);
+    if (!flight) {
+      const ac = new AbortController();
+      const p = Promise.resolve().then(() => produce(ac.signal)).finally(() => {
+        if (this.flights.get(key) === flight) this.flights.delete(key);
+      });
+      // Waiters that left do not read the result: its rejection must not go unhandled.
+      p.catch(() => undefined);
+      flight = { promise: p, waiters: 0, abort: (why) => ac.abort(why) };
+      this.flights.set(key, flight);
+    }
+    const f = flight;
+    f.waiters++;
+    if (!signal) return f.promise as Promise<T>;
+    return new Promise<T>((resolve, reject) => {
+      const leave = () => {
+        reject(signal.reason);
+        if (--f.waiters === 0) {
+          // A later caller for this key starts a fresh production rather than join an aborted one.
+          if (this.flights.get(key) === f) this.flights.delete(key);
+          f.abort(signal.reason);
+        }
+      };
+      signal.addEventListener('abort', leave, { once: true });
+      (f.promise as Promise<T>).then(resolve, reject).finally(() => signal.removeEventListener('abort', leave));
+    });
   }
+}
+
+interface Flight {
+  promise: Promise<unknown>;
+  /** Callers waiting for it; at 0 it is aborted. */
+  waiters: number;
+  abort(why: unknown): void;
 }

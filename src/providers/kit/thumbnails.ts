@@ -5,9 +5,9 @@
  * - the vendor's rendition, when the connector gives a `thumbnail` hook (Dropbox, Drive);
  * - hub-made from the original, through the connector's `download` hook (WebDAV, S3).
  *
- * Either way the upstream bytes are untrusted: they are read under a byte cap and a time budget (a
- * body that never ends is cut), must start like a raster image, and are decoded and re-encoded in
- * the hub's image pool under the per-file decode budget (src/images/), to the library's thumbnail
+ * Either way the upstream bytes are untrusted: they are streamed to a private temp file under a
+ * byte cap and a time budget (a body that never ends is cut; the process holds one chunk at a
+ * time), must start like a raster image, and are decoded and re-encoded in the hub's image pool under the per-file decode budget (src/images/), to the library's thumbnail
  * size and format (256 px JPEG). The result goes through the disk cache (thumb-cache.ts).
  *
  * What a picker sees when it goes wrong, decided here once:
@@ -61,38 +61,59 @@ function canonical(v: unknown): unknown {
 
 class BadBytes extends Error {}
 
-/** Reads at most `max` bytes of `body` within `timeoutMs`; cuts the body otherwise. */
-export async function readCapped(body: UpstreamResponse['body'], max: number, timeoutMs: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
+/**
+ * Streams `body` into `file` (created private, never there before) one chunk at a time: the
+ * process holds one chunk, whatever the original's size. At most `max` bytes within `timeoutMs`;
+ * the first bytes must look like a raster image (sniffed as they arrive: a 48 MiB text file is
+ * refused after its first chunk). Past the cap, the deadline or a bad sniff the body is cut
+ * (BadBytes: an icon). When `signal` fires (no client waits any more) the body is destroyed,
+ * which aborts the upstream request, and the signal's reason is thrown.
+ */
+export async function spoolCapped(body: UpstreamResponse['body'], file: string, max: number, timeoutMs: number, signal?: AbortSignal): Promise<number> {
+  let cut: BadBytes | null = null;
+  const stop = (why: BadBytes | null) => {
+    cut ??= why;
+    discard(body);
+  };
+  const timer = setTimeout(() => stop(new BadBytes(`the upstream body did not end within ${timeoutMs} ms`)), timeoutMs);
+  const onAbort = () => stop(null);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const out = await fs.promises.open(file, 'wx', 0o600);
   let size = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      discard(body);
-      reject(new BadBytes(`the upstream body did not end within ${timeoutMs} ms`));
-    }, timeoutMs);
-  });
-  const read = (async () => {
-    for await (const chunk of body) {
-      size += (chunk as Buffer).length;
-      if (size > max) {
-        discard(body);
-        throw new BadBytes(`the upstream body is over the cap of ${max} bytes`);
-      }
-      chunks.push(chunk as Buffer);
-    }
-    return Buffer.concat(chunks);
-  })();
+  let head: Buffer | null = Buffer.alloc(0);
   try {
-    return await Promise.race([read, timedOut]);
+    if (signal?.aborted) throw signal.reason;
+    for await (const chunk of body) {
+      const c = chunk as Buffer;
+      size += c.length;
+      if (size > max) throw new BadBytes(`the upstream body is over the cap of ${max} bytes`);
+      if (head) {
+        head = Buffer.concat([head, c.subarray(0, SNIFF_BYTES)]);
+        if (head.length >= SNIFF_BYTES) {
+          if (!looksRaster(head)) throw new BadBytes('the upstream bytes are not a raster image');
+          head = null;
+        }
+      }
+      // Awaited: the next chunk is not pulled before this one is on disk (backpressure upstream).
+      await out.write(c);
+    }
+    if (head && !looksRaster(head)) throw new BadBytes('the upstream bytes are not a raster image');
+    return size;
   } catch (e) {
+    if (signal?.aborted) throw signal.reason;
+    if (cut) throw cut;
     if (e instanceof BadBytes) throw e;
     throw new BadBytes(`the upstream body could not be read (${(e as Error).message})`);
   } finally {
     clearTimeout(timer);
-    read.catch(() => undefined);
+    signal?.removeEventListener('abort', onAbort);
+    discard(body);
+    await out.close();
   }
 }
+
+/** Bytes enough to tell the raster formats looksRaster knows. */
+const SNIFF_BYTES = 12;
 
 /** Whether the bytes start like a raster format the pool decodes (never SVG from upstream). */
 export function looksRaster(b: Buffer): boolean {
@@ -108,24 +129,34 @@ export function looksRaster(b: Buffer): boolean {
 }
 
 /**
- * Upstream answer → thumbnail bytes: status checked, body capped, content sniffed, decoded and
- * re-encoded in the image pool. BadBytes and decode failures become an icon; the pool being busy
- * becomes 503; anything else (the upstream's own errors) propagates.
+ * Upstream answer → thumbnail: status checked, body streamed to a private temp file under the byte
+ * cap and the time budget (content sniffed as it arrives), decoded and re-encoded in the image
+ * pool. BadBytes and decode failures become an icon; the pool being busy becomes 503; the signal
+ * firing (no client waits any more) aborts the read or the decode; anything else (the upstream's
+ * own errors) propagates.
  */
 export async function renderUpstream(up: UpstreamResponse, images: ImageWork, budget: ThumbnailBudget, signal?: AbortSignal): Promise<Thumbnail> {
+  if (up.status !== 200) {
+    discard(up.body);
+    return { kind: 'icon', reason: `the upstream answered ${up.status}` };
+  }
+  const declared = Number(first(up.headers['content-length']));
+  if (Number.isFinite(declared) && declared > budget.maxBytes) {
+    discard(up.body);
+    return { kind: 'icon', reason: `the original is ${declared} bytes, over the thumbnail cap of ${budget.maxBytes}` };
+  }
+  // The pool's render job reads a file: the original goes to a private temp dir for the job's length.
+  let dir: string;
   try {
-    if (up.status !== 200) {
-      discard(up.body);
-      return { kind: 'icon', reason: `the upstream answered ${up.status}` };
-    }
-    const declared = Number(first(up.headers['content-length']));
-    if (Number.isFinite(declared) && declared > budget.maxBytes) {
-      discard(up.body);
-      return { kind: 'icon', reason: `the original is ${declared} bytes, over the thumbnail cap of ${budget.maxBytes}` };
-    }
-    const bytes = await readCapped(up.body, budget.maxBytes, budget.timeoutMs);
-    if (!looksRaster(bytes)) return { kind: 'icon', reason: 'the upstream bytes are not a raster image' };
-    return { kind: 'image', bytes: await render(bytes, images, signal), cached: false };
+    dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'damhub-thumb-'));
+  } catch (e) {
+    discard(up.body);
+    throw e;
+  }
+  try {
+    const source = path.join(dir, 'source');
+    await spoolCapped(up.body, source, budget.maxBytes, budget.timeoutMs, signal);
+    return { kind: 'image', bytes: await render(source, dir, images, signal), cached: false };
   } catch (e) {
     if (e instanceof BadBytes) return { kind: 'icon', reason: e.message };
     if (e instanceof ImageJobError) {
@@ -134,26 +165,20 @@ export async function renderUpstream(up: UpstreamResponse, images: ImageWork, bu
       return { kind: 'icon', reason: e.message };
     }
     throw e;
-  }
-}
-
-/** Decodes `bytes` in the pool (header checked against the budget first) into the thumbnail JPEG. */
-async function render(bytes: Buffer, images: ImageWork, signal?: AbortSignal): Promise<Buffer> {
-  // The pool's render job reads a file: the bytes go to a private temp dir for the job's length.
-  const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'damhub-thumb-'));
-  try {
-    const source = path.join(dir, 'source');
-    await fs.promises.writeFile(source, bytes, { mode: 0o600 });
-    const thumb = path.join(dir, 'thumbnail.jpg');
-    await images.pool.run({
-      op: 'render', source, budget: images.budget,
-      preview: { file: path.join(dir, 'preview.jpg'), ...PREVIEW },
-      thumbnail: { file: thumb, ...THUMBNAIL },
-    }, { timeoutMs: images.timeoutMs, signal });
-    return await fs.promises.readFile(thumb);
   } finally {
     await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/** Decodes the original at `source` in the pool (header checked against the budget first) into the thumbnail JPEG. */
+async function render(source: string, dir: string, images: ImageWork, signal?: AbortSignal): Promise<Buffer> {
+  const thumb = path.join(dir, 'thumbnail.jpg');
+  await images.pool.run({
+    op: 'render', source, budget: images.budget,
+    preview: { file: path.join(dir, 'preview.jpg'), ...PREVIEW },
+    thumbnail: { file: thumb, ...THUMBNAIL },
+  }, { timeoutMs: images.timeoutMs, signal });
+  return fs.promises.readFile(thumb);
 }
 
 function first(v: string | string[] | undefined): string | undefined {
@@ -173,16 +198,17 @@ export function normalEtag(v: string | undefined): string | undefined {
  * One thumbnail through the cache: a hit is served from disk; a miss runs `produce` once for all
  * concurrent callers and stores an image result unless `produce` says the bytes are not the
  * version the key names (the file changed since it was listed: served, never stored under the old
- * version's key).
+ * version's key). `signal`: this caller's client left; the production is aborted (its signal
+ * fires) once no caller waits for it any more (ThumbCache.once).
  */
-export async function cachedThumbnail(cache: ThumbCache, key: string, produce: () => Promise<Thumbnail & { stale?: boolean }>): Promise<Thumbnail> {
+export async function cachedThumbnail(cache: ThumbCache, key: string, produce: (signal: AbortSignal) => Promise<Thumbnail & { stale?: boolean }>, signal?: AbortSignal): Promise<Thumbnail> {
   const hit = await cache.get(key);
   if (hit) return { kind: 'image', bytes: hit, cached: true };
-  return cache.once(key, async () => {
-    const t = await produce();
+  return cache.once(key, async (production) => {
+    const t = await produce(production);
     if (t.kind === 'image' && !t.stale) await cache.put(key, t.bytes);
     return t.kind === 'image' ? { kind: 'image', bytes: t.bytes, cached: false } : t;
-  });
+  }, signal);
 }
 
 /** A neutral tile for an image the hub could not make a thumbnail of. */

@@ -1,8 +1,8 @@
 /**
  * The kit's thumbnail parts on their own: the disk cache (LRU by bytes, single-flight, a full disk
  * and an unwritable directory degrading to no caching, a restart keeping its files), the cache key
- * (two accounts never meet on one key), the capped read of an upstream body (over the cap, never
- * ending) and the decode of untrusted "images" in the image pool (not an image, corrupt, huge).
+ * (two accounts never meet on one key), the capped streamed read of an upstream body (over the cap,
+ * never ending, not an image, abandoned), the waiters of one production and the decode of untrusted "images" in the image pool (not an image, corrupt, huge).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -14,7 +14,7 @@ import sharp from 'sharp';
 import { ImageJobError, ImagePool } from '../../../src/images/pool.js';
 import { isHubError } from '../../../src/errors.js';
 import { ThumbCache } from '../../../src/providers/kit/thumb-cache.js';
-import { cachedThumbnail, credentialScope, looksRaster, readCapped, renderUpstream, thumbnailKey } from '../../../src/providers/kit/thumbnails.js';
+import { cachedThumbnail, credentialScope, looksRaster, renderUpstream, spoolCapped, thumbnailKey } from '../../../src/providers/kit/thumbnails.js';
 import type { UpstreamResponse } from '../../../src/providers/kit/http.js';
 import { tempDir } from '../../helpers/hub.js';
 
@@ -136,17 +136,72 @@ test('the key: two accounts of one server, or two versions of one file, never sh
   assert.match(thumbnailKey('webdav', alice, item), /^[0-9a-f]{64}$/);
 });
 
-test('readCapped: a body over the cap is cut; a body that never ends is cut at the time budget', async () => {
+test('spoolCapped: the body goes to a file chunk by chunk; over the cap, never ending, not an image, or abandoned: cut', async () => {
+  const dir = tempDir();
+  let n = 0;
+  const file = () => path.join(dir, `f${n++}`);
   const endless = new PassThrough();
   const drip = setInterval(() => endless.write(bytes(10)), 10);
+  const head = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0, 0, 0, 0, 0, 0, 0]);
+  endless.write(head);
   const t0 = Date.now();
-  await assert.rejects(readCapped(endless, 1_000_000, 200), /did not end within 200 ms/);
+  await assert.rejects(spoolCapped(endless, file(), 1_000_000, 200), /did not end within 200 ms/);
   clearInterval(drip);
   assert.ok(Date.now() - t0 < 2000);
   assert.ok(endless.destroyed, 'the upstream body is released');
-  const big = Readable.from((function* () { for (let i = 0; i < 1000; i++) yield bytes(1024); })());
-  await assert.rejects(readCapped(big, 10_000, 5000), /over the cap of 10000 bytes/);
-  assert.equal((await readCapped(Readable.from([bytes(5), bytes(5)]), 10, 1000)).length, 10);
+  const big = Readable.from((function* () { yield head; for (let i = 0; i < 1000; i++) yield bytes(1024); })());
+  await assert.rejects(spoolCapped(big, file(), 10_000, 5000), /over the cap of 10000 bytes/);
+  // Sniffed as it arrives: a text body is refused at its first chunk, the rest never pulled.
+  let pulled = 0;
+  const text = Readable.from((function* () { for (let i = 0; i < 1000; i++) { pulled++; yield Buffer.from('<html>'.repeat(200)); } })());
+  await assert.rejects(spoolCapped(text, file(), 10_000_000, 5000), /not a raster image/);
+  assert.ok(pulled < 5, `only the first chunks were pulled (${pulled})`);
+  // A client that left: the body is destroyed and the signal's reason thrown.
+  const gone = new AbortController();
+  const slow = new PassThrough();
+  slow.write(head);
+  const spooling = spoolCapped(slow, file(), 1_000_000, 5000, gone.signal);
+  gone.abort(new Error('client left'));
+  await assert.rejects(spooling, /client left/);
+  assert.ok(slow.destroyed, 'the abandoned body is destroyed (the upstream request with it)');
+  const f = file();
+  assert.equal(await spoolCapped(Readable.from([head, bytes(5)]), f, 17, 1000), 17);
+  assert.equal(fs.statSync(f).size, 17);
+  assert.equal(fs.statSync(f).mode & 0o777, 0o600, 'private');
+});
+
+test('ThumbCache.once: a production runs while one caller still waits, and is aborted when the last one leaves', async () => {
+  const c = new ThumbCache(null, 0);
+  let aborted: unknown = null;
+  let finish: (v: string) => void = () => undefined;
+  const produce = (signal: AbortSignal) => new Promise<string>((resolve, reject) => {
+    finish = resolve;
+    const stop = () => {
+      aborted = signal.reason;
+      reject(signal.reason);
+    };
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop);
+  });
+  const a = new AbortController();
+  const b = new AbortController();
+  const first = c.once(key('k'), produce, a.signal);
+  const second = c.once(key('k'), produce, b.signal);
+  a.abort(new Error('a left'));
+  await assert.rejects(first, /a left/);
+  assert.equal(aborted, null, 'the second waiter keeps the production alive');
+  finish('made');
+  assert.equal(await second, 'made', 'the waiter that stayed gets the result');
+  const x = new AbortController();
+  const y = new AbortController();
+  const p1 = c.once(key('m'), produce, x.signal);
+  const p2 = c.once(key('m'), produce, y.signal);
+  x.abort(new Error('x left'));
+  y.abort(new Error('y left'));
+  await assert.rejects(p1, /x left/);
+  await assert.rejects(p2, /y left/);
+  assert.match(String(aborted), /y left/, 'the last waiter leaving aborts the production');
+  assert.equal(c.producing, 0);
 });
 
 test('untrusted upstream bytes: not an image, corrupt, huge, declared too long: a generic icon; a good one: a JPEG', async () => {
