@@ -83,10 +83,11 @@ test('thumbnail flood: past the hub-wide bound the answer is 503 + Retry-After b
 });
 
 // Before the fix the abandoned production kept its upstream answer open (held here) until the
-// thumbnail time budget, set out of reach: this test then ends at its own timeout.
+// thumbnail time budget or the connector's idle body timeout, both set out of reach here: this
+// test then ends at its own timeout.
 test('an abandoned thumbnail aborts its upstream read; a second waiter for the same thumbnail keeps it alive', { timeout: 60_000 }, async () => {
   const size = 32 * MiB;
-  const { dav, hub } = await setUp({ files: 3, size, hold: true }, { DAMHUB_THUMBNAIL_TIMEOUT: '600000' });
+  const { dav, hub } = await setUp({ files: 3, size, hold: true }, { DAMHUB_THUMBNAIL_TIMEOUT: '600000', DAMHUB_CONNECTOR_TIMEOUT_MS: '600000' });
   const s = await hub.session('mallory', dav.url);
   const [lone, shared, file] = s.assets;
 
