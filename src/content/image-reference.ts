@@ -95,7 +95,10 @@ export async function referenceBytes(ref: string, deps: ReferenceDeps, signal?: 
   }
   let slot;
   try {
-    slot = await deps.reads?.acquire(signal);
+    // A URL of the hub's own (a connector's thumbnail link, which the MCP tools fetch) is bounded
+    // by the route that serves it, which takes a slot itself: holding one here too could leave both
+    // waiting for each other.
+    slot = url.origin === own.origin ? undefined : await deps.reads?.acquire(signal);
   } catch (e) {
     if (e instanceof ReadsBusy) throw hubError('hub-unavailable', `reference image: ${e.message}; try again shortly`, { headers: { 'retry-after': '1' } });
     throw e;
