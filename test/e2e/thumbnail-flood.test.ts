@@ -70,6 +70,12 @@ test('thumbnail flood: past the hub-wide bound the answer is 503 + Retry-After b
   }
   assert.ok(productions(hub) <= 2, `at most 2 productions hold temp files (${productions(hub)})`);
   assert.ok(hub.tempUsage().bytes <= 2 * 8 * MiB);
+  // The asset detail's metadata head read needs a slot too: with none free it is skipped (the
+  // asset as listed), not one more upstream read.
+  const detail = await fetch(`${hub.url}/api/v1/assets/asset/${encodeURIComponent(s.assets[7]!.id)}`, { headers: s.headers });
+  assert.equal(detail.status, 200);
+  assert.equal((await detail.json() as { name: string }).name, s.assets[7]!.name);
+  assert.equal(dav.stats.gets, 2, 'no head read beyond the bound');
   // Released: the two running ones end with their thumbnails, then the waiting one gets its turn.
   dav.release();
   for (const r of [...running, waiting]) {
@@ -80,6 +86,10 @@ test('thumbnail flood: past the hub-wide bound the answer is 503 + Retry-After b
   }
   assert.equal(dav.stats.gets, 3);
   assert.ok(hub.tempUsage().bytes <= 2 * 8 * MiB);
+  // With slots free again the same detail reads the head of the original (its 64 × 48 pixels).
+  const again = await fetch(`${hub.url}/api/v1/assets/asset/${encodeURIComponent(s.assets[7]!.id)}`, { headers: s.headers });
+  assert.equal((await again.json() as { xSizePx?: number }).xSizePx, 64);
+  assert.equal(dav.stats.gets, 4, 'one ranged head read');
 });
 
 // Before the fix the abandoned production kept its upstream answer open (held here) until the

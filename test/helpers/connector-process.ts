@@ -14,8 +14,8 @@ import { runCli, startServer, type ServerProcess } from './process.js';
 export interface DavSession {
   sub: string;
   headers: Record<string, string>;
-  /** The folder's assets as listed: name, thumbnailUrl, downloadUrl. */
-  assets: { name: string; thumbnailUrl: string; downloadUrl: string }[];
+  /** The folder's assets as listed: id, name, thumbnailUrl, downloadUrl. */
+  assets: { id: string; name: string; thumbnailUrl: string; downloadUrl: string }[];
 }
 
 export interface ConnectorHub {
@@ -88,7 +88,7 @@ export async function startConnectorHub(env: NodeJS.ProcessEnv = {}): Promise<Co
       assert.ok(dam.access_token, JSON.stringify(dam));
       const headers = { ...auth, 'provider-authorization': `Bearer ${dam.access_token}` };
       const page = await json(await fetch(`${api}/assets/folder/root?size=500`, { headers }));
-      return { sub, headers, assets: page.assets.map((a: { name: string; thumbnailUrl: string; downloadUrl: string }) => ({ name: a.name, thumbnailUrl: a.thumbnailUrl, downloadUrl: a.downloadUrl })) };
+      return { sub, headers, assets: page.assets.map((a: { id: string; name: string; thumbnailUrl: string; downloadUrl: string }) => ({ id: a.id, name: a.name, thumbnailUrl: a.thumbnailUrl, downloadUrl: a.downloadUrl })) };
     },
     tempUsage() {
       let bytes = 0;

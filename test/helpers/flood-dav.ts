@@ -75,7 +75,8 @@ export async function startFloodDav(opts: { files: number; size: number; hold?: 
       stats.propfinds++;
       req.resume();
       const depth = req.headers.depth === '0' ? 0 : 1;
-      const body = `<?xml version="1.0" encoding="utf-8"?><d:multistatus xmlns:d="DAV:">${root}${depth ? names.map(entry).join('') : ''}</d:multistatus>`;
+      const file = names.indexOf(decodeURIComponent(url.pathname.replace(/^\/dav\//, '')));
+      const body = `<?xml version="1.0" encoding="utf-8"?><d:multistatus xmlns:d="DAV:">${file >= 0 ? entry(names[file]!, file) : `${root}${depth ? names.map(entry).join('') : ''}`}</d:multistatus>`;
       res.writeHead(207, { 'content-type': 'application/xml; charset=utf-8' }).end(body);
       return;
     }
