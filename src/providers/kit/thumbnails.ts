@@ -78,11 +78,12 @@ export async function spoolCapped(body: UpstreamResponse['body'], file: string, 
   const timer = setTimeout(() => stop(new BadBytes(`the upstream body did not end within ${timeoutMs} ms`)), timeoutMs);
   const onAbort = () => stop(null);
   signal?.addEventListener('abort', onAbort, { once: true });
-  const out = await fs.promises.open(file, 'wx', 0o600);
+  let out: fs.promises.FileHandle | undefined;
   let size = 0;
   let head: Buffer | null = Buffer.alloc(0);
   try {
     if (signal?.aborted) throw signal.reason;
+    out = await fs.promises.open(file, 'wx', 0o600);
     for await (const chunk of body) {
       const c = chunk as Buffer;
       size += c.length;
@@ -103,12 +104,13 @@ export async function spoolCapped(body: UpstreamResponse['body'], file: string, 
     if (signal?.aborted) throw signal.reason;
     if (cut) throw cut;
     if (e instanceof BadBytes) throw e;
+    if (!out) throw e; // the temp file could not be made: the hub's trouble, not the bytes'
     throw new BadBytes(`the upstream body could not be read (${(e as Error).message})`);
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
     discard(body);
-    await out.close();
+    await out?.close();
   }
 }
 
