@@ -107,14 +107,15 @@ export async function referenceBytes(ref: string, deps: ReferenceDeps): Promise<
  * before any search work, and the search does not decode it again.
  *
  * `signal`: the request's end or the provider deadline; the decode is killed when it fires.
+ * `owner`: who asks (partner + hub user): the pool serves waiting decodes fairly across owners.
  */
-export async function decodeReference(bytes: Buffer, deps: ReferenceDeps, opts: { outputs?: OutputSpec[]; signal?: AbortSignal } = {}): Promise<ReferenceImage> {
+export async function decodeReference(bytes: Buffer, deps: ReferenceDeps, opts: { outputs?: OutputSpec[]; signal?: AbortSignal; owner?: string } = {}): Promise<ReferenceImage> {
   const outputs = opts.outputs?.length ? opts.outputs : [VERIFY_OUTPUT];
   const { budget, maxPixels, timeoutMs } = deps.decode;
   try {
     const r = await deps.imagePool.analyse(
       { input: bytes, outputs, budget, maxPixels, failOn: 'error' },
-      { signal: opts.signal, timeoutMs },
+      { signal: opts.signal, timeoutMs, owner: opts.owner },
     );
     return { bytes, format: r.format, width: r.width, height: r.height, outputs: r.outputs.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)) };
   } catch (e) {
@@ -133,6 +134,8 @@ function referenceError(e: ImageJobError, signal?: AbortSignal): Error {
     case 'undecodable':
     case 'unsupported':
       return validationError(`dataBase64: ${e.message}`);
+    case 'out-of-memory':
+      return hubError('hub-payload-too-large', `dataBase64: ${e.message}; the decoder was stopped`, { message: 'The reference image is too costly to decode.' });
     case 'crashed':
       return validationError(`dataBase64: the image could not be decoded (${e.message})`);
     case 'aborted':
