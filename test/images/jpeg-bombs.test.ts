@@ -21,7 +21,7 @@ import { coefficientBytes, jpegStructure, scanSamples } from '../../src/images/j
 import { ImageJobError, ImagePool } from '../../src/images/pool.js';
 import { tempDir } from '../helpers/hub.js';
 import { coefficientBomb, jpegDeclaring, scanBomb, segments } from '../helpers/jpeg-bombs.js';
-import { solidJpeg, writeFiles } from '../helpers/library.js';
+import { libraryLoginOverHttp, solidJpeg, writeFiles } from '../helpers/library.js';
 import { makeKey, signPartnerJwt, type TestKey } from '../helpers/partner.js';
 import { runCli, startServer, type ServerProcess } from '../helpers/process.js';
 
@@ -172,25 +172,6 @@ describe('the image pool against JPEG bombs', () => {
   });
 });
 
-/** The library's DAM login through its real form (with whatever cookie and fields the page sets). */
-async function libraryLogin(server: ServerProcess, access: string, user: string, password: string): Promise<string> {
-  const api = `${server.url}/api/v1`;
-  const start = (await (await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: { authorization: `Bearer ${access}` } })).json()) as { state: string; redirect_uri: string };
-  const page = await fetch(start.redirect_uri);
-  const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-  const html = await page.text();
-  const action = /<form method="post" action="([^"]+)"/.exec(html)![1]!.replace(/&amp;/g, '&');
-  const fields = new URLSearchParams();
-  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)) fields.set(m[1]!, m[2]!);
-  fields.set('username', user);
-  fields.set('password', password);
-  const signin = await fetch(new URL(action, start.redirect_uri), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) }, body: fields });
-  assert.equal(signin.status, 200, await signin.text());
-  const dam = (await (await fetch(`${api}/auth/login?state=${encodeURIComponent(start.state)}&polling=true`)).json()) as { access_token: string };
-  assert.ok(dam.access_token);
-  return dam.access_token;
-}
-
 describe('JPEG bombs against a real hub over HTTP', () => {
   let server: ServerProcess;
   let key: TestKey;
@@ -217,7 +198,7 @@ describe('JPEG bombs against a real hub over HTTP', () => {
     server = await startServer(['--data', data, '--library', lib], { DAMHUB_IMAGE_MAX_PIXELS: '2000000000' });
     const jwt = await signPartnerJwt(Date.now(), { key, issuer, sub: 'eve-at-partner', email: 'eve@example.com' });
     const tokens = (await (await fetch(`${server.url}/api/v1/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${jwt}` } })).json()) as { access_token: string };
-    const dam = await libraryLogin(server, tokens.access_token, 'eve', 'eve-secret-pw');
+    const dam = await libraryLoginOverHttp(server.url, tokens.access_token, 'eve', 'eve-secret-pw');
     h = { authorization: `Bearer ${tokens.access_token}`, 'provider-authorization': `Bearer ${dam}`, 'content-type': 'application/json' };
   });
   after(async () => {
