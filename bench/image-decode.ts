@@ -229,9 +229,10 @@ async function peakWhile(pid: number, done: Promise<unknown>): Promise<number> {
 /** 3. Progressive-JPEG bombs: before/after per file, then an innocent search while three clients loop one. */
 async function bombs(): Promise<void> {
   const cfg = defaultConfig();
+  // At --scale 1 the files: 32768² grayscale progressive, and 7000² in 600 scans.
   const files = [
-    { name: 'progressive_32768', bytes: await coefficientBomb(32768, 32768) },
-    { name: 'scans600_7000', bytes: scanBomb(7000, 7000, 600) },
+    { name: 'progressive_bomb', bytes: await coefficientBomb(Math.min(65_535, px(32768)), Math.min(65_535, px(32768))) },
+    { name: 'scan_bomb_600', bytes: scanBomb(px(7000), px(7000), 600) },
   ];
   const rows: [string, ...(string | number)[]][] = [['bomb', 'bytes', 'hub', 'answer', 'ms', 'decoder peak RSS MiB']];
   const spec = (budget: number, maxPixels: number) => ({ outputs: [{ width: 40, height: 40, fit: 'fill' as const }], budget, maxPixels, failOn: 'error' as const });

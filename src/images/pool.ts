@@ -184,10 +184,13 @@ export class ImagePool {
     const child = slot.child ?? this.spawn(slot);
     child.ref();
     (child.channel as { ref?(): void } | undefined)?.ref?.();
+    // Its stderr too, while a job runs: a death's last words are read before the job fails.
+    (child.stderr as { ref?(): void } | null)?.ref?.();
     const id = this.nextId++;
     let settled = false;
     let stop: ImageJobError | null = null;
     let timer: NodeJS.Timeout | undefined;
+    let unreachable: string | null = null;
     const finish = (fn: () => void) => {
       if (settled) return;
       settled = true;
@@ -222,7 +225,7 @@ export class ImagePool {
     child.once('exit', (code, signal) => {
       if (slot.child === child) slot.child = null;
       const done = () => {
-        finish(() => p.reject(stop ?? crashError(child, code, signal)));
+        finish(() => p.reject(stop ?? crashError(child, code, signal, unreachable)));
         if (slot.running === p) this.release(slot);
       };
       // An unexpected death is told by the child's last words: read them to the end first.
@@ -235,7 +238,12 @@ export class ImagePool {
       if (settled || stop) return;
       timer = setTimeout(() => kill(new ImageJobError('timeout', `the image was not decoded within ${timeoutMs} ms`)), timeoutMs);
       child.send({ id, job: p.job }, (err) => {
-        if (err) kill(new ImageJobError('crashed', `the decoder process could not be reached (${err.message})`));
+        // The child died while the job was being sent (a job too large for its memory limit, say):
+        // its own last words tell why (crashError), not the broken pipe.
+        if (err && !stop) {
+          unreachable = err.message;
+          child.kill('SIGKILL');
+        }
       });
     };
     if (slot.ready) dispatch();
@@ -253,6 +261,7 @@ export class ImagePool {
       // Idle children stay warm without holding the event loop open.
       child.unref();
       (child.channel as { unref?(): void } | undefined)?.unref?.();
+      (child.stderr as { unref?(): void } | null)?.unref?.();
     }
     const next = this.next();
     if (next) this.start(slot, next);
@@ -345,9 +354,10 @@ const stderrTails = new WeakMap<ChildProcess, () => string>();
 const OUT_OF_MEMORY = /out of memory|insufficient memory|failed to allocate|allocation failed|cannot allocate|bad_alloc/i;
 
 /** A child that died with its job: out of memory (its limit) when its last words say so. */
-function crashError(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): ImageJobError {
+function crashError(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null, unreachable: string | null): ImageJobError {
   const how = signal ?? `exit ${code}`;
   if (OUT_OF_MEMORY.test(stderrTails.get(child)?.() ?? '')) return new ImageJobError('out-of-memory', `the decoder process ran out of its memory limit (${how})`);
+  if (unreachable) return new ImageJobError('crashed', `the decoder process could not be reached (${unreachable})`);
   return new ImageJobError('crashed', `the decoder process ended (${how})`);
 }
 
