@@ -10,8 +10,7 @@
  *
  * Errors (docs/image-search.md): malformed input or an undecodable image → 400
  * hub-validation-error; over the byte or pixel limit, the decode budget or the decoder's memory
- * limit → 413
- * hub-payload-too-large; image decoding at capacity → 503 hub-unavailable; an address
+ * limit → 413 hub-payload-too-large; image decoding at capacity → 503 hub-unavailable; an address
  * the fetch policy refuses → 403 hub-access-denied; the remote host failing, timing out or
  * redirecting too often → 400 hub-validation-error naming the cause. Never a 5xx.
  */
