@@ -11,8 +11,16 @@
  *    signed download, first with nothing else running, then while 4 clients keep sending costly
  *    search-by-image requests.
  *
- * Run: npm run bench:image-decode [-- --duration 10 --scale 1]; --scale 0.25 --duration 2 for a
- * quick check (smaller images). Prints one `RESULT name value unit target <op> value met|missed`
+ * 3. Progressive-JPEG bombs (issue 28, item 3): the 32768² grayscale progressive file (its decoder
+ *    keeps 2 GiB of coefficients) and the 7000² file of 600 scans (seconds of entropy decoding),
+ *    each decoded once as the hub did before (budget off, no memory limit: wall time and the
+ *    decoder process's peak RSS) and once as it does now (default budget and memory limit:
+ *    refused from the header; and with the budget off, the memory limit alone). Then a real
+ *    `damhub serve` with its defaults: the latency of an innocent search by image while three
+ *    clients of another account loop the 600-scan file.
+ *
+ * Run: npm run bench:image-decode [-- --duration 10 --scale 1 --part all|costly|isolation|bombs];
+ * --scale 0.25 --duration 2 for a quick check (smaller images). Prints one `RESULT name value unit target <op> value met|missed`
  * line per figure at the end (bench/lib.ts); its temporary data is in the run's temp root, removed
  * however the run ends.
  */
@@ -25,9 +33,13 @@ import sharp from 'sharp';
 import { decodeCost } from '../src/images/budget.js';
 import { ImagePool } from '../src/images/pool.js';
 import { defaultConfig } from '../src/config.js';
-import { freePort } from '../test/helpers/process.js';
+import { freePort, runCli } from '../test/helpers/process.js';
+import { coefficientBomb, scanBomb } from '../test/helpers/jpeg-bombs.js';
+import { libraryLoginOverHttp } from '../test/helpers/library.js';
+import { makeKey, signPartnerJwt } from '../test/helpers/partner.js';
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, scale: { type: 'string', default: '1' } } });
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, scale: { type: 'string', default: '1' }, part: { type: 'string', default: 'all' } } });
+const part = (name: string) => values.part === 'all' || values.part === name;
 const durationMs = Number(values.duration) * 1000;
 const scale = Number(values.scale);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-bench-decode-'));
@@ -48,7 +60,9 @@ try {
     { name: 'avif-4000', bytes: await flat(4000, 4000).avif({ effort: 0 }).toBuffer(), type: 'image/avif' },
   ];
 
+  if (part('bombs')) await bombs();
   // 1. One decode each, in a fresh pool process (its peak RSS is this decode's).
+  if (part('costly')) {
   const rows: [string, ...(string | number)[]][] = [['image', 'bytes', 'declared', 'decode ms', 'peak RSS MiB', 'default budget']];
   const spec = { outputs: [{ width: 40, height: 40, fit: 'fill' as const }], budget: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER, failOn: 'error' as const };
   for (const img of costly) {
@@ -86,8 +100,10 @@ try {
   result('in_process_small_jpeg', median(inProcess), 'ms');
   // A difference of two timed medians: it may be 0 or negative, so it is checked as finite only (both medians are checked above).
   result('pool_overhead_small_jpeg', median(inPool) - median(inProcess), 'ms', ['<=', 5], 'finite');
+  }
 
   // 2. Isolation, against a real server.
+  if (part('isolation')) {
   const lib = path.join(dir, 'library');
   fs.mkdirSync(path.join(lib, 'Shoot'), { recursive: true });
   for (let i = 0; i < 40; i++) fs.writeFileSync(path.join(lib, 'Shoot', `p${i}.jpg`), await sharp({ create: { width: 320, height: 240, channels: 3, background: { r: i * 6, g: 100, b: 200 - i * 4 } } }).jpeg().toBuffer());
@@ -180,9 +196,149 @@ try {
   }
   console.log(`isolation: ${Number(values.duration)} s per phase, ${os.cpus().length} cores, node ${process.version}, pool size ${defaultConfig().imagePoolSize}`);
   console.log(table(out));
+  }
 } finally {
   hub?.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 300));
   fs.rmSync(dir, { recursive: true, force: true });
 }
 reportResults();
+
+/** Polls a process's peak RSS (VmHWM) until `done` settles: the last reading before it exits. */
+async function peakWhile(pid: number, done: Promise<unknown>): Promise<number> {
+  let peak = 0;
+  let over = false;
+  void done.finally(() => (over = true)).catch(() => undefined);
+  // A process gone (or a zombie, whose status has no VmHWM) leaves the last reading standing.
+  const read = () => {
+    try {
+      const v = rssOf(pid).peakMiB;
+      if (Number.isFinite(v)) peak = Math.max(peak, v);
+    } catch {
+      // gone
+    }
+  };
+  while (!over) {
+    read();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  read();
+  return peak;
+}
+
+/** 3. Progressive-JPEG bombs: before/after per file, then an innocent search while three clients loop one. */
+async function bombs(): Promise<void> {
+  const cfg = defaultConfig();
+  // At --scale 1 the issue's files: 32768² grayscale progressive, and 7000² in 600 scans.
+  const files = [
+    { name: 'progressive_bomb', bytes: await coefficientBomb(Math.min(65_535, px(32768)), Math.min(65_535, px(32768))) },
+    { name: 'scan_bomb_600', bytes: scanBomb(px(7000), px(7000), 600) },
+  ];
+  const rows: [string, ...(string | number)[]][] = [['bomb', 'bytes', 'hub', 'answer', 'ms', 'decoder peak RSS MiB']];
+  const spec = (budget: number, maxPixels: number) => ({ outputs: [{ width: 40, height: 40, fit: 'fill' as const }], budget, maxPixels, failOn: 'error' as const });
+  const once = async (bytes: Buffer, poolOpts: { memoryMb?: number; maxPixels?: number }, budget: number, maxPixels: number) => {
+    const pool = new ImagePool({ size: 1, queueMax: 1, timeoutMs: 600_000, ...poolOpts });
+    try {
+      await pool.run({ op: 'ping' });
+      const pid = pool.pids()[0]!;
+      const t0 = performance.now();
+      const job = pool.analyse({ input: bytes, ...spec(budget, maxPixels) });
+      const peak = await peakWhile(pid, job);
+      const answer = await job.then(() => 'decoded', (e: Error & { kind?: string }) => e.kind ?? 'failed');
+      return { ms: performance.now() - t0, peak, answer };
+    } finally {
+      await pool.close();
+    }
+  };
+  for (const f of files) {
+    // Before: what the hub's old cost allowed (16.8 M and 0.77 M): decoded in full, no memory limit.
+    const before = await once(f.bytes, {}, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    rows.push([f.name, f.bytes.length, 'before (no charge, no limit)', before.answer, before.ms, before.peak]);
+    result(`bomb_${f.name}_before_ms`, before.ms, 'ms');
+    result(`bomb_${f.name}_before_peak_rss`, before.peak, 'MiB');
+    // After, as a reference: the defaults (budget, pixel limits, memory limit).
+    const after = await once(f.bytes, { memoryMb: cfg.imageDecoderMemoryMb, maxPixels: cfg.imageIndexMaxPixels }, cfg.imageDecodeBudget, cfg.imageMaxPixels);
+    rows.push([f.name, f.bytes.length, 'after (defaults)', after.answer, after.ms, after.peak]);
+    result(`bomb_${f.name}_after_ms`, after.ms, 'ms', ['<=', 1000]);
+    result(`bomb_${f.name}_after_peak_rss`, after.peak, 'MiB', ['<=', cfg.imageDecoderMemoryMb]);
+    // The memory limit alone (budget and pixel limits off): what stands behind the budget.
+    const capped = await once(f.bytes, { memoryMb: cfg.imageDecoderMemoryMb }, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    rows.push([f.name, f.bytes.length, `memory limit only (${cfg.imageDecoderMemoryMb} MiB)`, capped.answer, capped.ms, capped.peak]);
+    result(`bomb_${f.name}_limit_only_peak_rss`, capped.peak, 'MiB', ['<=', cfg.imageDecoderMemoryMb]);
+  }
+  console.log(table(rows));
+
+  // An innocent search by image (another account) while three clients of one account loop the
+  // 600-scan file against a real hub with its defaults.
+  const bdir = path.join(dir, 'bombs');
+  const data = path.join(bdir, 'data');
+  const lib = path.join(bdir, 'library');
+  fs.mkdirSync(path.join(lib, 'Shoot'), { recursive: true });
+  fs.mkdirSync(data, { recursive: true });
+  for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(lib, 'Shoot', `p${i}.jpg`), await sharp({ create: { width: 320, height: 240, channels: 3, background: { r: i * 12, g: 100, b: 200 - i * 8 } } }).jpeg().toBuffer());
+  const key = await makeKey();
+  const issuer = 'https://partner.bench.example';
+  fs.writeFileSync(path.join(data, 'jwks.json'), JSON.stringify({ keys: [key.publicJwk] }));
+  await runCli(['partners', 'add', '--issuer', issuer, '--jwks-file', path.join(data, 'jwks.json'), '--data', data]);
+  await runCli(['users', 'add', 'bench', '--password-stdin', '--data', data], {}, 'bench-secret-pw\n');
+  // Two hubs: the defaults (the bomb is refused from its header), then the decode budget off (the
+  // bomb really decodes for seconds; only the pool's fair share stands between it and the innocent).
+  for (const [label, env] of [['defaults', {}], ['budget_off', { DAMHUB_IMAGE_DECODE_BUDGET: String(Number.MAX_SAFE_INTEGER), DAMHUB_IMAGE_DECODE_TIMEOUT: '600000' }]] as const) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const server = await startChild([`${REPO_ROOT}bin/damhub.js`, 'serve', '--library', lib, '--port', String(port), '--public-url', base, '--data', data], 'damhub listening', {
+    DAMHUB_LOG_LEVEL: 'error', DAMHUB_USER_RATE_LIMIT: '0', ...env,
+  });
+  try {
+    const session = async (sub: string) => {
+      const jwt = await signPartnerJwt(Date.now(), { key, issuer, sub, email: `${sub}@bench.example` });
+      const t = (await (await fetch(`${base}/api/v1/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${jwt}` } })).json()) as { access_token: string };
+      const dam = await libraryLoginOverHttp(base, t.access_token, 'bench', 'bench-secret-pw');
+      return { authorization: `Bearer ${t.access_token}`, 'provider-authorization': `Bearer ${dam}`, 'content-type': 'application/json' };
+    };
+    const attacker = await session('attacker');
+    const innocent = await session('innocent');
+    const search = (h: Record<string, string>, b: Buffer) => fetch(`${base}/api/v1/assets/search`, { method: 'POST', headers: h, body: JSON.stringify({ dataBase64: `data:image/jpeg;base64,${b.toString('base64')}` }) });
+    const reference = fs.readFileSync(path.join(lib, 'Shoot', 'p3.jpg'));
+    const innocentOnce = async () => {
+      const t = performance.now();
+      const r = await search(innocent, reference);
+      await r.arrayBuffer();
+      if (r.status !== 200) throw new Error(`innocent search: ${r.status}`);
+      return performance.now() - t;
+    };
+    for (let i = 0; i < 5; i++) await innocentOnce(); // warm: both decoder processes forked
+    const quiet: number[] = [];
+    for (let i = 0; i < 20; i++) quiet.push(await innocentOnce());
+    let stop = false;
+    const answers: Record<number, number> = {};
+    const loops = Array.from({ length: 3 }, async () => {
+      while (!stop) {
+        const r = await search(attacker, files[1]!.bytes);
+        await r.arrayBuffer();
+        answers[r.status] = (answers[r.status] ?? 0) + 1;
+      }
+    });
+    const busy: number[] = [];
+    const end = performance.now() + durationMs;
+    while (performance.now() < end) busy.push(await innocentOnce());
+    stop = true;
+    await Promise.all(loops);
+    const p = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]!;
+    console.log(`[${label}] innocent search by image: quiet p50 ${p(quiet, 0.5).toFixed(1)} ms; while 3 clients loop the 600-scan file (answers ${JSON.stringify(answers)}): p50 ${p(busy, 0.5).toFixed(1)} ms, p99 ${p(busy, 0.99).toFixed(1)} ms over ${busy.length} searches`);
+    result(`innocent_search_quiet_p50_${label}`, p(quiet, 0.5), 'ms');
+    if (label === 'defaults') {
+      result('innocent_search_with_3_scan_bomb_loops_p99', p(busy, 0.99), 'ms', ['<=', 250]);
+      // 0 at a small --scale, where the file is no bomb and decodes.
+      result('scan_bomb_answers_413', answers[413] ?? 0, 'requests', null, 'non-negative');
+    } else {
+      // Both decoders busy with 5–12 s scan bombs: the innocent waits for one to finish, never
+      // behind the attacker's queued ones (fair share); no target, it shows what the budget saves.
+      result(`innocent_search_with_3_scan_bomb_loops_p99_${label}`, p(busy, 0.99), 'ms');
+    }
+  } finally {
+    server.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  }
+}

@@ -98,6 +98,16 @@ export interface HubConfig {
   imagePoolSize: number;
   /** Decodes that may wait for a free process; one more is 503 hub-unavailable. */
   imagePoolQueue: number;
+  /**
+   * Memory limit of each decoder process in MiB (RLIMIT_DATA; 0: none, else at least 256): a
+   * decoder bomb that gets past the budget fails or dies in its own process, never the machine.
+   */
+  imageDecoderMemoryMb: number;
+  /**
+   * Largest declared width × height of any image the hub decodes: library files at indexing
+   * time and connector thumbnails (a reference is also held to the lower imageMaxPixels).
+   */
+  imageIndexMaxPixels: number;
   /** Longest decode of a reference image; the decoder process is killed at it (413). */
   imageDecodeTimeoutMs: number;
   /** Longest decode of a library file at indexing time (the file gets no renditions). */
@@ -196,6 +206,8 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     imageIndexDecodeBudget: 268_402_689,
     imagePoolSize: 2,
     imagePoolQueue: 16,
+    imageDecoderMemoryMb: 1024,
+    imageIndexMaxPixels: 268_402_689,
     imageDecodeTimeoutMs: 10_000,
     imageIndexDecodeTimeoutMs: 60_000,
     thumbnailCacheBytes: 256 * 1024 * 1024,

@@ -82,7 +82,10 @@ export class Hub {
     this.stores = deps.stores ?? openSqliteStores(config.dataDir);
     this.keys = deps.keys ?? loadOrCreateKeyRing(config.dataDir, this.clock.now());
     this.adminKey = config.adminKey ?? deps.adminKey ?? loadOrCreateSecret(config.dataDir, 'admin.key', null);
-    this.imagePool = new ImagePool({ size: config.imagePoolSize, queueMax: config.imagePoolQueue, timeoutMs: config.imageDecodeTimeoutMs });
+    this.imagePool = new ImagePool({
+      size: config.imagePoolSize, queueMax: config.imagePoolQueue, timeoutMs: config.imageDecodeTimeoutMs,
+      memoryMb: config.imageDecoderMemoryMb, maxPixels: config.imageIndexMaxPixels,
+    });
     this.reads = new ReadSlots(config.originalReads, config.originalReadsQueue);
     // Media URLs and download links end with the access they came from (docs/security.md).
     this.mediaAccess = new MediaAccess({

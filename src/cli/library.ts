@@ -16,7 +16,7 @@ import { ImageSimilarity, librarySources } from '../providers/library/similarity
 import { dataOpt, parse, UsageError } from './args.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
 import { defaultConfig } from '../config.js';
-import { ImagePool, type ImageWork } from '../images/pool.js';
+import { ImagePool, MIN_DECODER_MEMORY_MB, type ImageWork } from '../images/pool.js';
 
 function libraryDataDir(data: string | undefined): string {
   const dir = path.join(path.resolve(data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub'), 'library');
@@ -139,16 +139,22 @@ export async function indexCommand(args: string[]): Promise<number> {
   }
   // The same per-file budget and deadline as the server's indexer (DAMHUB_IMAGE_INDEX_DECODE_*),
   // with one decoder process per core up to --concurrency: `damhub index` has no requests to serve.
-  const envInt = (name: string, fallback: number) => {
+  const envInt = (name: string, fallback: number, min = 1) => {
     const v = process.env[name];
     if (v === undefined || v === '') return fallback;
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new UsageError(`${name} must be an integer of at least 1`);
+    if (!Number.isInteger(n) || n < min) throw new UsageError(`${name} must be an integer of at least ${min}`);
     return n;
   };
   const timeoutMs = envInt('DAMHUB_IMAGE_INDEX_DECODE_TIMEOUT', defaultConfig().imageIndexDecodeTimeoutMs);
+  const memoryMb = envInt('DAMHUB_IMAGE_DECODER_MEMORY_MB', defaultConfig().imageDecoderMemoryMb, 0);
+  if (memoryMb > 0 && memoryMb < MIN_DECODER_MEMORY_MB) throw new UsageError(`DAMHUB_IMAGE_DECODER_MEMORY_MB must be 0 (no limit) or at least ${MIN_DECODER_MEMORY_MB}`);
   const images: ImageWork = {
-    pool: new ImagePool({ size: Math.max(1, Math.min(concurrency, availableParallelism())), queueMax: 0, timeoutMs }),
+    pool: new ImagePool({
+      size: Math.max(1, Math.min(concurrency, availableParallelism())), queueMax: 0, timeoutMs,
+      memoryMb,
+      maxPixels: envInt('DAMHUB_IMAGE_INDEX_MAX_PIXELS', defaultConfig().imageIndexMaxPixels),
+    }),
     budget: envInt('DAMHUB_IMAGE_INDEX_DECODE_BUDGET', defaultConfig().imageIndexDecodeBudget),
     timeoutMs,
   };

@@ -19,6 +19,7 @@ import { indexCommand, usersCommand } from './library.js';
 import { connectorsCommand } from './connectors-check.js';
 import { dataOpt, parse, UsageError } from './args.js';
 import { AddressPolicy } from '../net/safe-fetch.js';
+import { MIN_DECODER_MEMORY_MB } from '../images/pool.js';
 import { runStdio } from '../mcp/stdio.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
 import { migrateLibraryPg } from '../providers/library/index/postgres-schema.js';
@@ -172,6 +173,9 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     ['DAMHUB_IMAGE_INDEX_DECODE_BUDGET', 'imageIndexDecodeBudget', 1],
     ['DAMHUB_IMAGE_POOL_SIZE', 'imagePoolSize', 1],
     ['DAMHUB_IMAGE_POOL_QUEUE', 'imagePoolQueue', 0],
+    // Each decoder process's memory limit (0: none) and the declared-pixel limit of every decode.
+    ['DAMHUB_IMAGE_DECODER_MEMORY_MB', 'imageDecoderMemoryMb', 0],
+    ['DAMHUB_IMAGE_INDEX_MAX_PIXELS', 'imageIndexMaxPixels', 1],
     ['DAMHUB_IMAGE_DECODE_TIMEOUT', 'imageDecodeTimeoutMs', 1],
     ['DAMHUB_IMAGE_INDEX_DECODE_TIMEOUT', 'imageIndexDecodeTimeoutMs', 1],
     // Connector thumbnails (docs/connectors.md, "Thumbnails").
@@ -190,6 +194,8 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     if (!Number.isInteger(v) || v < min) throw new UsageError(`${envName} must be an integer of at least ${min}`);
     (overrides as Record<string, unknown>)[key] = v;
   }
+  const decoderMb = overrides.imageDecoderMemoryMb;
+  if (decoderMb !== undefined && decoderMb > 0 && decoderMb < MIN_DECODER_MEMORY_MB) throw new UsageError(`DAMHUB_IMAGE_DECODER_MEMORY_MB must be 0 (no limit) or at least ${MIN_DECODER_MEMORY_MB}`);
   const leaseSec = num('DAMHUB_LIBRARY_LEASE_SEC');
   if (leaseSec !== undefined) overrides.libraryLeaseSec = leaseSec;
   const rescanSec = num('DAMHUB_LIBRARY_RESCAN_SEC');

@@ -174,7 +174,10 @@ export class AssetOps {
     const outputs = provider.referenceOutputs?.() ?? [];
     return this.sealPage(await this.onSession(provider, dam, async (s) => {
       const stop = signal && s.signal ? AbortSignal.any([s.signal, signal]) : (s.signal ?? signal);
-      const image = await decodeReference(bytes, this.deps.references, { outputs, signal: stop });
+      // The pool's fair share is per partner + hub user: one account looping costly references
+      // waits behind its own jobs, not in front of everybody else's.
+      const owner = JSON.stringify([dam.partnerId, dam.userId]);
+      const image = await decodeReference(bytes, this.deps.references, { outputs, signal: stop, owner });
       return searchByImage(s, image, opts);
     }), binding);
   }

@@ -9,8 +9,8 @@
  * a client claims is not trusted.
  *
  * Errors (docs/image-search.md): malformed input or an undecodable image → 400
- * hub-validation-error; over the byte or pixel limit or the decode budget → 413
- * hub-payload-too-large; image decoding at capacity → 503 hub-unavailable; an address
+ * hub-validation-error; over the byte or pixel limit, the decode budget or the decoder's memory
+ * limit → 413 hub-payload-too-large; image decoding at capacity → 503 hub-unavailable; an address
  * the fetch policy refuses → 403 hub-access-denied; the remote host failing, timing out or
  * redirecting too often → 400 hub-validation-error naming the cause. Never a 5xx.
  */
@@ -127,14 +127,15 @@ export async function referenceBytes(ref: string, deps: ReferenceDeps, signal?: 
  * before any search work, and the search does not decode it again.
  *
  * `signal`: the request's end or the provider deadline; the decode is killed when it fires.
+ * `owner`: who asks (partner + hub user): the pool serves waiting decodes fairly across owners.
  */
-export async function decodeReference(bytes: Buffer, deps: ReferenceDeps, opts: { outputs?: OutputSpec[]; signal?: AbortSignal } = {}): Promise<ReferenceImage> {
+export async function decodeReference(bytes: Buffer, deps: ReferenceDeps, opts: { outputs?: OutputSpec[]; signal?: AbortSignal; owner?: string } = {}): Promise<ReferenceImage> {
   const outputs = opts.outputs?.length ? opts.outputs : [VERIFY_OUTPUT];
   const { budget, maxPixels, timeoutMs } = deps.decode;
   try {
     const r = await deps.imagePool.analyse(
       { input: bytes, outputs, budget, maxPixels, failOn: 'error' },
-      { signal: opts.signal, timeoutMs },
+      { signal: opts.signal, timeoutMs, owner: opts.owner },
     );
     return { bytes, format: r.format, width: r.width, height: r.height, outputs: r.outputs.map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength)) };
   } catch (e) {
@@ -153,6 +154,8 @@ function referenceError(e: ImageJobError, signal?: AbortSignal): Error {
     case 'undecodable':
     case 'unsupported':
       return validationError(`dataBase64: ${e.message}`);
+    case 'out-of-memory':
+      return hubError('hub-payload-too-large', `dataBase64: ${e.message}; the decoder was stopped`, { message: 'The reference image is too costly to decode.' });
     case 'crashed':
       return validationError(`dataBase64: the image could not be decoded (${e.message})`);
     case 'aborted':

@@ -24,6 +24,8 @@ export type WorkerJob =
       op: 'render';
       source: string;
       budget: number;
+      /** Largest declared width × height; the pool lowers it to its own limit (ImagePoolOptions.maxPixels). */
+      maxPixels?: number;
       preview: { file: string; size: number; quality: number };
       thumbnail: { file: string; size: number; quality: number };
     }
@@ -45,7 +47,7 @@ export interface AnalyseResult {
 
 export type JobReply =
   | { id: number; ok: true; result: unknown }
-  | { id: number; ok: false; kind: 'over-budget' | 'undecodable' | 'unsupported' | 'failed'; message: string };
+  | { id: number; ok: false; kind: 'over-budget' | 'undecodable' | 'unsupported' | 'out-of-memory' | 'failed'; message: string };
 
 /**
  * A search-by-image reference decoded once by the hub (content/image-reference.ts): its bytes (for

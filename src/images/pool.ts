@@ -14,18 +14,26 @@
  * - at most `size` jobs run at once (one per child, each child with sharp.concurrency(1));
  * - at most `queueMax` jobs of requests wait; one more is refused at once (`busy`: the caller
  *   answers 503); indexing jobs (`background`) wait behind every request's job;
+ * - waiting request jobs are served fairly across their `owner` (partner + hub user): the next
+ *   job is the oldest one of the owner served least recently, so a few clients of one account
+ *   that loop costly images cannot starve another account's search by image; and one owner holds
+ *   at most `ownerQueueMax` of the waiting places;
+ * - each child may run under a memory limit (`memoryMb`, RLIMIT_DATA set by the shell that execs
+ *   it): a decoder bomb that gets past the budget fails its allocations or dies in its own process
+ *   ('out-of-memory'), never taking the machine; the next job gets a fresh child;
+ * - no job declares more than `maxPixels` (width × height), whatever its caller asked;
  * - a job that runs longer than its deadline, or whose AbortSignal fires (the client went away,
  *   the provider deadline passed), has its child SIGKILLed; the slot is free again when the child
  *   has exited, and a fresh child is forked for the next job;
  * - idle children are kept (warm) but do not keep the Node process alive.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Metadata } from 'sharp';
 import type { AnalyseResult, JobReply, WorkerJob } from './jobs.js';
 
-export type ImageJobErrorKind = 'over-budget' | 'undecodable' | 'unsupported' | 'failed' | 'timeout' | 'aborted' | 'busy' | 'crashed';
+export type ImageJobErrorKind = 'over-budget' | 'undecodable' | 'unsupported' | 'out-of-memory' | 'failed' | 'timeout' | 'aborted' | 'busy' | 'crashed';
 
 export class ImageJobError extends Error {
   constructor(readonly kind: ImageJobErrorKind, message: string) {
@@ -41,7 +49,20 @@ export interface ImagePoolOptions {
   queueMax: number;
   /** Default deadline of a job once it runs, in ms. */
   timeoutMs: number;
+  /**
+   * Memory limit of each child process in MiB (RLIMIT_DATA: its heap and private mappings), or
+   * 0/undefined for none. A Node process with libvips loaded needs about 200 MiB to start and do
+   * small decodes (measured: docs/image-search.md); below 256 the pool refuses to start.
+   */
+  memoryMb?: number;
+  /** Largest declared width × height of any decode (analyse and render jobs); default none. */
+  maxPixels?: number;
+  /** Waiting places one owner may hold; default a quarter of `queueMax` (at least 1). */
+  ownerQueueMax?: number;
 }
+
+/** The smallest memory limit a child can start under and do its ordinary work with. */
+export const MIN_DECODER_MEMORY_MB = 256;
 
 export interface RunOptions {
   signal?: AbortSignal;
@@ -52,6 +73,12 @@ export interface RunOptions {
    * (the indexer bounds its own concurrency), so a library scan never makes a search 503.
    */
   background?: boolean;
+  /**
+   * Who the job is for (partner + hub user): waiting request jobs are served round-robin across
+   * owners, and one owner holds at most `ownerQueueMax` waiting places. Jobs without an owner
+   * share one turn.
+   */
+  owner?: string;
 }
 
 interface Pending {
@@ -76,6 +103,10 @@ const WORKER = fileURLToPath(new URL('./worker.js', import.meta.url));
 export class ImagePool {
   private readonly slots: Slot[];
   private readonly queue: Pending[] = [];
+  /** When each owner last had a job started (a counter): the least recently served goes next. */
+  private readonly servedAt = new Map<string, number>();
+  private served = 0;
+  private readonly ownerQueueMax: number;
   private nextId = 1;
   private closed = false;
   /** For tests and the benchmark: the most jobs ever running at once, and children forked. */
@@ -86,6 +117,8 @@ export class ImagePool {
 
   constructor(readonly opts: ImagePoolOptions) {
     if (!(opts.size >= 1)) throw new Error('the image pool needs at least one process');
+    if (opts.memoryMb && opts.memoryMb < MIN_DECODER_MEMORY_MB) throw new Error(`the image decoders need a memory limit of at least ${MIN_DECODER_MEMORY_MB} MiB (or none)`);
+    this.ownerQueueMax = opts.ownerQueueMax ?? Math.max(1, Math.ceil(opts.queueMax / 4));
     this.slots = Array.from({ length: opts.size }, () => ({ child: null, ready: false, onReady: null, running: null }));
   }
 
@@ -121,6 +154,10 @@ export class ImagePool {
     if (!free && !opts.background && this.queue.filter((q) => !q.opts.background).length >= this.opts.queueMax) {
       return Promise.reject(new ImageJobError('busy', `${this.opts.size} images are being decoded and ${this.opts.queueMax} are waiting`));
     }
+    if (!free && !opts.background && opts.owner !== undefined && this.queue.filter((q) => !q.opts.background && q.opts.owner === opts.owner).length >= this.ownerQueueMax) {
+      return Promise.reject(new ImageJobError('busy', `${this.ownerQueueMax} images of this account are already waiting to be decoded`));
+    }
+    if (this.opts.maxPixels && (job.op === 'analyse' || job.op === 'render')) job = { ...job, maxPixels: Math.min(job.maxPixels ?? Number.MAX_SAFE_INTEGER, this.opts.maxPixels) };
     return new Promise((resolve, reject) => {
       const p: Pending = { job, opts, resolve, reject };
       if (free) return this.start(free, p);
@@ -141,15 +178,19 @@ export class ImagePool {
   private start(slot: Slot, p: Pending): void {
     if (p.onAbort) p.opts.signal?.removeEventListener('abort', p.onAbort);
     slot.running = p;
+    if (!p.opts.background) this.servedAt.set(p.opts.owner ?? '', ++this.served);
     this.jobs++;
     this.peakRunning = Math.max(this.peakRunning, this.running);
     const child = slot.child ?? this.spawn(slot);
     child.ref();
     (child.channel as { ref?(): void } | undefined)?.ref?.();
+    // Its stderr too, while a job runs: a death's last words are read before the job fails.
+    (child.stderr as { ref?(): void } | null)?.ref?.();
     const id = this.nextId++;
     let settled = false;
     let stop: ImageJobError | null = null;
     let timer: NodeJS.Timeout | undefined;
+    let unreachable: string | null = null;
     const finish = (fn: () => void) => {
       if (settled) return;
       settled = true;
@@ -170,6 +211,8 @@ export class ImagePool {
       // Once the child is being killed, a late answer is ignored: the slot frees at its exit, so
       // no next job is ever sent to a dying process.
       if (m.id !== id || stop) return;
+      // Out of memory: the process is not given another job; the slot frees at its exit.
+      if (!m.ok && m.kind === 'out-of-memory') return kill(new ImageJobError('out-of-memory', m.message));
       finish(() => {
         this.release(slot);
         if (m.ok) p.resolve(m.result);
@@ -181,15 +224,26 @@ export class ImagePool {
     // decoder abort). The slot frees only once the process is gone.
     child.once('exit', (code, signal) => {
       if (slot.child === child) slot.child = null;
-      finish(() => p.reject(stop ?? new ImageJobError('crashed', `the decoder process ended (${signal ?? `exit ${code}`})`)));
-      if (slot.running === p) this.release(slot);
+      const done = () => {
+        finish(() => p.reject(stop ?? crashError(child, code, signal, unreachable)));
+        if (slot.running === p) this.release(slot);
+      };
+      // An unexpected death is told by the child's last words: read them to the end first.
+      const err = child.stderr;
+      if (stop || !err || err.destroyed || err.readableEnded) done();
+      else err.once('close', done);
     });
     // The deadline starts when the job reaches a ready child (a fresh one first loads sharp).
     const dispatch = () => {
       if (settled || stop) return;
       timer = setTimeout(() => kill(new ImageJobError('timeout', `the image was not decoded within ${timeoutMs} ms`)), timeoutMs);
       child.send({ id, job: p.job }, (err) => {
-        if (err) kill(new ImageJobError('crashed', `the decoder process could not be reached (${err.message})`));
+        // The child died while the job was being sent (a job too large for its memory limit, say):
+        // its own last words tell why (crashError), not the broken pipe.
+        if (err && !stop) {
+          unreachable = err.message;
+          child.kill('SIGKILL');
+        }
       });
     };
     if (slot.ready) dispatch();
@@ -207,14 +261,62 @@ export class ImagePool {
       // Idle children stay warm without holding the event loop open.
       child.unref();
       (child.channel as { unref?(): void } | undefined)?.unref?.();
+      (child.stderr as { unref?(): void } | null)?.unref?.();
     }
-    const next = this.queue.shift();
+    const next = this.next();
     if (next) this.start(slot, next);
   }
 
+  /**
+   * The job to start next: among request jobs, the oldest one of the owner served least recently
+   * (an owner never served first; jobs without an owner count as one owner); else the oldest
+   * indexing job.
+   */
+  private next(): Pending | undefined {
+    let pick = -1;
+    let pickServed = Infinity;
+    const seen = new Set<string>();
+    for (let i = 0; i < this.queue.length; i++) {
+      const q = this.queue[i]!;
+      if (q.opts.background) continue;
+      const owner = q.opts.owner ?? '';
+      if (seen.has(owner)) continue; // only each owner's oldest job competes
+      seen.add(owner);
+      const at = this.servedAt.get(owner) ?? 0;
+      if (at < pickServed) {
+        pick = i;
+        pickServed = at;
+      }
+    }
+    if (pick < 0) pick = this.queue.findIndex((q) => q.opts.background);
+    if (pick < 0) return undefined;
+    const [p] = this.queue.splice(pick, 1);
+    // Forget owners with nothing waiting once the map grows: their next job counts as never served.
+    if (this.servedAt.size > 1024) for (const o of this.servedAt.keys()) if (!seen.has(o)) this.servedAt.delete(o);
+    return p;
+  }
+
   private spawn(slot: Slot): ChildProcess {
-    const child = fork(WORKER, [], { serialization: 'advanced', execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    // stderr is read, not inherited: what a decoder prints about hostile content (or V8's report
+    // when it runs out of memory) is not the hub's log; its tail tells an out-of-memory death.
+    const stdio: ['ignore', 'ignore', 'pipe', 'ipc'] = ['ignore', 'ignore', 'pipe', 'ipc'];
+    const limitKb = this.opts.memoryMb ? Math.floor(this.opts.memoryMb * 1024) : 0;
+    const child = limitKb && process.platform !== 'win32'
+      // The limit is set by the shell, which then becomes Node (exec): the IPC channel's
+      // descriptor and variables pass through unchanged, and the limit binds this child only.
+      ? spawn('/bin/sh', ['-c', `ulimit -d ${limitKb} && exec "$0" "$@"`, process.execPath, WORKER], { serialization: 'advanced', stdio })
+      : fork(WORKER, [], { serialization: 'advanced', execArgv: [], stdio });
     child.on('error', () => undefined); // reported through 'exit'
+    const tail: Buffer[] = [];
+    let tailBytes = 0;
+    child.stderr?.on('data', (b: Buffer) => {
+      tail.push(b);
+      tailBytes += b.length;
+      while (tailBytes > 4096 && tail.length > 1) tailBytes -= tail.shift()!.length;
+    });
+    stderrTails.set(child, () => Buffer.concat(tail).toString('utf8'));
+    // An idle child's stderr must not hold the event loop open.
+    (child.stderr as { unref?(): void } | null)?.unref?.();
     slot.child = child;
     slot.ready = false;
     slot.onReady = null;
@@ -246,6 +348,19 @@ export class ImagePool {
   }
 }
 
+const stderrTails = new WeakMap<ChildProcess, () => string>();
+
+/** How libjpeg, GLib and V8 report an allocation that failed, in what a dead child printed. */
+const OUT_OF_MEMORY = /out of memory|insufficient memory|failed to allocate|allocation failed|cannot allocate|bad_alloc/i;
+
+/** A child that died with its job: out of memory (its limit) when its last words say so. */
+function crashError(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null, unreachable: string | null): ImageJobError {
+  const how = signal ?? `exit ${code}`;
+  if (OUT_OF_MEMORY.test(stderrTails.get(child)?.() ?? '')) return new ImageJobError('out-of-memory', `the decoder process ran out of its memory limit (${how})`);
+  if (unreachable) return new ImageJobError('crashed', `the decoder process could not be reached (${unreachable})`);
+  return new ImageJobError('crashed', `the decoder process ended (${how})`);
+}
+
 /** The pool, budget and deadline under which a library decodes its files at indexing time. */
 export interface ImageWork {
   pool: ImagePool;
@@ -259,10 +374,15 @@ let fallback: ImageWork | null = null;
 
 /**
  * For code that runs without a Hub (the `damhub index` command, tests, benchmarks): one small
- * shared pool (one process per core, at most 4) with the default indexing budget. Its idle
+ * shared pool (one process per core, at most 4) with the default indexing budget, pixel limit and
+ * memory limit (config.ts: imageIndexDecodeBudget, imageIndexMaxPixels, imageDecoderMemoryMb). Its idle
  * children do not keep the process alive.
  */
 export function defaultImageWork(): ImageWork {
-  fallback ??= { pool: new ImagePool({ size: Math.max(1, Math.min(4, availableParallelism())), queueMax: 16, timeoutMs: 60_000 }), budget: 268_402_689, timeoutMs: 60_000 };
+  fallback ??= {
+    pool: new ImagePool({ size: Math.max(1, Math.min(4, availableParallelism())), queueMax: 16, timeoutMs: 60_000, memoryMb: 1024, maxPixels: 268_402_689 }),
+    budget: 268_402_689,
+    timeoutMs: 60_000,
+  };
   return fallback;
 }

@@ -4,12 +4,19 @@
  * never the server's, and can be stopped by killing the process (native work in flight cannot be
  * stopped any other way). The parent sends a job, this process answers one message per job.
  *
- * Each job reads the header first (sharp's metadata(): header only), checks the declared size and
- * the decode budget (budget.ts), and only then decodes the first page, once.
+ * Each job reads the header first (sharp's metadata(): header only; for a JPEG also its marker
+ * stream, jpeg.ts), checks the declared size and the decode budget (budget.ts), and only then
+ * decodes the first page, once.
+ *
+ * The pool may start this process under a memory limit (pool.ts, imageDecoderMemoryMb). A decoder
+ * that hits it gets an allocation failure: the job is answered 'out-of-memory' and this process
+ * then exits, since a process that ran out of memory halfway through native code is not trusted
+ * with the next job (the pool forks a fresh one).
  */
 import fs from 'node:fs';
 import sharp, { type Metadata, type Sharp } from 'sharp';
-import { decodeCost, overBudgetMessage, RASTER_FORMATS } from './budget.js';
+import { decodeCost, MAX_JPEG_SCANS, overBudgetMessage, RASTER_FORMATS } from './budget.js';
+import { jpegStructure } from './jpeg.js';
 import type { JobReply, WorkerJob } from './jobs.js';
 
 // One libvips thread per job (the pool's size is the concurrency) and no operation cache: jobs are
@@ -18,9 +25,19 @@ sharp.concurrency(1);
 sharp.cache(false);
 
 class JobFailure extends Error {
-  constructor(readonly kind: 'over-budget' | 'undecodable' | 'unsupported', message: string) {
+  constructor(readonly kind: 'over-budget' | 'undecodable' | 'unsupported' | 'out-of-memory', message: string) {
     super(message);
   }
+}
+
+/** How libjpeg, libvips/GLib and V8 word an allocation that failed. */
+const OUT_OF_MEMORY = /insufficient memory|out of memory|failed to allocate|cannot allocate|memory allocation failed|array buffer allocation failed/i;
+
+/** A decode failure: out of memory (the process's limit) or damaged content. */
+function decodeFailure(e: unknown, what: string): JobFailure {
+  const msg = (e as Error)?.message?.split('\n')[0] ?? String(e);
+  if (OUT_OF_MEMORY.test((e as Error)?.message ?? '')) return new JobFailure('out-of-memory', `decoding the image ran out of the decoder's memory limit (${msg})`);
+  return new JobFailure('undecodable', `${what} (${msg})`);
 }
 
 /**
@@ -33,13 +50,22 @@ async function header(input: Buffer | string, target: number, budget: number, ma
   let meta: Metadata;
   try {
     meta = await sharp(input, { limitInputPixels: false }).metadata();
-  } catch {
+  } catch (e) {
+    if (OUT_OF_MEMORY.test((e as Error)?.message ?? '')) throw decodeFailure(e, '');
     throw new JobFailure('undecodable', 'the content is not an image (it could not be decoded)');
   }
   if (!meta.format || !accepted.has(meta.format)) throw new JobFailure('unsupported', `${meta.format ?? 'this'} images are not accepted; send JPEG, PNG, WebP, GIF, TIFF, AVIF or HEIF`);
-  const c = decodeCost(meta, target);
+  // A JPEG's scans and coefficient buffer cost at full size whatever the output (budget.ts).
+  let jpeg: ReturnType<typeof jpegStructure> = null;
+  try {
+    jpeg = meta.format === 'jpeg' ? jpegStructure(input) : null;
+  } catch {
+    throw new JobFailure('undecodable', 'the JPEG file could not be read');
+  }
+  const c = decodeCost(meta, target, jpeg);
   if (!c.width || !c.height) throw new JobFailure('undecodable', 'the image has no dimensions');
   if (c.width * c.height > maxPixels) throw new JobFailure('over-budget', `the image declares ${c.width}×${c.height} pixels, over the limit of ${maxPixels}`);
+  if (jpeg && jpeg.scans.length > MAX_JPEG_SCANS) throw new JobFailure('over-budget', `the JPEG image has ${jpeg.scans.length} scans, over the limit of ${MAX_JPEG_SCANS} (each scan walks the whole image)`);
   if (c.cost > budget) throw new JobFailure('over-budget', overBudgetMessage(c, budget));
   return { format: c.format, width: c.width, height: c.height };
 }
@@ -70,12 +96,12 @@ async function run(job: WorkerJob): Promise<unknown> {
         for (const o of job.outputs) outputs.push((await finish(sharp(mid.data, { raw }), o)).data);
       }
     } catch (e) {
-      throw new JobFailure('undecodable', `the image is damaged or truncated (${(e as Error).message.split('\n')[0]})`);
+      throw decodeFailure(e, 'the image is damaged or truncated');
     }
     return { ...h, outputs };
   }
   if (job.op === 'render') {
-    const h = await header(job.source, job.preview.size, job.budget, Number.MAX_SAFE_INTEGER, RENDERABLE);
+    const h = await header(job.source, job.preview.size, job.budget, job.maxPixels ?? Number.MAX_SAFE_INTEGER, RENDERABLE);
     let preview: Buffer;
     try {
       // failOn 'none': a truncated library file still yields what could be decoded.
@@ -86,7 +112,7 @@ async function run(job: WorkerJob): Promise<unknown> {
         .jpeg({ quality: job.preview.quality, mozjpeg: false })
         .toBuffer();
     } catch (e) {
-      throw new JobFailure('undecodable', `the image could not be decoded (${(e as Error).message.split('\n')[0]})`);
+      throw decodeFailure(e, 'the image could not be decoded');
     }
     const thumb = await sharp(preview).resize(job.thumbnail.size, job.thumbnail.size, { fit: 'inside', withoutEnlargement: true }).jpeg({ quality: job.thumbnail.quality }).toBuffer();
     await writeAtomic(job.preview.file, preview);
@@ -113,7 +139,13 @@ async function writeAtomic(file: string, data: Buffer): Promise<void> {
 process.on('message', (msg: { id: number; job: WorkerJob }) => {
   run(msg.job).then(
     (result) => process.send!({ id: msg.id, ok: true, result } satisfies JobReply),
-    (e: unknown) => process.send!({ id: msg.id, ok: false, kind: e instanceof JobFailure ? e.kind : 'failed', message: (e as Error).message.split('\n')[0] ?? 'failed' } satisfies JobReply),
+    (e: unknown) => {
+      const f = e instanceof JobFailure ? e : OUT_OF_MEMORY.test((e as Error)?.message ?? '') ? decodeFailure(e, '') : null;
+      const reply: JobReply = { id: msg.id, ok: false, kind: f?.kind ?? 'failed', message: (f ?? (e as Error)).message.split('\n')[0] ?? 'failed' };
+      // Out of memory: answer, then go (the pool forks a fresh process for the next job).
+      if (f?.kind === 'out-of-memory') process.send!(reply, () => process.exit(0));
+      else process.send!(reply);
+    },
   );
 });
 // The parent going away (crash, kill) ends this process too.

@@ -88,3 +88,25 @@ export async function startLibraryHub(files: Record<string, Buffer | string>, op
     },
   };
 }
+
+/**
+ * The library's DAM login against a real server over HTTP, through its real form: the page's
+ * cookies and hidden fields are sent back with the credentials, as a browser would.
+ */
+export async function libraryLoginOverHttp(baseUrl: string, access: string, user: string, password: string): Promise<string> {
+  const api = `${baseUrl}/api/v1`;
+  const start = (await (await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: { authorization: `Bearer ${access}` } })).json()) as { state: string; redirect_uri: string };
+  const page = await fetch(start.redirect_uri);
+  const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const html = await page.text();
+  const action = /<form method="post" action="([^"]+)"/.exec(html)![1]!.replace(/&amp;/g, '&');
+  const fields = new URLSearchParams();
+  for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)) fields.set(m[1]!, m[2]!);
+  fields.set('username', user);
+  fields.set('password', password);
+  const signin = await fetch(new URL(action, start.redirect_uri), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) }, body: fields });
+  assert.equal(signin.status, 200, await signin.text());
+  const dam = (await (await fetch(`${api}/auth/login?state=${encodeURIComponent(start.state)}&polling=true`)).json()) as { access_token: string };
+  assert.ok(dam.access_token, 'the login finished');
+  return dam.access_token;
+}

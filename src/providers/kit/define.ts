@@ -254,7 +254,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
      * the answer is 503 with nothing requested. `signal` fires when no client waits for this
      * production any more: the upstream request and body, and the decode, are aborted.
      */
-    const makeThumbnail = async (c: C, item: Record<string, unknown>, signal: AbortSignal): Promise<Thumbnail & { stale?: boolean }> => {
+    const makeThumbnail = async (c: C, item: Record<string, unknown>, signal: AbortSignal, owner: string): Promise<Thumbnail & { stale?: boolean }> => {
       const { [VERSION_KEY]: version, ...plain } = item;
       const budget = { maxBytes: thumbs.maxBytes, timeoutMs: thumbs.timeoutMs };
       let slot: ReadSlot;
@@ -267,13 +267,13 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
       try {
         const upstream = http.during(signal);
         const vendor = thumbnail ? await thumbnail({ cred: c, http: upstream, item: plain }) : null;
-        if (vendor) return await renderUpstream(vendor, thumbs.images, budget, signal);
+        if (vendor) return await renderUpstream(vendor, thumbs.images, budget, signal, owner);
         if (!download) return { kind: 'icon', reason: 'the connector offers no thumbnail and no download' };
         const up = await download({ cred: c, http: upstream, item: plain, range: undefined, ifNoneMatch: undefined });
         // The file changed since it was listed: its bytes are not the version the key names.
         const now = etagOf(up);
         const stale = typeof version === 'string' && now !== undefined && now !== version;
-        return { ...(await renderUpstream(up, thumbs.images, budget, signal)), stale };
+        return { ...(await renderUpstream(up, thumbs.images, budget, signal, owner)), stale };
       } finally {
         slot.release();
       }
@@ -307,8 +307,10 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
             if (req.headers['if-none-match'] === etag) return reply.code(304).header('etag', etag).header('cache-control', 'private, max-age=3600').send();
             // Concurrent requests share the one production (single-flight); it runs while at least
             // one of them still waits, and is aborted, upstream read included, when the last leaves.
+            // The decode waits its turn among the pool's jobs fairly per partner + hub user (src/images/pool.ts).
+            const owner = JSON.stringify([grant.partnerId, grant.userId]);
             const t = await whileConnected(reply.raw, (gone) =>
-              cachedThumbnail(thumbCache, key, (production) => makeThumbnail(c, grant.item, production), gone));
+              cachedThumbnail(thumbCache, key, (production) => makeThumbnail(c, grant.item, production, owner), gone));
             const name = (req.params as { name: string }).name;
             if (t.kind === 'icon') {
               // A tile for the picker, not a cached answer: the next request tries again.

@@ -137,7 +137,7 @@ export function looksRaster(b: Buffer): boolean {
  * firing (no client waits any more) aborts the read or the decode; anything else (the upstream's
  * own errors) propagates.
  */
-export async function renderUpstream(up: UpstreamResponse, images: ImageWork, budget: ThumbnailBudget, signal?: AbortSignal): Promise<Thumbnail> {
+export async function renderUpstream(up: UpstreamResponse, images: ImageWork, budget: ThumbnailBudget, signal?: AbortSignal, owner?: string): Promise<Thumbnail> {
   if (up.status !== 200) {
     discard(up.body);
     return { kind: 'icon', reason: `the upstream answered ${up.status}` };
@@ -158,7 +158,7 @@ export async function renderUpstream(up: UpstreamResponse, images: ImageWork, bu
   try {
     const source = path.join(dir, 'source');
     await spoolCapped(up.body, source, budget.maxBytes, budget.timeoutMs, signal);
-    return { kind: 'image', bytes: await render(source, dir, images, signal), cached: false };
+    return { kind: 'image', bytes: await render(source, dir, images, signal, owner), cached: false };
   } catch (e) {
     if (e instanceof BadBytes) return { kind: 'icon', reason: e.message };
     if (e instanceof ImageJobError) {
@@ -173,13 +173,13 @@ export async function renderUpstream(up: UpstreamResponse, images: ImageWork, bu
 }
 
 /** Decodes the original at `source` in the pool (header checked against the budget first) into the thumbnail JPEG. */
-async function render(source: string, dir: string, images: ImageWork, signal?: AbortSignal): Promise<Buffer> {
+async function render(source: string, dir: string, images: ImageWork, signal?: AbortSignal, owner?: string): Promise<Buffer> {
   const thumb = path.join(dir, 'thumbnail.jpg');
   await images.pool.run({
     op: 'render', source, budget: images.budget,
     preview: { file: path.join(dir, 'preview.jpg'), ...PREVIEW },
     thumbnail: { file: thumb, ...THUMBNAIL },
-  }, { timeoutMs: images.timeoutMs, signal });
+  }, { timeoutMs: images.timeoutMs, signal, owner });
   return fs.promises.readFile(thumb);
 }
 
