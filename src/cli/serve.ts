@@ -93,7 +93,9 @@ export async function serve(config: HubConfig): Promise<number> {
       force.unref();
       app.close()
         // After the last request, before the stores close: the demo's account, partner and key go.
-        .then(() => (ephemeral ? removeDemoLeftovers(demoState(hub)).then(() => undefined) : undefined))
+        .then(() => (ephemeral ? removeDemoLeftovers(demoState(hub)).then(() => undefined, (e) => {
+          app.log.error({ err: e }, `the demo account and partner could not be removed; remove them with: ${demoCleanCommand(config)}`);
+        }) : undefined))
         .then(() => hub.close()).then(() => {
         clearTimeout(force);
         resolve(0);
