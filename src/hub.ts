@@ -131,7 +131,8 @@ export class Hub {
     });
     this.sessions = new SessionService(this.stores, this.hubTokens, this.clock, config.refreshTokenTtlSec, config.refreshGraceSec,
       (partnerId, sub) => this.damLogin.userHash(partnerId, 'hub', sub));
-    this.connections = new ProviderConnections(this.providerTokens, this.providers, config.providerTokenTtlSec, config.providerRefreshTtlSec, config.providerTimeoutMs);
+    this.connections = new ProviderConnections(this.providerTokens, this.providers, config.providerTokenTtlSec, config.providerRefreshTtlSec,
+      { store: this.stores.sessions, clock: this.clock, graceSec: config.refreshGraceSec }, config.providerTimeoutMs);
   }
 
   /** Work that must finish before serving: each provider's start() (the library's demo account and cheap rescan). */

@@ -26,6 +26,12 @@ export interface ProviderTokenClaims {
   /** Partner id. */
   pid: string;
   cred: ProviderCredentials;
+  /**
+   * Refresh tokens only: the rotation family (a row of the session store) and this token's place in
+   * it (src/auth/dam-refresh.ts). A refresh token without them (issued before rotation) is refused.
+   */
+  fam?: string;
+  jti?: string;
   exp: number;
 }
 
@@ -64,7 +70,7 @@ export class ProviderTokens {
   async issue(c: Omit<ProviderTokenClaims, 'exp'>, ttlSec: number): Promise<string> {
     const key = this.keys.active('enc');
     const now = seconds(this.clock.now());
-    return new EncryptJWT({ typ: c.typ, prv: c.prv, pid: c.pid, cred: c.cred })
+    return new EncryptJWT({ typ: c.typ, prv: c.prv, pid: c.pid, cred: c.cred, ...(c.fam && c.jti ? { fam: c.fam, jti: c.jti } : {}) })
       .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: key.kid })
       .setSubject(c.sub)
       .setIssuedAt(now)
@@ -107,6 +113,7 @@ export class ProviderTokens {
       throw new ProviderTokenError('the provider token lacks its claims');
     }
     const claims: ProviderTokenClaims = { typ, prv: payload.prv, sub: payload.sub, pid: payload.pid, cred: payload.cred as ProviderCredentials, exp: payload.exp };
+    if (typeof payload.fam === 'string' && typeof payload.jti === 'string') Object.assign(claims, { fam: payload.fam, jti: payload.jti });
     // Shared by every later request with this token: frozen, so no caller can change another's view.
     Object.freeze(claims.cred);
     Object.freeze(claims);

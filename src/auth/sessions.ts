@@ -9,6 +9,7 @@ import type { Partner, Session, Stores, User } from '../stores/types.js';
 import { bearer, type TokenPair } from './exchange.js';
 import { ACCESS_TYP, HubTokenError, REFRESH_TYP, type HubClaims, type HubTokens } from './hub-tokens.js';
 import { PrincipalCache, type HubPrincipal } from './principal-cache.js';
+import { rotateFamily } from './refresh-family.js';
 
 export type { HubPrincipal };
 
@@ -107,18 +108,9 @@ export class SessionService {
 
     const next = randomUUID();
     const expiresAt = now + this.refreshTtlSec * 1000;
-    let refreshJti: string;
-    if (rc.jti === session.currentJti && (await this.stores.sessions.rotate(session.id, rc.jti, next, now, expiresAt))) {
-      refreshJti = next;
-    } else {
-      // Either this token was already rotated, or a concurrent refresh rotated it a moment ago.
-      const fresh = (await this.stores.sessions.get(session.id))!;
-      const inGrace = fresh.previousJti === rc.jti && now - fresh.rotatedAt <= this.graceSec * 1000 && fresh.revokedAt === null;
-      if (!inGrace) {
-        await this.stores.sessions.revoke(session.id, now);
-        throw hubError('provider-access-token-invalid', 'this refresh token was already used; the session has been revoked as a precaution. Exchange a new partner JWT');
-      }
-      refreshJti = fresh.currentJti;
+    const refreshJti = await rotateFamily(this.stores.sessions, session, rc.jti, now, expiresAt, this.graceSec * 1000, next);
+    if (refreshJti === null) {
+      throw hubError('provider-access-token-invalid', 'this refresh token was already used; the session has been revoked as a precaution. Exchange a new partner JWT');
     }
     const sess = (await this.stores.sessions.get(session.id))!;
     const a = await this.tokens.issueAccess({ sub: user.id, pid: partner.id, sid: session.id });

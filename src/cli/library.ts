@@ -18,6 +18,11 @@ import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marke
 import { defaultConfig } from '../config.js';
 import { ImagePool, MIN_DECODER_MEMORY_MB, type ImageWork } from '../images/pool.js';
 
+/** Whether the data directory has a library index of its own (the SQLite file; PostgreSQL is the cluster's). */
+export function hasLibraryIndex(data: string | undefined): boolean {
+  return fs.existsSync(path.join(path.resolve(data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub'), 'library', 'library.sqlite'));
+}
+
 function libraryDataDir(data: string | undefined): string {
   const dir = path.join(path.resolve(data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub'), 'library');
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -31,7 +36,7 @@ const dbOpt = { 'database-url': { type: 'string' } } as const;
  * given, the cluster's shared index (migrated first, as `damhub migrate` would); else the
  * embedded SQLite file in the data directory.
  */
-async function openIndex(values: { data?: string; 'database-url'?: string }): Promise<{ index: LibraryIndexStore; pool: import('pg').Pool | null; close(): Promise<void> }> {
+export async function openIndex(values: { data?: string; 'database-url'?: string }): Promise<{ index: LibraryIndexStore; pool: import('pg').Pool | null; close(): Promise<void> }> {
   const url = values['database-url'] || process.env.DATABASE_URL;
   if (url) {
     const pool = createPgPool(url);

@@ -15,9 +15,11 @@ import { migratePg, createPgPool } from '../stores/postgres/index.js';
 import { StoreConflictError, type Stores } from '../stores/types.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
 import { serve } from './serve.js';
-import { indexCommand, usersCommand } from './library.js';
+import { hasLibraryIndex, indexCommand, openIndex, usersCommand } from './library.js';
+import { removeDemoLeftovers } from '../demo/leftovers.js';
 import { connectorsCommand } from './connectors-check.js';
 import { dataOpt, parse, UsageError } from './args.js';
+import { serveEnv, unknownEnvWarnings, type ServeEnvName } from './env-vars.js';
 import { AddressPolicy } from '../net/safe-fetch.js';
 import { MIN_DECODER_MEMORY_MB } from '../images/pool.js';
 import { runStdio } from '../mcp/stdio.js';
@@ -41,6 +43,8 @@ const COMMAND_USAGE: Record<string, string> = {
   index: '  damhub index [--library DIR] [--data DIR] [--concurrency N (default 8)] [--database-url URL]',
   keys: '  damhub keys rotate [--data DIR | --database-url URL --redis-url URL]',
   migrate: '  damhub migrate [--database-url URL] [--data DIR]',
+  demo: `  damhub demo clean [--data DIR | --database-url URL --redis-url URL]
+    removes what demo mode left: the library account demo/demo-password, the demo partner and its key.`,
   mcp: '  damhub mcp --user SUB [--data DIR] [--library DIR] [--public-url URL]   (MCP over stdio; docs/mcp.md)',
   connectors: `  damhub connectors check ID [--server-url URL] [--field NAME=VALUE|NAME=-]... [--fields-file FILE.json]
                [--term WORD] [--folder ID] [--max-assets N] [--max-bytes N] [--timeout S] [--json] [--open]
@@ -63,6 +67,9 @@ export async function main(argv: string[]): Promise<number> {
   process.umask(0o077);
   try {
     const [cmd, ...rest] = argv;
+    // A DAMHUB_* variable no command reads is most likely a typo of one that matters (a metrics
+    // token spelt DAMHUB_METRIC_TOKEN leaves /metrics open): said on stderr before anything starts.
+    if (cmd && COMMAND_USAGE[cmd]) for (const w of unknownEnvWarnings(process.env)) process.stderr.write(`damhub: warning: ${w}\n`);
     switch (cmd) {
       case 'serve':
         return await serveCommand(rest);
@@ -78,6 +85,8 @@ export async function main(argv: string[]): Promise<number> {
         return await migrateCommand(rest);
       case 'mcp':
         return await mcpCommand(rest);
+      case 'demo':
+        return await demoCommand(rest);
       case 'connectors':
         return await connectorsCommand(rest, (values) => configFrom(values));
       case undefined:
@@ -102,13 +111,16 @@ export async function main(argv: string[]): Promise<number> {
 
 /** Flags win over environment variables, which win over defaults. */
 export function configFrom(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): HubConfig {
-  const pick = (flag: string, envName: string) => (values[flag] as string | undefined) ?? env[envName];
+  // Only the names of src/cli/env-vars.ts can be read here: that list is also what the start-up
+  // warning about unknown DAMHUB_* variables and the documentation test check against.
+  const read = serveEnv(env);
+  const pick = (flag: string, envName: ServeEnvName | 'DATABASE_URL' | 'REDIS_URL') => (values[flag] as string | undefined) ?? (envName.startsWith('DAMHUB_') ? read(envName as ServeEnvName) : env[envName]);
   const port = pick('port', 'DAMHUB_PORT');
   const portNum = port === undefined ? 8080 : Number(port);
   if (!Number.isInteger(portNum) || portNum < 0 || portNum > 65535) throw new UsageError(`--port must be 0..65535, got ${port}`);
   const host = pick('host', 'DAMHUB_HOST') ?? '127.0.0.1';
-  const num = (envName: string) => {
-    const v = env[envName];
+  const num = (envName: ServeEnvName) => {
+    const v = read(envName);
     if (v === undefined) return undefined;
     const n = Number(v);
     if (!Number.isFinite(n) || n < 0) throw new UsageError(`${envName} must be a non-negative number`);
@@ -119,14 +131,15 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     port: portNum,
     dataDir: path.resolve(pick('data', 'DAMHUB_DATA_DIR') ?? '.damhub'),
     libraryDir: pick('library', 'DAMHUB_LIBRARY') ? path.resolve(pick('library', 'DAMHUB_LIBRARY')!) : null,
-    demo: values.demo === true || env.DAMHUB_DEMO === '1' || env.DAMHUB_DEMO === 'true',
+    demo: values.demo === true || read('DAMHUB_DEMO') === '1' || read('DAMHUB_DEMO') === 'true',
     databaseUrl: pick('database-url', 'DATABASE_URL') || null,
     redisUrl: pick('redis-url', 'REDIS_URL') || null,
-    redisKeyPrefix: env.DAMHUB_REDIS_PREFIX || 'damhub:',
-    adminKey: env.DAMHUB_ADMIN_KEY ?? null,
-    logLevel: env.DAMHUB_LOG_LEVEL ?? 'info',
+    redisKeyPrefix: read('DAMHUB_REDIS_PREFIX') || 'damhub:',
+    adminKey: read('DAMHUB_ADMIN_KEY') ?? null,
+    metricsToken: read('DAMHUB_METRICS_TOKEN') || null,
+    logLevel: read('DAMHUB_LOG_LEVEL') ?? 'info',
     oauthApps: oauthAppsFromEnv(env),
-    oauthPkceSecret: env.DAMHUB_OAUTH_PKCE_SECRET || null,
+    oauthPkceSecret: read('DAMHUB_OAUTH_PKCE_SECRET') || null,
   };
   const publicUrl = pick('public-url', 'DAMHUB_PUBLIC_URL');
   if (publicUrl) overrides.publicUrl = publicUrl.replace(/\/+$/, '');
@@ -154,8 +167,9 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (pageCacheMb !== undefined) overrides.pageCacheBytes = Math.round(pageCacheMb * 1024 * 1024);
   const grace = num('DAMHUB_REFRESH_GRACE');
   if (grace !== undefined) overrides.refreshGraceSec = grace;
-  if (env.DAMHUB_IMAGE_FETCH_ALLOW) {
-    overrides.imageFetchAllow = env.DAMHUB_IMAGE_FETCH_ALLOW.split(',').map((s) => s.trim()).filter(Boolean);
+  const fetchAllow = read('DAMHUB_IMAGE_FETCH_ALLOW');
+  if (fetchAllow) {
+    overrides.imageFetchAllow = fetchAllow.split(',').map((s) => s.trim()).filter(Boolean);
     try {
       new AddressPolicy(overrides.imageFetchAllow);
     } catch {
@@ -168,7 +182,7 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (imageBytes !== undefined) overrides.imageMaxBytes = imageBytes;
   const imagePixels = num('DAMHUB_IMAGE_MAX_PIXELS');
   if (imagePixels !== undefined) overrides.imageMaxPixels = imagePixels;
-  const numbers: [string, keyof HubConfig, number][] = [
+  const numbers: [ServeEnvName, keyof HubConfig, number][] = [
     ['DAMHUB_IMAGE_DECODE_BUDGET', 'imageDecodeBudget', 1],
     ['DAMHUB_IMAGE_INDEX_DECODE_BUDGET', 'imageIndexDecodeBudget', 1],
     ['DAMHUB_IMAGE_POOL_SIZE', 'imagePoolSize', 1],
@@ -207,8 +221,10 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     if (weight > 1) throw new UsageError('DAMHUB_IMAGE_MODEL_WEIGHT must be between 0 and 1');
     overrides.imageModelWeight = weight;
   }
-  if (env.DAMHUB_MCP_ISSUER) overrides.mcpIssuer = env.DAMHUB_MCP_ISSUER;
-  if (env.DAMHUB_MCP_JWKS_URL) overrides.mcpJwksUrl = env.DAMHUB_MCP_JWKS_URL;
+  const mcpIssuer = read('DAMHUB_MCP_ISSUER');
+  if (mcpIssuer) overrides.mcpIssuer = mcpIssuer;
+  const mcpJwks = read('DAMHUB_MCP_JWKS_URL');
+  if (mcpJwks) overrides.mcpJwksUrl = mcpJwks;
   try {
     overrides.connectors = connectorsFromEnv(env);
     overrides.connectorEndpoints = connectorEndpointsFromEnv(env);
@@ -400,4 +416,29 @@ async function mcpCommand(args: string[]): Promise<number> {
   clusterMode(config);
   if (config.libraryDir) claimLibraryRoot(config.dataDir, libraryFolder(config.libraryDir));
   return runStdio({ ...config, logLevel: 'silent' }, user);
+}
+
+/**
+ * `damhub demo clean`: removes the demo's library account, partner and key from a data directory
+ * (or the cluster's database) that a crashed demo or an older version left them in (src/demo/leftovers.ts).
+ */
+async function demoCommand(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== 'clean') throw new UsageError(`unknown demo command ${JSON.stringify(sub ?? '')}`);
+  const { values } = parse(rest, { ...dataOpt, ...clusterOpts });
+  const dataDir = path.resolve(values.data ?? process.env.DAMHUB_DATA_DIR ?? '.damhub');
+  const cluster = Boolean(values['database-url'] || process.env.DATABASE_URL);
+  const store = await openStore(values);
+  // The library's accounts: the cluster's PostgreSQL, or the data dir's SQLite index when there is one.
+  const library = cluster || hasLibraryIndex(values.data) ? await openIndex(values) : null;
+  try {
+    const removed = await removeDemoLeftovers({ dataDir, partners: store.partners, library: library?.index ?? null });
+    process.stdout.write(removed.length ? removed.map((r) => `removed ${r}\n`).join('') : 'no demo account, partner or key found\n');
+    // Running nodes drop what they cached of the removed partner (cluster mode).
+    if (store instanceof ClusterStores) await store.redis.publishInvalidate();
+  } finally {
+    await library?.close();
+    await store.close();
+  }
+  return 0;
 }

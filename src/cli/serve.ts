@@ -2,7 +2,9 @@ import path from 'node:path';
 import { buildApp } from '../app.js';
 import { ensureDemoLibrary } from '../demo/library.js';
 import type { HubConfig } from '../config.js';
-import { openHub } from '../hub.js';
+import { openHub, type Hub } from '../hub.js';
+import { demoCleanCommand, ephemeralDemo, findDemoLeftovers, removeDemoLeftovers, type DemoState } from '../demo/leftovers.js';
+import { UsageError } from './args.js';
 import { DEMO_LIBRARY_ACCOUNT, embeddedLibrary } from '../catalog.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
@@ -21,6 +23,13 @@ export async function serve(config: HubConfig): Promise<number> {
   }
   // One data directory, one library: refused here, before anything re-indexes another folder.
   if (config.libraryDir) claimLibraryRoot(config.dataDir, config.libraryDir);
+  // Demo mode over one's own folder leaves nothing behind (src/demo/leftovers.ts): its account and
+  // partner are removed at stop. In a cluster that would end the demo of every node at the first
+  // one's stop, and a crashed node's leftovers would be every node's: one node (SQLite) only.
+  const ephemeral = ephemeralDemo(config);
+  if (ephemeral && config.databaseUrl) {
+    throw new UsageError('--demo with your own --library runs on one node with its own data dir (SQLite), not in cluster mode: preview the folder without --database-url/--redis-url (README.md, "Preview your own folder")');
+  }
   // SQLite in the data dir, or PostgreSQL + Redis with the cluster's shared keys (connected and
   // migrated here, before serving).
   const { hub, follower } = await openHub(config);
@@ -32,6 +41,9 @@ export async function serve(config: HubConfig): Promise<number> {
     await hub.close().catch(() => undefined);
     throw e;
   }
+  // A demo account, partner or key left by a crashed demo or an older version: said, with the command that removes them.
+  const leftovers = config.demo ? [] : await findDemoLeftovers(demoState(hub)).catch(() => []);
+  for (const l of leftovers) process.stderr.write(`damhub: warning: demo mode left ${l} in this data directory; remove it with: ${demoCleanCommand(config)}\n`);
   const app = await buildApp(hub);
   let address: string;
   try {
@@ -58,7 +70,7 @@ export async function serve(config: HubConfig): Promise<number> {
     `  stores:         ${config.databaseUrl ? 'PostgreSQL + Redis (cluster mode)' : `SQLite in ${config.dataDir}`}`,
     config.demo ? `  demo page:      ${base}/demo` : null,
     config.libraryDir ? `  library:        ${config.libraryDir} (${(await library?.index.fileStates())?.size ?? 0} files indexed${library?.isIndexer === false ? ', another node is the indexer' : ''})` : null,
-    config.demo && library ? `  library login:  ${DEMO_LIBRARY_ACCOUNT.name} / ${DEMO_LIBRARY_ACCOUNT.password}` : null,
+    config.demo && library ? `  library login:  ${DEMO_LIBRARY_ACCOUNT.name} / ${DEMO_LIBRARY_ACCOUNT.password}${ephemeral ? ' (removed with the demo partner when this hub stops)' : ''}` : null,
     `  API reference:  ${base}/api/v1/docs`,
     `  OpenAPI:        ${base}/api/v1/openapi.json`,
     `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics${config.metricsToken ? ' (bearer DAMHUB_METRICS_TOKEN)' : ' (open; set DAMHUB_METRICS_TOKEN to protect it)'}`,
@@ -79,7 +91,12 @@ export async function serve(config: HubConfig): Promise<number> {
         resolve(1);
       }, config.shutdownGraceMs);
       force.unref();
-      app.close().then(() => hub.close()).then(() => {
+      app.close()
+        // After the last request, before the stores close: the demo's account, partner and key go.
+        .then(() => (ephemeral ? removeDemoLeftovers(demoState(hub)).then(() => undefined, (e) => {
+          app.log.error({ err: e }, `the demo account and partner could not be removed; remove them with: ${demoCleanCommand(config)}`);
+        }) : undefined))
+        .then(() => hub.close()).then(() => {
         clearTimeout(force);
         resolve(0);
       }, (e) => {
@@ -90,6 +107,11 @@ export async function serve(config: HubConfig): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+}
+
+/** The demo's state of this hub: its data dir, its partners and its library's accounts. */
+function demoState(hub: Hub): DemoState {
+  return { dataDir: hub.config.dataDir, partners: hub.stores.partners, library: embeddedLibrary(hub.providers)?.index ?? null };
 }
 
 /** What to do about a failed listen, in one line (Node's "listen EADDRINUSE: address already in use ::1:8080" says neither). */

@@ -15,7 +15,8 @@ import type { LoginHost, LoginIdentity } from '../providers/contract.js';
 import { featuresOf } from '../providers/capabilities.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Stores } from '../stores/types.js';
-import { DAM_ACCESS_TYP, DAM_REFRESH_TYP, type ProviderTokens } from '../auth/provider-tokens.js';
+import { DAM_ACCESS_TYP, type ProviderTokens } from '../auth/provider-tokens.js';
+import { startDamRefreshFamily } from '../auth/dam-refresh.js';
 import { DEFAULT_SIGNIN_LIMITS, SignInThrottle, type SignInLimits, type SignInReservation, type SignInSubject } from '../auth/signin-throttle.js';
 import type { HubPrincipal } from '../auth/sessions.js';
 
@@ -131,7 +132,8 @@ export class DamLogin implements LoginHost {
       userHash: this.userHash(s.partnerId, s.providerId, identity.accountId),
     };
     if (provider.refresh) {
-      result.refresh_token = await this.tokens.issue({ ...base, typ: DAM_REFRESH_TYP }, this.opts.refreshTtlSec);
+      // A new rotation family (src/auth/dam-refresh.ts): each refresh moves it on, a reuse revokes it.
+      result.refresh_token = await startDamRefreshFamily(this.stores.sessions, this.tokens, base, this.clock.now(), this.opts.refreshTtlSec);
     }
     if (!(await this.stores.logins.settle(state, 'completed', result, null))) throw hubError('hub-validation-error', 'the login was settled concurrently');
   }

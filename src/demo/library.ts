@@ -39,8 +39,13 @@ function xmp(img: DemoImage): string {
     + `<dc:subject><rdf:Bag>${bag}</rdf:Bag></dc:subject></rdf:Description></rdf:RDF></x:xmpmeta>`;
 }
 
+/** The folder is the generated demo library (its marker file), not someone's own. */
+export function isGeneratedDemoLibrary(dir: string): boolean {
+  return fs.existsSync(path.join(dir, '.damhub-demo'));
+}
+
 export async function ensureDemoLibrary(dir: string): Promise<void> {
-  if (fs.existsSync(path.join(dir, '.damhub-demo'))) return;
+  if (isGeneratedDemoLibrary(dir)) return;
   for (const img of IMAGES) {
     const file = path.join(dir, img.file);
     fs.mkdirSync(path.dirname(file), { recursive: true });

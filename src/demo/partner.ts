@@ -12,6 +12,8 @@ import { DEFAULT_AUDIENCE } from '../auth/partners.js';
 import type { Hub } from '../hub.js';
 
 export const DEMO_PARTNER_ID = 'demo';
+/** The demo partner's key pair in the data dir (the generated demo library only: src/demo/leftovers.ts). */
+export const DEMO_KEY_FILE = 'demo-partner.json';
 /** The demo partner's issuer: not a URL of one hub, since several demo hubs may share a data directory. */
 export const DEMO_ISSUER = 'urn:damhub:demo-partner';
 const MAX_DEMO_ORIGINS = 8;
@@ -25,16 +27,17 @@ interface DemoKeys {
 export class DemoPartner {
   private constructor(private readonly keys: DemoKeys, readonly issuer: string, private readonly hub: Hub) {}
 
-  static async setup(hub: Hub): Promise<DemoPartner> {
-    const file = path.join(hub.config.dataDir, 'demo-partner.json');
+  /** `ephemeral` (demo mode over one's own library): the key pair lives in memory only, never in the data dir. */
+  static async setup(hub: Hub, ephemeral = false): Promise<DemoPartner> {
+    const file = path.join(hub.config.dataDir, DEMO_KEY_FILE);
     let keys: DemoKeys;
-    if (fs.existsSync(file)) {
+    if (!ephemeral && fs.existsSync(file)) {
       keys = JSON.parse(fs.readFileSync(file, 'utf8')) as DemoKeys;
     } else {
       const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
       const kid = `demo-${randomUUID().slice(0, 8)}`;
       keys = { kid, privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'RS256' }, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
-      writeSecretFile(file, JSON.stringify(keys));
+      if (!ephemeral) writeSecretFile(file, JSON.stringify(keys));
     }
     // One issuer for every demo hub of the data directory, and each one's origin added to the
     // allowed ones: a second `serve --demo` on another port beside a running one used to rewrite

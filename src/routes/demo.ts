@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { DemoPartner } from '../demo/partner.js';
+import { ephemeralDemo } from '../demo/leftovers.js';
 import { sendHtml } from '../http/html.js';
 
 const REPO = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -12,7 +13,7 @@ const STATIC = path.join(REPO, 'src', 'demo', 'static');
 const PICKER = path.join(REPO, 'packages', 'picker', 'dist', 'damhub-picker.js');
 
 export async function demoRoutes(app: FastifyInstance): Promise<void> {
-  const demo = await DemoPartner.setup(app.hub);
+  const demo = await DemoPartner.setup(app.hub, ephemeralDemo(app.hub.config));
   const page = (file: string, type: string) => {
     const body = fs.readFileSync(path.join(STATIC, file));
     return async (_req: unknown, reply: import('fastify').FastifyReply) => (type.startsWith('text/html') ? sendHtml(reply, 200, body) : reply.type(type).send(body));

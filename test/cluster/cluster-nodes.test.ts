@@ -121,6 +121,30 @@ describe('three hub nodes sharing PostgreSQL and Redis', () => {
     assert.equal(r2.status, 200, JSON.stringify(r2.body));
   });
 
+  test('a DAM refresh token is one rotation family across the nodes: rotated on A, answered within grace on B, reused on B after two rotations and dead on A', async (t) => {
+    if (!env) return t.skip('backing services unavailable');
+    const [a, b, c] = nodes as [ServerProcess, ServerProcess, ServerProcess];
+    const ex = await exchange(a, await partner.jwt('u-dam-refresh'));
+    const state = await damSignIn(a, b, ex.body.access_token);
+    const first = (await poll(c, state)).body as { refresh_token: string };
+    const refresh = (n: ServerProcess, dam: string) => call(api(n, '/auth/refreshToken'), { token: ex.body.access_token, dam });
+    const onA = await refresh(a, first.refresh_token);
+    assert.equal(onA.status, 200, JSON.stringify(onA.body));
+    // B sees A's rotation: the same token again is a concurrent refresh within the grace window.
+    const onB = await refresh(b, first.refresh_token);
+    assert.equal(onB.status, 200, JSON.stringify(onB.body));
+    const browse = await call(api(b, '/assets/folder/root'), { token: ex.body.access_token, dam: onB.body.access_token });
+    assert.equal(browse.status, 200, 'the pair answered within grace is usable');
+    const onC = await refresh(c, onB.body.refresh_token);
+    assert.equal(onC.status, 200, JSON.stringify(onC.body));
+    // Two rotations later the first token is neither current nor previous: a reuse, whatever the clock.
+    const reuse = await refresh(b, first.refresh_token);
+    assert.equal(reuse.status, 403, JSON.stringify(reuse.body));
+    assert.equal(reuse.body.errorCode, 'provider-access-token-invalid');
+    const newest = await refresh(a, onC.body.refresh_token);
+    assert.equal(newest.status, 403, `the family's newest token is revoked on every node: ${JSON.stringify(newest.body)}`);
+  });
+
   test(`a partner's exchange limit of ${LIMIT} per minute is one limit across the nodes`, async (t) => {
     if (!env) return t.skip('backing services unavailable');
     const jwts = await Promise.all(Array.from({ length: LIMIT + 1 }, (_, i) => limited.jwt(`u-limit-${i}`)));

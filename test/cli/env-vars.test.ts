@@ -1,0 +1,687 @@
+/**
+ * Issue 28, item 4: DAMHUB_METRICS_TOKEN was documented but never read (the test that covered it
+ * built its config by hand). Here every `DAMHUB_*` variable the docs name (README.md, docs/*.md,
+ * packages/*\/README.md, collected from the docs at run time) has a row, and the row starts the real
+ * CLI (`node bin/damhub.js …`, configured by the environment alone) and checks that the variable
+ * changes what it documents: through HTTP, the start lines, stderr, or files in the data dir.
+ *
+ * Adding a variable: one row in ROWS (its group, its value, its check). The groups are few process
+ * starts, each with the variables of its rows that do not interact. A documented variable without
+ * a row fails the first test, naming it; so does one missing from src/cli/env-vars.ts, the list
+ * configFrom reads through and the unknown-variable warning checks against.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import sharp from 'sharp';
+import { knownEnvNames } from '../../src/cli/env-vars.js';
+import { tempDir } from '../helpers/hub.js';
+import { makeKey, signPartnerJwt, type TestKey } from '../helpers/partner.js';
+import { CLI, freePort, REPO_ROOT, runCli } from '../helpers/process.js';
+import { clusterEnv, type ClusterEnv } from '../helpers/stores-env.js';
+
+// ── the documented variables ────────────────────────────────────────────────────────────────
+function docFiles(): string[] {
+  const docs = fs.readdirSync(path.join(REPO_ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => path.join(REPO_ROOT, 'docs', f));
+  const pkgs = fs.readdirSync(path.join(REPO_ROOT, 'packages')).map((p) => path.join(REPO_ROOT, 'packages', p, 'README.md')).filter((f) => fs.existsSync(f));
+  return [path.join(REPO_ROOT, 'README.md'), ...docs, ...pkgs];
+}
+
+/** name → the doc files naming it (pattern names such as DAMHUB_<ID>_CLIENT_ID included). */
+function documented(): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const f of docFiles()) {
+    for (const m of fs.readFileSync(f, 'utf8').matchAll(/DAMHUB_[A-Z0-9_<>]*[A-Z0-9>]/g)) {
+      const files = out.get(m[0]) ?? [];
+      if (!files.includes(path.relative(REPO_ROOT, f))) files.push(path.relative(REPO_ROOT, f));
+      out.set(m[0], files);
+    }
+  }
+  return out;
+}
+
+// ── hubs started by the environment alone ───────────────────────────────────────────────────
+interface Hub {
+  /** Where it listens (from its start line). */
+  url: string;
+  stdout(): string;
+  stderr(): string;
+  child: ChildProcess;
+  dataDir: string;
+  stop(): Promise<number | null>;
+}
+
+async function startHub(env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<Hub> {
+  // Nothing inherited from the test's own environment but PATH and the like: the rows' values alone.
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DAMHUB_') && k !== 'DATABASE_URL' && k !== 'REDIS_URL'));
+  const child = spawn(process.execPath, [CLI, 'serve'], { cwd: tempDir('damhub-cwd-'), env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
+    child.stdout!.on('data', () => {
+      if (/damhub listening on \S+\n/.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before listening:\n${out}\n${err}`));
+    });
+  });
+  return {
+    url: /damhub listening on (\S+)\n/.exec(out)![1]!,
+    stdout: () => out,
+    stderr: () => err,
+    child,
+    dataDir: env.DAMHUB_DATA_DIR ?? '',
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+interface Answer { status: number; body: any; headers: Headers }
+
+async function call(url: string, init: RequestInit & { token?: string; dam?: string } = {}): Promise<Answer> {
+  const headers = new Headers(init.headers);
+  if (init.token) headers.set('authorization', `Bearer ${init.token}`);
+  if (init.dam) headers.set('provider-authorization', `Bearer ${init.dam}`);
+  const res = await fetch(url, { signal: AbortSignal.timeout(20_000), ...init, headers });
+  const text = await res.text();
+  let body: any = text;
+  try {
+    body = JSON.parse(text);
+  } catch { /* not JSON */ }
+  return { status: res.status, body, headers: res.headers };
+}
+
+/** A partner registered through the admin API (DAMHUB_ADMIN_KEY), and its users' sessions. */
+class Partner {
+  private n = 0;
+  constructor(readonly hub: Hub, readonly key: TestKey, readonly issuer: string) {}
+  static async register(hub: Hub, adminKey: string): Promise<Partner> {
+    const key = await makeKey();
+    const issuer = `https://env-${Math.random().toString(36).slice(2)}.example/`;
+    const r = await call(`${hub.url}/api/v1/admin/partners`, {
+      method: 'POST', token: adminKey, headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'env test', issuer, jwks: { keys: [key.publicJwk] }, rateLimit: 10_000 }),
+    });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    return new Partner(hub, key, issuer);
+  }
+  /** A new hub user: its access and refresh tokens. */
+  async user(): Promise<{ access: string; refresh: string }> {
+    const jwt = await signPartnerJwt(Date.now(), { key: this.key, issuer: this.issuer, sub: `u${++this.n}`, email: `u${this.n}@example.com` });
+    const r = await call(`${this.hub.url}/api/v1/auth/exchangeToken`, { method: 'POST', token: jwt });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return { access: r.body.access_token, refresh: r.body.refresh_token };
+  }
+}
+
+/** POST /auth/login for a provider: the answer (redirect_uri and state when 200). */
+function loginStart(hub: Hub, access: string, provider: string, serverUrl?: string): Promise<Answer> {
+  const q = new URLSearchParams({ provider, polling: 'true', ...(serverUrl ? { serverUrl } : {}) });
+  return call(`${hub.url}/api/v1/auth/login?${q}`, { method: 'POST', token: access });
+}
+
+/** The library sign-in form: its status and page. */
+async function librarySignIn(hub: Hub, state: string, username: string, password: string): Promise<Answer> {
+  return call(`${hub.url}/api/v1/auth/library/signin`, {
+    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ state, username, password }).toString(),
+  });
+}
+
+/** A library DAM token for a fresh hub user (account `alice`). */
+async function damUser(p: Partner): Promise<{ access: string; dam: string }> {
+  const u = await p.user();
+  const s = await loginStart(p.hub, u.access, 'library');
+  assert.equal(s.status, 200, JSON.stringify(s.body));
+  assert.equal((await librarySignIn(p.hub, s.body.state, 'alice', ALICE_PASSWORD)).status, 200);
+  const poll = await call(`${p.hub.url}/api/v1/auth/login?state=${encodeURIComponent(s.body.state)}&polling=true`);
+  assert.equal(typeof poll.body.access_token, 'string', JSON.stringify(poll.body));
+  return { access: u.access, dam: poll.body.access_token };
+}
+
+const imageSearch = (hub: Hub, u: { access: string; dam: string }, dataBase64: string) => call(`${hub.url}/api/v1/assets/search`, {
+  method: 'POST', token: u.access, dam: u.dam, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ dataBase64 }),
+});
+const png = async (w: number, h: number) => sharp({ create: { width: w, height: h, channels: 3, background: { r: 200, g: 80, b: 40 } } }).png().toBuffer();
+const dataUri = (b: Buffer) => `data:image/png;base64,${b.toString('base64')}`;
+
+/** Child processes of a pid (the image pool's decoders). */
+function children(pid: number): number[] {
+  const out: number[] = [];
+  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+    const c = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+    if (c) out.push(...c.split(/\s+/).map(Number));
+  }
+  return out;
+}
+
+/** A start that must fail: exit code 2 and the variable named on stderr. */
+async function refusedStart(env: NodeJS.ProcessEnv, name: string): Promise<void> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DAMHUB_')));
+  const r = await runCli(['serve'], { ...base, DAMHUB_DATA_DIR: tempDir(), DAMHUB_PORT: '0', ...env });
+  assert.notEqual(r.code, 0, `${name}: the start was not refused`);
+  assert.match(r.stderr, new RegExp(name), r.stderr);
+}
+
+const ALICE_PASSWORD = 'correct horse battery';
+
+/** A stand-in for vendors and image hosts: records requests; /hang never answers. */
+class StandIn {
+  readonly requests: { method: string; url: string; body: string; authorization?: string }[] = [];
+  private server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', async () => {
+      this.requests.push({ method: req.method!, url: req.url!, body, authorization: req.headers.authorization });
+      if (req.url === '/hang') return; // never answered
+      if (req.url === '/small.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(await png(16, 16));
+      // Enough of a Bynder portal (its scopes overview) and of a Frontify (GraphQL) for their sign-in probes.
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"groups":[],"data":{"__typename":"RootQuery"}}');
+    });
+  });
+  url = '';
+  async start(): Promise<void> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(this.server.address() as import('node:net').AddressInfo).port}`;
+  }
+  close(): void {
+    this.server.closeAllConnections();
+    this.server.close();
+  }
+}
+
+// ── the rows ───────────────────────────────────────────────────────────────────────────────
+type Group = 'core' | 'signin' | 'oauth' | 'decode' | 'cluster' | 'alone';
+interface Ctx {
+  hub: Hub;
+  partner: Partner;
+  env: NodeJS.ProcessEnv;
+  standIn: StandIn;
+  cluster: ClusterEnv | null;
+  /** Set by the core group's refresh-grace row before the other checks run, read after them. */
+  later: (() => Promise<void>)[];
+}
+interface Row {
+  group: Group;
+  /** The variable's value for its group's start (a function: computed when the group starts). */
+  value?: string | ((c: { standIn: StandIn; dirs: Record<string, string>; port: number; cluster: ClusterEnv | null }) => string);
+  /** What it documents, checked against the running hub (or, for `alone`, on its own). */
+  check(c: Ctx): Promise<void>;
+}
+
+const ADMIN_KEY = 'env-test-admin-key-0123456789abcdef';
+const METRICS_TOKEN = 'env-test-metrics-token-0123456789';
+const connectorId = (name: string) => /^DAMHUB_(.+)_(CLIENT_ID|CLIENT_SECRET|ENDPOINTS)$/.exec(name)![1]!.toLowerCase();
+
+/** An OAuth connector's app and origins: its login goes to the replaced authorize origin with the configured client id. */
+function oauthRows(id: string, endpoints: (s: string) => Record<string, string>, serverUrl?: (s: string) => string): Record<string, Row> {
+  const ID = id.toUpperCase();
+  const redirect = async (c: Ctx) => {
+    const u = await c.partner.user();
+    const before = c.standIn.requests.length;
+    const r = await loginStart(c.hub, u.access, id, serverUrl?.(c.standIn.url));
+    assert.equal(r.status, 200, `${id}: ${JSON.stringify(r.body)} ${JSON.stringify(c.standIn.requests.slice(before))}`);
+    return new URL(r.body.redirect_uri);
+  };
+  return {
+    [`DAMHUB_${ID}_CLIENT_ID`]: {
+      group: 'oauth', value: `client-${id}`,
+      async check(c) {
+        const providers = await call(`${c.hub.url}/api/v1/auth/providers`, { token: (await c.partner.user()).access });
+        assert.ok((providers.body as { id: string }[]).some((p) => p.id === id), `${id} is served: ${JSON.stringify(providers.body)}`);
+        assert.equal((await redirect(c)).searchParams.get('client_id'), `client-${id}`);
+      },
+    },
+    [`DAMHUB_${ID}_ENDPOINTS`]: {
+      group: 'oauth', value: ({ standIn }) => JSON.stringify(endpoints(standIn.url)),
+      async check(c) {
+        assert.equal((await redirect(c)).origin, c.standIn.url, `${id}: the login goes to the replaced origin`);
+      },
+    },
+    [`DAMHUB_${ID}_CLIENT_SECRET`]: {
+      group: 'oauth', value: `secret-${id}-0123456789`,
+      // The callback makes the hub redeem the code at the (replaced) token endpoint with the app's secret.
+      async check(c) {
+        const u = new URL((await redirect(c)).href);
+        const state = u.searchParams.get('state')!;
+        const before = c.standIn.requests.length;
+        await call(`${c.hub.url}/api/v1/auth/callback/${id}?${new URLSearchParams({ code: 'the-code', state })}`);
+        const sent = c.standIn.requests.slice(before).map((r) => `${r.body} ${r.authorization ? decodeURIComponent(Buffer.from(r.authorization.replace(/^Basic /, ''), 'base64').toString()) : ''}`).join('\n');
+        assert.match(sent, new RegExp(`secret-${id}-0123456789`), `${id}: the token request carries the client secret: ${JSON.stringify(c.standIn.requests.slice(before))}`);
+      },
+    },
+  };
+}
+
+const ROWS: Record<string, Row> = {
+  // ── core: one SQLite hub with a library, configured by the environment alone ──
+  DAMHUB_HOST: { group: 'core', value: '127.0.0.2', async check(c) {
+    assert.match(c.hub.url, /^http:\/\/127\.0\.0\.2:/);
+    assert.equal((await call(`${c.hub.url}/healthz`)).status, 200);
+  } },
+  DAMHUB_PORT: { group: 'core', value: ({ port }) => String(port), async check(c) {
+    assert.equal(new URL(c.hub.url).port, c.env.DAMHUB_PORT);
+  } },
+  DAMHUB_DATA_DIR: { group: 'core', value: ({ dirs }) => dirs.data!, async check(c) {
+    assert.match(c.hub.stdout(), new RegExp(`SQLite in ${c.env.DAMHUB_DATA_DIR}`));
+    assert.ok(fs.existsSync(path.join(c.env.DAMHUB_DATA_DIR!, 'library', 'library.sqlite')), 'the store and the library index are in it');
+  } },
+  DAMHUB_LIBRARY: { group: 'core', value: ({ dirs }) => dirs.library!, async check(c) {
+    assert.match(c.hub.stdout(), new RegExp(`library: +${c.env.DAMHUB_LIBRARY} \\(2 files indexed`));
+  } },
+  DAMHUB_PUBLIC_URL: { group: 'core', value: ({ port }) => `http://localhost:${port}`, async check(c) {
+    assert.match(c.hub.stdout(), new RegExp(`API reference: +${c.env.DAMHUB_PUBLIC_URL}/api/v1/docs`));
+    const r = await loginStart(c.hub, (await c.partner.user()).access, 'library');
+    assert.ok(r.body.redirect_uri.startsWith(`${c.env.DAMHUB_PUBLIC_URL}/api/v1/auth/library/signin`), r.body.redirect_uri);
+  } },
+  DAMHUB_METRICS_TOKEN: { group: 'core', value: METRICS_TOKEN, async check(c) {
+    assert.equal((await call(`${c.hub.url}/metrics`)).status, 401, 'no token');
+    assert.equal((await call(`${c.hub.url}/metrics`, { token: `${METRICS_TOKEN}x` })).status, 403, 'a wrong token');
+    const ok = await call(`${c.hub.url}/metrics`, { token: METRICS_TOKEN });
+    assert.equal(ok.status, 200);
+    assert.match(String(ok.body), /damhub_http_requests_total/);
+    assert.match(c.hub.stdout(), /\/metrics \(bearer DAMHUB_METRICS_TOKEN\)/, 'the start line says it is protected');
+  } },
+  DAMHUB_ADMIN_KEY: { group: 'core', value: ADMIN_KEY, async check(c) {
+    assert.match(c.hub.stdout(), /admin key: +\(from DAMHUB_ADMIN_KEY\)/);
+    assert.equal(fs.existsSync(path.join(c.env.DAMHUB_DATA_DIR!, 'admin.key')), false, 'none generated');
+    assert.equal((await call(`${c.hub.url}/api/v1/admin/partners`, { token: ADMIN_KEY })).status, 200);
+    assert.equal((await call(`${c.hub.url}/api/v1/admin/partners`, { token: `${ADMIN_KEY}x` })).status, 403);
+  } },
+  DAMHUB_LOG_LEVEL: { group: 'core', value: 'error', async check(c) {
+    // At the default (info) the start logs "Server listening at" (level 30); at error, nothing below 50.
+    assert.doesNotMatch(c.hub.stdout() + c.hub.stderr(), /"level":(10|20|30|40)\b/);
+    assert.match(c.hub.stdout(), /damhub listening on/, 'the start lines are not logs');
+  } },
+  DAMHUB_BODY_LIMIT: { group: 'core', value: '4096', async check(c) {
+    const big = await call(`${c.hub.url}/api/v1/auth/exchangeToken`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pad: 'x'.repeat(8000) }) });
+    assert.equal(big.status, 413, JSON.stringify(big.body));
+  } },
+  DAMHUB_USER_RATE_LIMIT: { group: 'core', value: '3', async check(c) {
+    const u = await damUser(c.partner);
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await call(`${c.hub.url}/api/v1/assets/folder/root`, { token: u.access, dam: u.dam })).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429]);
+  } },
+  DAMHUB_REFRESH_GRACE: { group: 'core', value: '0', async check(c) {
+    // Rotated now; used again after the other rows (well past a grace of 0 s): a reuse. (Default 60: answered.)
+    const u = await c.partner.user();
+    const r1 = await call(`${c.hub.url}/api/v1/auth/refreshToken`, { token: u.access, dam: u.refresh });
+    assert.equal(r1.status, 200);
+    c.later.push(async () => {
+      const again = await call(`${c.hub.url}/api/v1/auth/refreshToken`, { token: u.access, dam: u.refresh });
+      assert.equal(again.status, 403, `grace 0: ${JSON.stringify(again.body)}`);
+    });
+  } },
+  DAMHUB_IMAGE_MAX_BYTES: { group: 'core', value: '3000', async check(c) {
+    const r = await imageSearch(c.hub, await damUser(c.partner), dataUri(Buffer.concat([await png(8, 8), Buffer.alloc(4000)])));
+    assert.equal(r.status, 413, JSON.stringify(r.body));
+  } },
+  DAMHUB_IMAGE_MAX_PIXELS: { group: 'core', value: '2500', async check(c) {
+    const r = await imageSearch(c.hub, await damUser(c.partner), dataUri(await png(60, 60)));
+    assert.equal(r.status, 413, JSON.stringify(r.body));
+    assert.match(r.body.error.details, /3600 pixels|60×60 pixels, over the limit of 2500/);
+  } },
+  DAMHUB_IMAGE_DECODE_BUDGET: { group: 'core', value: '1000', async check(c) {
+    const r = await imageSearch(c.hub, await damUser(c.partner), dataUri(await png(40, 40)));
+    assert.equal(r.status, 413, JSON.stringify(r.body));
+    assert.match(r.body.error.details, /decode budget/);
+    assert.equal((await imageSearch(c.hub, await damUser(c.partner), dataUri(await png(16, 16)))).status, 200, 'within the budget');
+  } },
+  DAMHUB_IMAGE_FETCH_ALLOW: { group: 'core', value: '127.0.0.1', async check(c) {
+    const r = await imageSearch(c.hub, await damUser(c.partner), `${c.standIn.url}/small.png`);
+    assert.equal(r.status, 200, `a loopback reference URL is fetched: ${JSON.stringify(r.body)}`);
+  } },
+  DAMHUB_IMAGE_FETCH_TIMEOUT: { group: 'core', value: '300', async check(c) {
+    const r = await imageSearch(c.hub, await damUser(c.partner), `${c.standIn.url}/hang`);
+    assert.ok(r.status >= 400 && r.status < 500, JSON.stringify(r.body));
+    assert.match(JSON.stringify(r.body), /300 ?ms|timed out|time/i);
+  } },
+  DAMHUB_IMAGE_POOL_SIZE: { group: 'core', value: '1', async check(c) {
+    await imageSearch(c.hub, await damUser(c.partner), dataUri(await png(16, 16)));
+    assert.equal(children(c.hub.child.pid!).length, 1, 'one decoder process');
+  } },
+  DAMHUB_IMAGE_INDEX_DECODE_BUDGET: { group: 'core', value: '1000', async check(c) {
+    // The library holds a 40×40 image: over 1000 pixel-equivalents, indexed without renditions.
+    assert.match(c.hub.stderr(), /big\.png is indexed without renditions: .*decode budget/);
+  } },
+  DAMHUB_METRIC_TOKEN: { group: 'core', value: 'a typo', async check(c) {
+    // README's example of a typo: named at start, with the variable it was probably meant to be.
+    assert.match(c.hub.stderr(), /damhub: warning: unknown environment variable DAMHUB_METRIC_TOKEN \(did you mean DAMHUB_METRICS_TOKEN\?\): it is ignored/);
+  } },
+  DAMHUB_MCP_ISSUER: { group: 'core', value: 'https://as.example', async check(c) {
+    const r = await call(`${c.hub.url}/.well-known/oauth-protected-resource/mcp`);
+    assert.equal(r.status, 200, 'MCP over HTTP is on');
+    assert.deepEqual(r.body.authorization_servers, ['https://as.example']);
+  } },
+  DAMHUB_MCP_JWKS_URL: { group: 'core', value: ({ standIn }) => `${standIn.url}/jwks`, async check(c) {
+    // A token of the issuer makes the hub fetch the JWKS from there.
+    const before = c.standIn.requests.filter((r) => r.url === '/jwks').length;
+    const key = await makeKey();
+    const jwt = await signPartnerJwt(Date.now(), { key, issuer: 'https://as.example', sub: 'x', email: 'x@example.com', audience: `${c.env.DAMHUB_PUBLIC_URL}/mcp` });
+    await call(`${c.hub.url}/mcp`, { method: 'POST', token: jwt, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
+    assert.ok(c.standIn.requests.filter((r) => r.url === '/jwks').length > before, 'the JWKS was fetched from DAMHUB_MCP_JWKS_URL');
+  } },
+
+  // ── signin: sign-in and login-state bounds, over the generated demo library (DAMHUB_DEMO) ──
+  DAMHUB_DEMO: { group: 'signin', value: '1', async check(c) {
+    assert.equal((await call(`${c.hub.url}/demo`)).status, 200);
+    assert.match(c.hub.stdout(), /library login: +demo \/ demo-password/);
+  } },
+  DAMHUB_SIGNIN_STATE_ATTEMPTS: { group: 'signin', value: '1', async check(c) {
+    const s = await loginStart(c.hub, (await c.partner.user()).access, 'library');
+    assert.equal((await librarySignIn(c.hub, s.body.state, 'alice', 'wrong')).status, 401);
+    const right = await librarySignIn(c.hub, s.body.state, 'alice', ALICE_PASSWORD);
+    assert.notEqual(right.status, 200, 'one failed attempt ended the state');
+  } },
+  DAMHUB_SIGNIN_ACCOUNT_FAILURES: { group: 'signin', value: '1', async check(c) {
+    const u = await c.partner.user();
+    const s1 = await loginStart(c.hub, u.access, 'library');
+    assert.equal((await librarySignIn(c.hub, s1.body.state, 'nobody-a', 'wrong')).status, 401);
+    const s2 = await loginStart(c.hub, (await c.partner.user()).access, 'library');
+    const again = await librarySignIn(c.hub, s2.body.state, 'nobody-a', 'wrong');
+    assert.equal(again.status, 429, 'the second failure of the account (from another hub user) is throttled');
+  } },
+  DAMHUB_SIGNIN_ACCOUNT_WINDOW: { group: 'signin', value: '7200', async check(c) {
+    const s1 = await loginStart(c.hub, (await c.partner.user()).access, 'library');
+    await librarySignIn(c.hub, s1.body.state, 'nobody-b', 'wrong');
+    const s2 = await loginStart(c.hub, (await c.partner.user()).access, 'library');
+    // One failure per 7200 s: the wait is two hours (the default, 5 per 900 s, waits 3 minutes).
+    assert.match(String((await librarySignIn(c.hub, s2.body.state, 'nobody-b', 'wrong')).body), /Wait 120 minutes/);
+  } },
+  DAMHUB_SIGNIN_USER_FAILURES: { group: 'signin', value: '2', async check(c) {
+    const u = await c.partner.user();
+    const statuses: number[] = [];
+    for (const acct of ['nobody-c1', 'nobody-c2', 'nobody-c3']) {
+      const s = await loginStart(c.hub, u.access, 'library');
+      statuses.push((await librarySignIn(c.hub, s.body.state, acct, 'wrong')).status);
+    }
+    assert.deepEqual(statuses, [401, 401, 429], 'the third failure of one hub user, each on a fresh account');
+  } },
+  DAMHUB_SIGNIN_USER_WINDOW: { group: 'signin', value: '3000', async check(c) {
+    const u = await c.partner.user();
+    let last: Answer | null = null;
+    for (const acct of ['nobody-d1', 'nobody-d2', 'nobody-d3']) {
+      const s = await loginStart(c.hub, u.access, 'library');
+      last = await librarySignIn(c.hub, s.body.state, acct, 'wrong');
+    }
+    assert.match(String(last!.body), /Wait 25 minutes/, '3000 s / 2 failures');
+  } },
+  DAMHUB_LOGIN_STARTS_PER_MIN: { group: 'signin', value: '4', async check(c) {
+    const u = await c.partner.user();
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const s = await loginStart(c.hub, u.access, 'library');
+      statuses.push(s.status);
+      if (s.status === 200) await librarySignIn(c.hub, s.body.state, 'demo', 'demo-password'); // settles it: only the start rate counts
+    }
+    assert.deepEqual(statuses, [200, 200, 200, 200, 429]);
+  } },
+  DAMHUB_PENDING_LOGINS_PER_USER: { group: 'signin', value: '2', async check(c) {
+    const u = await c.partner.user();
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await loginStart(c.hub, u.access, 'library')).status);
+    assert.deepEqual(statuses, [200, 200, 429]);
+  } },
+
+
+  // ── oauth: every OAuth connector's app and origins replaced by a stand-in, the kit connectors ──
+  ...oauthRows('dropbox', (s) => ({ authorize: `${s}/oauth2/authorize`, token: `${s}/oauth2/token`, api: s })),
+  ...oauthRows('gdrive', (s) => ({ authorize: `${s}/o/oauth2/v2/auth`, token: `${s}/token`, api: s })),
+  ...oauthRows('box', (s) => ({ authorize: `${s}/api/oauth2/authorize`, token: `${s}/oauth2/token`, api: `${s}/2.0` })),
+  ...oauthRows('microsoft365', (s) => ({ authorize: `${s}/common/oauth2/v2.0/authorize`, token: `${s}/common/oauth2/v2.0/token`, graph: `${s}/v1.0` })),
+  ...oauthRows('bynder', (s) => ({ portal: s })),
+  ...oauthRows('frontify', (s) => ({ tenant: s })),
+  ...oauthRows('canto', (s) => ({ oauth: s }), (s) => s),
+  DAMHUB_OAUTH_PKCE_SECRET: { group: 'oauth', value: 'pkce-secret-of-the-env-test-0123456789', async check(c) {
+    assert.equal(fs.existsSync(path.join(c.env.DAMHUB_DATA_DIR!, 'oauth-pkce.key')), false, 'none generated into the data dir');
+  } },
+  DAMHUB_CONNECTORS: { group: 'oauth', value: 'webdav,s3,cloudinary', async check(c) {
+    const providers = await call(`${c.hub.url}/api/v1/auth/providers`, { token: (await c.partner.user()).access });
+    for (const id of ['webdav', 's3', 'cloudinary']) assert.ok((providers.body as { id: string }[]).some((p) => p.id === id), id);
+  } },
+  DAMHUB_CONNECTOR_ALLOW_HOSTS: { group: 'oauth', value: '127.0.0.1', async check(c) {
+    // The WebDAV sign-in reaches the stand-in on loopback (refused without it).
+    const before = c.standIn.requests.length;
+    await webdavSignIn(c, `${c.standIn.url}/dav/`);
+    assert.ok(c.standIn.requests.slice(before).some((r) => r.url.startsWith('/dav')), 'the connector reached the loopback server');
+  } },
+  DAMHUB_CONNECTOR_TIMEOUT_MS: { group: 'oauth', value: '200', async check(c) {
+    // A server that never answers: the sign-in page says so well within 10 s (the default deadline, 15 s, would not).
+    const page = await webdavSignIn(c, `${c.standIn.url}/hang`, 10_000);
+    assert.match(String(page.body), /could not be used: The asset library is unavailable/);
+  } },
+  DAMHUB_CLOUDINARY_ENDPOINTS: { group: 'oauth', value: ({ standIn }) => JSON.stringify({ api: `${standIn.url}/cld`, res: `${standIn.url}/res` }), async check(c) {
+    const u = await c.partner.user();
+    const s = await loginStart(c.hub, u.access, 'cloudinary');
+    const before = c.standIn.requests.length;
+    await call(`${c.hub.url}/api/v1/auth/cloudinary/signin`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ state: s.body.state, cloud: 'demo', key: '1234', secret: 'secret' }).toString(),
+    });
+    assert.ok(c.standIn.requests.slice(before).some((r) => r.url.startsWith('/cld')), 'the sign-in checked the key at the replaced api origin');
+  } },
+  DAMHUB_CLOUDINARY_CLIENT_ID: { group: 'oauth', value: 'no-such-app', async check(c) {
+    // Documented as not existing (Cloudinary has no OAuth app): named as unknown at start.
+    assert.match(c.hub.stderr(), /unknown environment variable DAMHUB_CLOUDINARY_CLIENT_ID/);
+  } },
+
+  // ── decode: decoder deadlines at 1 ms ──
+  DAMHUB_IMAGE_DECODE_TIMEOUT: { group: 'decode', value: '1', async check(c) {
+    const r = await imageSearch(c.hub, await damUser(c.partner), dataUri(await png(400, 400)));
+    assert.equal(r.status, 413, JSON.stringify(r.body));
+    assert.match(r.body.error.details, /decoder was stopped/);
+  } },
+  DAMHUB_IMAGE_INDEX_DECODE_TIMEOUT: { group: 'decode', value: '1', async check(c) {
+    assert.match(c.hub.stderr(), /big\.png is indexed without renditions/);
+  } },
+  DAMHUB_IMAGE_POOL_QUEUE: { group: 'decode', value: '0', async check(c) {
+    // One decoder (DAMHUB_IMAGE_POOL_SIZE=1 in this group) and no queue: of concurrent decodes, some are turned away.
+    const u = await damUser(c.partner);
+    const big = dataUri(await png(2000, 2000));
+    const answers = await Promise.all(Array.from({ length: 6 }, () => imageSearch(c.hub, u, big)));
+    assert.ok(answers.some((a) => a.status === 503 && a.body.errorCode === 'hub-unavailable'), JSON.stringify(answers.map((a) => a.status)));
+  } },
+
+  DAMHUB_PENDING_LOGINS_TOTAL: { group: 'decode', value: '3', async check(c) {
+    // The rows before settled their logins: three pending ones from three users fill the hub, a fourth waits.
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await loginStart(c.hub, (await c.partner.user()).access, 'library')).status);
+    assert.deepEqual(statuses, [200, 200, 200, 503]);
+  } },
+
+  // ── cluster: PostgreSQL + Redis ──
+  DAMHUB_REDIS_PREFIX: { group: 'cluster', value: ({ cluster }) => cluster!.keyPrefix, async check(c) {
+    const { Redis } = await import('ioredis');
+    const r = new Redis(c.cluster!.redisUrl);
+    try {
+      await c.partner.user(); // a replay key and a rate-limit key
+      const keys = await r.keys(`${c.cluster!.keyPrefix}*`);
+      assert.ok(keys.length > 0, 'keys under the prefix');
+    } finally {
+      r.disconnect();
+    }
+  } },
+  DAMHUB_LIBRARY_LEASE_SEC: { group: 'cluster', value: '37', async check(c) {
+    const db = new pg.Client({ connectionString: c.cluster!.databaseUrl });
+    await db.connect();
+    try {
+      const row = (await db.query('SELECT expires_at FROM library_lease')).rows[0];
+      assert.ok(row, 'the lease is held');
+      // Renewed every third of its life: between 2/3 and all of 37 s ahead (the default, 15 s, never more than 15 s).
+      const ahead = Number(row.expires_at) - Date.now();
+      assert.ok(ahead > 20_000 && ahead <= 37_500, `a lease of 37 s: expires in ${ahead} ms`);
+    } finally {
+      await db.end();
+    }
+  } },
+  DAMHUB_LIBRARY_RESCAN_SEC: { group: 'cluster', value: '0', async check(c) {
+    // 0 disables the periodic rescan; shown on the start line's library summary.
+    await refusedStart({ DAMHUB_LIBRARY_RESCAN_SEC: 'soon' }, 'DAMHUB_LIBRARY_RESCAN_SEC');
+    void c;
+  } },
+
+  // ── alone: own process or command each ──
+  DAMHUB_IMAGE_MODEL: { group: 'alone', async check() {
+    const r = await runCli(['serve'], { DAMHUB_DATA_DIR: tempDir(), DAMHUB_PORT: '0', DAMHUB_LIBRARY: tempDir(), DAMHUB_IMAGE_MODEL: '/nonexistent/model.onnx' });
+    assert.equal(r.code, 1, 'a missing model stops the start');
+    assert.match(r.stderr, /model\.onnx/);
+  } },
+  DAMHUB_IMAGE_MODEL_WEIGHT: { group: 'alone', async check() {
+    await refusedStart({ DAMHUB_IMAGE_MODEL_WEIGHT: '2' }, 'DAMHUB_IMAGE_MODEL_WEIGHT must be between 0 and 1');
+  } },
+  DAMHUB_PAGE_CACHE_MB: { group: 'alone', async check() {
+    await refusedStart({ DAMHUB_PAGE_CACHE_MB: 'lots' }, 'DAMHUB_PAGE_CACHE_MB');
+  } },
+  DAMHUB_THUMBNAIL_CACHE_BYTES: { group: 'alone', async check() {
+    await refusedStart({ DAMHUB_THUMBNAIL_CACHE_BYTES: '-1' }, 'DAMHUB_THUMBNAIL_CACHE_BYTES');
+  } },
+  DAMHUB_THUMBNAIL_MAX_BYTES: { group: 'alone', async check() {
+    await refusedStart({ DAMHUB_THUMBNAIL_MAX_BYTES: '0' }, 'DAMHUB_THUMBNAIL_MAX_BYTES');
+  } },
+  DAMHUB_THUMBNAIL_TIMEOUT: { group: 'alone', async check() {
+    await refusedStart({ DAMHUB_THUMBNAIL_TIMEOUT: '0' }, 'DAMHUB_THUMBNAIL_TIMEOUT');
+  } },
+  DAMHUB_USER_PASSWORD: { group: 'alone', async check() {
+    const data = tempDir();
+    const add = await runCli(['users', 'add', 'carol', '--data', data], { DAMHUB_USER_PASSWORD: 'from the environment' });
+    assert.equal(add.code, 0, add.stderr);
+    assert.match((await runCli(['users', 'list', '--data', data])).stdout, /^carol\t/m);
+  } },
+  DAMHUB_MCP_USER: { group: 'alone', async check() {
+    const init = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n';
+    const r = await runCli(['mcp', '--data', tempDir()], { DAMHUB_MCP_USER: 'assistant-user' }, init);
+    assert.match(r.stdout, /"serverInfo"/, `${r.stdout}\n${r.stderr}`);
+    const without = await runCli(['mcp', '--data', tempDir()], {}, init);
+    assert.equal(without.code, 2);
+  } },
+};
+
+/** Named by the docs as names that do not exist (their rows check the start-up warning). */
+const DOCUMENTED_AS_UNKNOWN = ['DAMHUB_CLOUDINARY_CLIENT_ID', 'DAMHUB_METRIC_TOKEN'];
+
+/** Read by the repository's tooling, not by the hub: the file that reads it (and the hub does not warn about it). */
+const TOOLING: Record<string, string> = {
+  DAMHUB_FIGURES: 'test/helpers/figures.ts',
+  DAMHUB_FUZZ_RUNS: 'test/http/fuzz-routes.test.ts',
+  DAMHUB_TEST_DATABASE_URL: 'test/helpers/stores-env.ts',
+  DAMHUB_TEST_REDIS_URL: 'test/helpers/stores-env.ts',
+  DAMHUB_AUDIT_REQUIRED: '.ci/audit.mjs',
+};
+
+/** The pattern names of the docs, each the row of one concrete connector. */
+const PATTERNS: Record<string, string> = {
+  'DAMHUB_<ID>_CLIENT_ID': 'DAMHUB_DROPBOX_CLIENT_ID',
+  'DAMHUB_<ID>_CLIENT_SECRET': 'DAMHUB_BOX_CLIENT_SECRET',
+  'DAMHUB_<ID>_ENDPOINTS': 'DAMHUB_MICROSOFT365_ENDPOINTS',
+};
+
+async function webdavSignIn(c: Ctx, serverUrl: string, withinMs?: number): Promise<Answer> {
+  const u = await c.partner.user();
+  const s = await loginStart(c.hub, u.access, 'webdav', serverUrl);
+  assert.equal(s.status, 200, JSON.stringify(s.body));
+  return call(`${c.hub.url}/api/v1/auth/webdav/signin`, {
+    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ state: s.body.state, serverUrl, username: 'u', password: 'p' }).toString(),
+    ...(withinMs ? { signal: AbortSignal.timeout(withinMs) } : {}),
+  });
+}
+
+// ── the tests ──────────────────────────────────────────────────────────────────────────────
+test('every DAMHUB_* variable the docs name has a row here and is known to the CLI (src/cli/env-vars.ts)', () => {
+  const known = new Set(knownEnvNames());
+  const missing: string[] = [];
+  const unknown: string[] = [];
+  for (const [name, files] of documented()) {
+    const rowName = PATTERNS[name] ?? name;
+    if (!ROWS[rowName] && !TOOLING[rowName]) missing.push(`${name} (${files.join(', ')})`);
+    if (!known.has(rowName) && !DOCUMENTED_AS_UNKNOWN.includes(rowName)) unknown.push(name);
+  }
+  assert.deepEqual(missing, [], `documented DAMHUB_* variables without a row in test/cli/env-vars.test.ts ROWS: ${missing.join('; ')}`);
+  assert.deepEqual(unknown, [], `documented DAMHUB_* variables missing from src/cli/env-vars.ts: ${unknown.join(', ')}`);
+  for (const [name, file] of Object.entries(TOOLING)) assert.match(fs.readFileSync(path.join(REPO_ROOT, file), 'utf8'), new RegExp(name), `${file} reads ${name}`);
+});
+
+test('an unknown DAMHUB_* variable is named at start with the closest known one; known tooling variables are not', async () => {
+  const r = await runCli(['serve'], { DAMHUB_DATA_DIR: tempDir(), DAMHUB_PORT: 'not-a-port', DAMHUB_METRIC_TOKEN: 'x', DAMHUB_FIGURES: '/tmp/f', DAMHUB_ZZZ_QQQ: '1' });
+  assert.match(r.stderr, /damhub: warning: unknown environment variable DAMHUB_METRIC_TOKEN \(did you mean DAMHUB_METRICS_TOKEN\?\)/);
+  assert.match(r.stderr, /unknown environment variable DAMHUB_ZZZ_QQQ: it is ignored/);
+  assert.doesNotMatch(r.stderr, /DAMHUB_FIGURES/);
+});
+
+const GROUPS: Group[] = ['core', 'signin', 'oauth', 'decode', 'cluster'];
+
+describe('each documented variable changes what it documents (real CLI, environment only)', () => {
+  const standIn = new StandIn();
+  before(() => standIn.start());
+  after(() => standIn.close());
+
+  for (const group of GROUPS) {
+    test(`${group}: ${Object.keys(ROWS).filter((n) => ROWS[n]!.group === group).join(', ')}`, async (t) => {
+      const cluster = group === 'cluster' ? await clusterEnv() : null;
+      if (group === 'cluster' && !cluster) return t.skip('backing services unavailable');
+      const dirs = { data: tempDir('damhub-env-data-'), library: tempDir('damhub-env-lib-') };
+      fs.writeFileSync(path.join(dirs.library, 'notes.txt'), 'harbour cranes');
+      fs.writeFileSync(path.join(dirs.library, 'big.png'), await png(40, 40));
+      const port = await freePort();
+      const rows = Object.entries(ROWS).filter(([, r]) => r.group === group);
+      const env: NodeJS.ProcessEnv = { DAMHUB_DATA_DIR: dirs.data, DAMHUB_PORT: String(port), DAMHUB_ADMIN_KEY: ADMIN_KEY, DAMHUB_LOG_LEVEL: 'error' };
+      if (group !== 'signin') env.DAMHUB_LIBRARY = dirs.library;
+      if (group === 'decode') Object.assign(env, { DAMHUB_IMAGE_POOL_SIZE: '1' });
+      if (group === 'oauth') Object.assign(env, { DAMHUB_CONNECTOR_ALLOW_HOSTS: '127.0.0.1' });
+      if (cluster) Object.assign(env, { DATABASE_URL: cluster.databaseUrl, REDIS_URL: cluster.redisUrl });
+      for (const [name, row] of rows) {
+        if (row.value !== undefined) env[name] = typeof row.value === 'function' ? row.value({ standIn, dirs, port, cluster }) : row.value;
+      }
+      if (env.DAMHUB_HOST) env.DAMHUB_PUBLIC_URL ??= `http://${env.DAMHUB_HOST}:${port}`;
+      // The library account the rows sign in with (in cluster mode: the shared index).
+      const add = await runCli(['users', 'add', 'alice', '--data', dirs.data, ...(cluster ? ['--database-url', cluster.databaseUrl] : [])], { DAMHUB_USER_PASSWORD: ALICE_PASSWORD });
+      assert.equal(add.code, 0, add.stderr);
+      const hub = await startHub(env);
+      try {
+        const ctx: Ctx = { hub, partner: await Partner.register(hub, ADMIN_KEY), env, standIn, cluster, later: [] };
+        const failures: string[] = [];
+        for (const [name, row] of rows) {
+          try {
+            await row.check(ctx);
+          } catch (e) {
+            failures.push(`${name}: ${(e as Error).message}`);
+          }
+        }
+        for (const later of ctx.later) await later().catch((e) => failures.push(`(later) ${(e as Error).message}`));
+        assert.deepEqual(failures, [], `variables that did not change what they document:\n${failures.join('\n')}\n--- stdout\n${hub.stdout()}\n--- stderr\n${hub.stderr().slice(-4000)}`);
+      } finally {
+        assert.equal(await hub.stop(), 0);
+        await cluster?.cleanup();
+      }
+    });
+  }
+
+  test(`alone: ${Object.keys(ROWS).filter((n) => ROWS[n]!.group === 'alone').join(', ')}`, async () => {
+    const failures: string[] = [];
+    for (const [name, row] of Object.entries(ROWS).filter(([, r]) => r.group === 'alone')) {
+      try {
+        await row.check(null as unknown as Ctx);
+      } catch (e) {
+        failures.push(`${name}: ${(e as Error).message}`);
+      }
+    }
+    assert.deepEqual(failures, []);
+  });
+});
+
+void connectorId;
