@@ -1,8 +1,8 @@
 /**
  * Signs a hub user in to an OAuth connector whose authorization endpoint (a loopback replay
- * server) consents at once: POST /auth/login, follow the popup to the callback, poll the tokens.
+ * server) consents at once: POST /auth/login, the hub's confirm page and its Continue, the vendor,
+ * the callback, the poll (test/helpers/browser.ts).
  */
-import assert from 'node:assert/strict';
 import { after } from 'node:test';
 import { loadOrCreateKeyRing } from '../../src/auth/keys.js';
 import { ManualClock } from '../../src/clock.js';
@@ -10,20 +10,11 @@ import type { ConnectorDeps, DefinedConnector } from '../../src/providers/kit/de
 import type { UpstreamSettings } from '../../src/providers/kit/http.js';
 import { runProviderConformance } from './provider-conformance.js';
 import { bearer, startTestHub, tempDir, type TestHub } from './hub.js';
+import { oauthBrowserSignIn } from './browser.js';
 
 export async function oauthSignIn(t: TestHub, providerId: string, hubAccess: string): Promise<{ access_token: string; refresh_token?: string }> {
-  const start = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=${providerId}&polling=true`, headers: { authorization: bearer(hubAccess) } });
-  assert.equal(start.statusCode, 200, start.body);
-  const { state, redirect_uri } = start.json();
-  const consent = await fetch(redirect_uri, { redirect: 'manual' });
-  const back = new URL(consent.headers.get('location')!);
-  assert.equal(back.pathname, `/api/v1/auth/callback/${providerId}`);
-  const cb = await t.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
-  assert.equal(cb.statusCode, 200, cb.body);
-  const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
-  const tokens = poll.json();
-  assert.equal(typeof tokens.access_token, 'string', poll.body);
-  return tokens;
+  // As a browser does it (test/helpers/browser.ts): the confirm page, Continue, the vendor, the callback.
+  return (await oauthBrowserSignIn({ t }, providerId, hubAccess)).tokens;
 }
 
 /**
