@@ -128,10 +128,11 @@ export class DamLogin implements LoginHost {
     const s = await this.pending(state);
     if ('error' in s) return s;
     const [partner, user] = await Promise.all([this.stores.partners.get(s.partnerId), this.stores.users.get(s.userId)]);
-    // A partner or user removed since the start: nobody is left to receive the access.
-    if (!partner || !partner.enabled || !user) return { error: 'This sign-in is no longer valid. Start again from the application.' };
+    // A partner or user removed since the start: nobody is left to receive the access. (A disabled
+    // partner is still named: MCP clients' partner row is disabled by design, src/mcp/identity.ts.)
+    if (!partner || !user) return { error: 'This sign-in is no longer valid. Start again from the application.' };
     const provider = this.providers.get(s.providerId);
-    return { providerId: s.providerId, userId: s.userId, partnerId: s.partnerId, providerName: provider?.descriptor.name ?? s.providerId, serverUrl: s.serverUrl, partnerName: partner.name, userEmail: user.email };
+    return { providerId: s.providerId, userId: s.userId, partnerId: s.partnerId, providerName: provider?.descriptor.name ?? s.providerId, serverUrl: s.serverUrl, partnerName: partner.name, userEmail: user.email || user.name || user.sub };
   }
 
   async failedAttempt(state: string, error: string): Promise<{ ended: boolean }> {

@@ -100,6 +100,7 @@ export interface LoginDescription {
   providerName: string;
   serverUrl: string | null;
   partnerName: string;
+  /** The hub user's email from the exchange (their name, else their subject, when the partner sent none). */
   userEmail: string;
 }
 
