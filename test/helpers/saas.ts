@@ -6,6 +6,7 @@
 import { after } from 'node:test';
 import { loadOrCreateKeyRing } from '../../src/auth/keys.js';
 import { ManualClock } from '../../src/clock.js';
+import type { HubConfig } from '../../src/config.js';
 import type { ConnectorDeps, DefinedConnector } from '../../src/providers/kit/define.js';
 import type { UpstreamSettings } from '../../src/providers/kit/http.js';
 import { runProviderConformance } from './provider-conformance.js';
@@ -21,16 +22,16 @@ export async function oauthSignIn(t: TestHub, providerId: string, hubAccess: str
  * A test hub serving one kit connector built the way the hub builds it (same data dir, so the
  * same key ring; the hub's clock), reaching its loopback replay server.
  */
-export async function startConnectorHub(factory: (deps: ConnectorDeps) => DefinedConnector, upstream: Partial<UpstreamSettings> = {}): Promise<{ t: TestHub; connector: DefinedConnector }> {
+export async function startConnectorHub(factory: (deps: ConnectorDeps) => DefinedConnector, upstream: Partial<UpstreamSettings> = {}, opts: { config?: Partial<HubConfig>; clock?: ManualClock } = {}): Promise<{ t: TestHub; connector: DefinedConnector }> {
   const dataDir = tempDir();
-  const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+  const clock = opts.clock ?? new ManualClock(Date.UTC(2026, 5, 1, 12));
   // Download links are checked against the hub's MediaAccess as the catalog wires it; the hub
   // exists only after the connector, so the check reaches it through `t`.
   let t: TestHub | undefined;
   const access = { check: (b: { partnerId: string; userId: string }, what: string) => t!.hub.mediaAccess.check(b, what) };
-  const connector = factory({ clock, keys: loadOrCreateKeyRing(dataDir, clock.now()), publicUrl: 'http://hub.test', access, upstream: { allowHosts: ['127.0.0.1'], ...upstream } });
+  const connector = factory({ clock, keys: loadOrCreateKeyRing(dataDir, clock.now()), publicUrl: opts.config?.publicUrl ?? 'http://hub.test', access, upstream: { allowHosts: ['127.0.0.1'], ...upstream } });
   // The hub closes every provider it registered, this one included.
-  t = await startTestHub({ dataDir, clock, providers: [connector] });
+  t = await startTestHub({ dataDir, clock, providers: [connector], ...(opts.config ? { config: opts.config } : {}) });
   return { t, connector };
 }
 
