@@ -80,7 +80,7 @@ export function oauthLogin(flow: OAuthFlow): OAuthLogin {
     <p>Continue takes you to ${esc(name)} to sign in.</p>
     <form method="post" action="${connectPath(providerId)}">
       <input type="hidden" name="state" value="${esc(state)}">
-      <div class="row"><button type="submit" name="continue" value="1" autofocus>Continue</button><button type="submit" name="cancel" value="1">Cancel</button></div>
+      <div class="row"><button type="submit" name="continue" value="1">Continue</button><button type="submit" name="cancel" value="1">Cancel</button></div>
     </form>`), [vendor.origin]);
       });
 
