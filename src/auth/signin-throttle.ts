@@ -135,6 +135,16 @@ export class SignInThrottle {
     return { allowed: true, lastForState: remaining === 0, succeeded: () => this.giveBack(taken, this.clock.now()) };
   }
 
+  /**
+   * One unit of the state's own budget, for a failed attempt that names no account (an OAuth
+   * callback whose code the DAM refused). `last`: the budget is spent, the state must end.
+   */
+  async stateAttempt(state: string): Promise<{ last: boolean }> {
+    const perState = this.limits.perState;
+    const d = await this.rateLimits.hit(`signin:state:${state}`, perState, perState * this.stateTtlMs, this.clock.now());
+    return { last: !d.allowed || d.remaining === 0 };
+  }
+
   private async giveBack(taken: Budget[], now: number): Promise<void> {
     for (const b of taken) await this.rateLimits.refund(b.key, b.limit, b.periodMs, now);
   }

@@ -20,6 +20,7 @@ import { connectorEnvPrefix, connectorsFromEnv, knownConnectors, oauthConnectors
 import { runChecks, type CheckClient, type CheckResult } from './connector-checks.js';
 import { parse, UsageError } from './args.js';
 import { formFields, oauthWait, readFields, submitForm } from './connectors-signin.js';
+import { signInPath } from '../providers/kit/signin-form.js';
 
 type ConfigFrom = (values: Record<string, string | boolean | string[] | undefined>) => HubConfig;
 
@@ -181,8 +182,9 @@ async function signInStep(app: FastifyInstance, hub: Hub, config: HubConfig, id:
   const { redirect_uri: redirect, state } = start.json() as { redirect_uri: string; state: string };
   const base = config.publicUrl.replace(/\/+$/, '');
   let done: { tokens?: { access: string; refresh: string | null }; error?: string; answers: CheckResult['answers'] };
-  if (redirect.startsWith(`${base}/api/v1/`)) {
-    const fields = await formFields(app, redirect.slice(base.length));
+  // A form connector's start page is its form; an OAuth connector's is the hub's confirm page, which the user's browser passes.
+  if (redirect.startsWith(`${base}/api/v1${signInPath(id)}?`)) {
+    const { fields, cookie } = await formFields(app, redirect.slice(base.length));
     const pwd = fields.filter((f) => f.password).map((f) => f.name);
     for (const n of pwd) {
       if (given.fromArgs.has(n) && !o.allowSecretArgs) throw new UsageError(`--field ${n}=… puts a secret on the command line: give ${n}=- (stdin) or --fields-file, or pass --allow-secret-args`);
@@ -190,7 +192,7 @@ async function signInStep(app: FastifyInstance, hub: Hub, config: HubConfig, id:
     }
     const missing = fields.filter((f) => f.required && !given.values[f.name] && !f.prefilled).map((f) => f.name);
     if (missing.length) throw new UsageError(`the ${id} sign-in form needs ${missing.map((n) => `--field ${n}=…`).join(', ')} (fields: ${fields.map((f) => f.name).join(', ')})`);
-    done = await submitForm(app, id, state, fields, given.values);
+    done = await submitForm(app, id, state, fields, given.values, cookie);
   } else {
     done = await oauthWait(app, config, redirect, state, o);
   }

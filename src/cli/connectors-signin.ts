@@ -67,10 +67,15 @@ export interface FormField {
   prefilled: string;
 }
 
-/** The connector's sign-in form, as its page declares it (the public contract: the page a browser gets). */
-export async function formFields(app: FastifyInstance, pathAndQuery: string): Promise<FormField[]> {
+/**
+ * The connector's sign-in form, as its page declares it (the public contract: the page a browser
+ * gets), and the cookie the page set: the form's POST must carry it, as a browser's would.
+ */
+export async function formFields(app: FastifyInstance, pathAndQuery: string): Promise<{ fields: FormField[]; cookie: string }> {
   const page = await app.inject({ method: 'GET', url: pathAndQuery });
   if (page.statusCode !== 200) throw new Error(`the sign-in form answered ${page.statusCode}`);
+  const set = page.headers['set-cookie'];
+  const cookie = (Array.isArray(set) ? set : set ? [set] : []).map((c) => c.split(';')[0]!).join('; ');
   const fields: FormField[] = [];
   for (const m of page.body.matchAll(/<input\b([^>]*)>/g)) {
     const attr = (n: string) => new RegExp(`\\b${n}="([^"]*)"`).exec(m[1]!)?.[1];
@@ -79,18 +84,18 @@ export async function formFields(app: FastifyInstance, pathAndQuery: string): Pr
     if (!name || type === 'hidden' || type === 'submit') continue;
     fields.push({ name, password: type === 'password', required: /\brequired\b/.test(m[1]!), prefilled: unescape(attr('value') ?? '') });
   }
-  return fields;
+  return { fields, cookie };
 }
 
 /** Posts the form as a browser would and polls the login once: the tokens, or the form's own error text. */
-export async function submitForm(app: FastifyInstance, id: string, state: string, fields: FormField[], values: Record<string, string>): Promise<{ tokens?: { access: string; refresh: string | null }; error?: string; answers: Answer[] }> {
+export async function submitForm(app: FastifyInstance, id: string, state: string, fields: FormField[], values: Record<string, string>, cookie: string): Promise<{ tokens?: { access: string; refresh: string | null }; error?: string; answers: Answer[] }> {
   const body = new URLSearchParams({ state });
   for (const f of fields) {
     const v = values[f.name] ?? f.prefilled;
     if (v) body.set(f.name, v);
   }
   const t0 = performance.now();
-  const submit = await app.inject({ method: 'POST', url: `/api/v1/auth/${encodeURIComponent(id)}/signin`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: body.toString() });
+  const submit = await app.inject({ method: 'POST', url: `/api/v1/auth/${encodeURIComponent(id)}/signin`, headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, payload: body.toString() });
   const formError = /<p class="error"[^>]*>([^<]*)<\/p>/.exec(submit.body)?.[1];
   const answers: Answer[] = [{ what: `POST /auth/${id}/signin`, status: submit.statusCode, excerpt: formError ? unescape(formError) : `${submit.body.length} bytes of HTML`, ms: Math.round(performance.now() - t0) }];
   const tokens = await poll(app, state);
@@ -112,7 +117,7 @@ async function poll(app: FastifyInstance, state: string): Promise<{ access: stri
  */
 export async function oauthWait(app: FastifyInstance, config: HubConfig, redirect: string, state: string, o: { open: boolean; deadline: number; say(line: string): void }): Promise<{ tokens?: { access: string; refresh: string | null }; error?: string; answers: Answer[] }> {
   await app.listen({ host: config.host, port: config.port });
-  o.say(`Open this URL in a browser and sign in (the hub waits at ${config.publicUrl}/api/v1/auth/callback/…):\n  ${redirect}`);
+  o.say(`Open this URL in a browser, check what it names, press Continue and sign in (the hub waits at ${config.publicUrl}/api/v1/auth/callback/…):\n  ${redirect}`);
   if (o.open) {
     openBrowser(redirect);
   }

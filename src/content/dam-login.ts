@@ -11,7 +11,8 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { hubError } from '../errors.js';
-import type { LoginHost, LoginIdentity } from '../providers/contract.js';
+import type { LoginDescription, LoginHost, LoginIdentity } from '../providers/contract.js';
+import { LoginBrowser } from '../auth/login-browser.js';
 import { featuresOf } from '../providers/capabilities.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { Stores } from '../stores/types.js';
@@ -45,6 +46,8 @@ export type PollAnswer = Record<string, never> | { access_token: string; refresh
 export class DamLogin implements LoginHost {
   readonly publicUrl: string;
   readonly throttle: SignInThrottle;
+  /** The cookie binding each login to the browser that opened its start page (issue 28). */
+  readonly browser: LoginBrowser;
 
   constructor(
     private readonly stores: Stores,
@@ -55,6 +58,8 @@ export class DamLogin implements LoginHost {
   ) {
     this.publicUrl = opts.publicUrl.replace(/\/+$/, '');
     this.throttle = new SignInThrottle(stores.rateLimits, clock, opts.signIn ?? DEFAULT_SIGNIN_LIMITS, opts.hashSecret, opts.stateTtlSec * 1000);
+    // Lives a minute past the state, so a page submitted at the last second still carries it.
+    this.browser = new LoginBrowser(opts.hashSecret, this.publicUrl, opts.stateTtlSec + 60);
   }
 
   reserveSignIn(subject: SignInSubject): Promise<SignInReservation> {
@@ -112,12 +117,30 @@ export class DamLogin implements LoginHost {
     return result as PollAnswer;
   }
 
-  async pending(state: string) {
+  async pending(state: string): ReturnType<LoginHost['pending']> {
     const s = typeof state === 'string' && state ? await this.stores.logins.get(state) : null;
     if (!s) return { error: 'This sign-in link is not valid. Start again from the application.' };
     if (s.status !== 'pending') return { error: 'This sign-in was already finished. You can close this window.' };
     if (this.clock.now() >= s.expiresAt) return { error: 'This sign-in link has expired. Start again from the application.' };
     return { providerId: s.providerId, serverUrl: s.serverUrl, userId: s.userId, partnerId: s.partnerId };
+  }
+
+  async describe(state: string): Promise<LoginDescription | { error: string }> {
+    const s = await this.pending(state);
+    if ('error' in s) return s;
+    const [partner, user] = await Promise.all([this.stores.partners.get(s.partnerId), this.stores.users.get(s.userId)]);
+    // A partner or user removed since the start: nobody is left to receive the access. (A disabled
+    // partner is still named: MCP clients' partner row is disabled by design, src/mcp/identity.ts.)
+    if (!partner || !user) return { error: 'This sign-in is no longer valid. Start again from the application.' };
+    const provider = this.providers.get(s.providerId);
+    return { providerId: s.providerId, userId: s.userId, partnerId: s.partnerId, providerName: provider?.descriptor.name ?? s.providerId, serverUrl: s.serverUrl, partnerName: partner.name, userEmail: user.email || user.name || user.sub };
+  }
+
+  async failedAttempt(state: string, error: string): Promise<{ ended: boolean }> {
+    const { last } = await this.throttle.stateAttempt(state);
+    if (!last) return { ended: false };
+    await this.fail(state, error);
+    return { ended: true };
   }
 
   async complete(state: string, identity: LoginIdentity): Promise<void> {

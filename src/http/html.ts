@@ -23,8 +23,11 @@ export const SIGNIN_CSS = 'body{font:15px/1.5 system-ui,sans-serif;background:#f
   + 'h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.8rem 0 .2rem}input{width:100%;box-sizing:border-box;padding:.5rem;font:inherit}'
   + '.row{display:flex;gap:.5rem;margin-top:1.2rem}button{flex:1;padding:.55rem;font:inherit;cursor:pointer}'
   + '.error{color:#b00020}.hint{background:#eef4ff;padding:.6rem;border-radius:6px;font-size:.9rem}'
+  + 'h2{font-size:1rem;margin:0 0 .5rem}.statement{border:1px solid #d5d9e0;border-radius:8px;padding:.8rem;margin:0 0 1rem}'
+  + 'dl{display:grid;grid-template-columns:auto 1fr;gap:.2rem .8rem;margin:0 0 .6rem}dt{font-weight:600}dd{margin:0;overflow-wrap:anywhere}'
+  + '.warning{font-weight:600}.statement p{margin:.4rem 0}'
   + ':root{color-scheme:light dark}'
-  + '@media (prefers-color-scheme:dark){body{background:#161a21;color:#e8ebf1}main{background:#20252e;border-color:#3a4150}.error{color:#ff8a80}.hint{background:#27406b}a{color:#7fb0ff}}';
+  + '@media (prefers-color-scheme:dark){body{background:#161a21;color:#e8ebf1}main{background:#20252e;border-color:#3a4150}.statement{border-color:#3a4150}.error{color:#ff8a80}.hint{background:#27406b}a{color:#7fb0ff}}';
 
 /** A whole page: `body` is trusted HTML (escape what goes into it), `stylesheet` a same-origin URL. */
 export function htmlPage(title: string, body: string, stylesheet?: string): string {
@@ -32,11 +35,16 @@ export function htmlPage(title: string, body: string, stylesheet?: string): stri
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(title)}</title>${css}</head><body><main>${body}</main></body></html>`;
 }
 
-/** An HTML page of the hub's own: own scripts and styles only, no framing, not cached. */
-export function sendHtml(reply: FastifyReply, status: number, html: string | Buffer): FastifyReply {
+/**
+ * An HTML page of the hub's own: own scripts and styles only, no framing, not cached.
+ * `formTargets`: origins a form of the page may end at besides the hub (browsers check form-action
+ * on the redirects a submission follows: the OAuth confirm page's Continue ends at the vendor).
+ */
+export function sendHtml(reply: FastifyReply, status: number, html: string | Buffer, formTargets: string[] = []): FastifyReply {
+  const csp = formTargets.length ? CSP.replace("form-action 'self'", `form-action 'self' ${formTargets.join(' ')}`) : CSP;
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
-    .headers({ 'content-security-policy': CSP, 'x-frame-options': 'DENY', 'cache-control': 'no-store' })
+    .headers({ 'content-security-policy': csp, 'x-frame-options': 'DENY', 'cache-control': 'no-store' })
     .send(html);
 }

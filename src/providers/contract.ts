@@ -88,12 +88,49 @@ export interface LoginStart {
   serverUrl: string | null;
 }
 
+/**
+ * Who receives access through a pending login, as its start page states it before anything else
+ * (issue 28): the partner by its registered name, the hub user by the email of the exchange, the
+ * system (the provider's name, and the server URL when there is one).
+ */
+export interface LoginDescription {
+  providerId: string;
+  userId: string;
+  partnerId: string;
+  providerName: string;
+  serverUrl: string | null;
+  partnerName: string;
+  /** The hub user's email from the exchange (their name, else their subject, when the partner sent none). */
+  userEmail: string;
+}
+
+/**
+ * The cookie that binds a login state to the browser that opened its start page
+ * (src/auth/login-browser.ts). A provider's start page sends `setCookie(state)`; its callback or
+ * form POST acts only when `holds(state, req.headers.cookie)`, and otherwise changes nothing.
+ */
+export interface LoginBrowserBinding {
+  setCookie(state: string): string;
+  clearCookie(state: string): string;
+  holds(state: string, cookieHeader: string | string[] | undefined): boolean;
+}
+
 /** What the hub offers providers for their sign-in pages and callbacks. */
 export interface LoginHost {
   /** The pending login for `state`, or an error string fit for the sign-in page. */
   pending(state: string): Promise<{ providerId: string; serverUrl: string | null; userId: string; partnerId: string } | { error: string }>;
+  /** The pending login with the names its start page shows, or an error string fit for the page. */
+  describe(state: string): Promise<LoginDescription | { error: string }>;
+  /** Binds the login to one browser: every provider's start page sets it, every step after checks it. */
+  browser: LoginBrowserBinding;
   complete(state: string, identity: LoginIdentity): Promise<void>;
   fail(state: string, error: string): Promise<void>;
+  /**
+   * A failed attempt of the right browser (a callback whose code the DAM refused): the state stays
+   * pending, so the user can try again from its start page, until the state's attempt budget
+   * (signInStateAttempts) is spent; the last failure ends it with `error`. `ended` says which.
+   */
+  failedAttempt(state: string, error: string): Promise<{ ended: boolean }>;
   cancel(state: string): Promise<void>;
   /**
    * Sign-in forms call this before checking typed credentials (src/auth/signin-throttle.ts): one

@@ -18,23 +18,33 @@ import { defineProvider } from '../../src/providers/kit/define.js';
 import { addAccount } from '../../src/providers/library/accounts.js';
 import { ClusterStores } from '../../src/stores/index.js';
 import { assertError, startTestHub, tempDir, type TestHub } from '../helpers/hub.js';
+import { TestBrowser } from '../helpers/browser.js';
 import { startLibraryHub, type LibraryHarness, libraryOf } from '../helpers/library.js';
 import { clusterEnv, type ClusterEnv } from '../helpers/stores-env.js';
 
-const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 async function startLogin(t: TestHub, access: string, provider = 'library'): Promise<LightMyRequestResponse> {
   return t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=${provider}&polling=true`, headers: { authorization: `Bearer ${access}` } });
 }
 
+/** The browser that opened each state's form (test/helpers/browser.ts): its POSTs carry the login's cookie. */
+const browsers = new Map<string, TestBrowser>();
+
 async function newState(t: TestHub, access: string, provider = 'library'): Promise<string> {
   const r = await startLogin(t, access, provider);
   assert.equal(r.statusCode, 200, r.body);
-  return r.json().state;
+  const { state, redirect_uri } = r.json();
+  const browser = new TestBrowser(t);
+  assert.equal((await browser.open(redirect_uri)).status, 200);
+  browsers.set(state, browser);
+  return state;
 }
 
-function submit(t: TestHub, path: string, fields: Record<string, string>) {
-  return t.app.inject({ method: 'POST', url: `/api/v1${path}`, headers: FORM, payload: new URLSearchParams(fields).toString() });
+/** Posts the form from the browser that opened it (on whichever node `t` is). */
+async function submit(t: TestHub, path: string, fields: Record<string, string>) {
+  const browser = (browsers.get(fields.state ?? '') ?? new TestBrowser()).on(t);
+  const v = await browser.post(`/api/v1${path}`, fields);
+  return { statusCode: v.status, body: v.body, headers: v.headers };
 }
 
 const libSubmit = (lib: LibraryHarness, state: string, username: string, password: string) =>
@@ -116,13 +126,20 @@ describe('library sign-in form (embedded store)', () => {
   });
 
   test('POST /auth/login: starts are limited per hub user (429 hub-rate-limited with Retry-After); other users start normally', async () => {
-    const cancel = (state: string) => submit(lib.t, '/auth/library/signin', { state, cancel: '1' });
+    // Cancel in the browser that opened the form.
+    const cancel = async (start: LightMyRequestResponse) => {
+      const { state, redirect_uri } = start.json();
+      const browser = new TestBrowser(lib.t);
+      await browser.open(redirect_uri);
+      browsers.set(state, browser);
+      return submit(lib.t, '/auth/library/signin', { state, cancel: '1' });
+    };
     const me = (await lib.t.login({ sub: 'starter' })).access_token; // a budget no other test touched
     for (let i = 0; i < 30; i++) {
       const r = await startLogin(lib.t, me);
       assert.equal(r.statusCode, 200, `start ${i}: ${r.body}`);
       assert.equal(r.headers['ratelimit-limit'], '30');
-      assert.equal((await cancel(r.json().state)).statusCode, 200); // settled: no pending cap involved
+      assert.equal((await cancel(r)).statusCode, 200); // settled: no pending cap involved
     }
     const refused = await startLogin(lib.t, me);
     const body = assertError(refused, 'hub-rate-limited', 429);

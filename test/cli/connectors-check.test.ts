@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { spawn } from 'node:child_process';
 import { CLI, freePort, REPO_ROOT, runCli } from '../helpers/process.js';
+import { continueToVendor, TestBrowser, vendorConsent } from '../helpers/browser.js';
 import { startDropboxReplay } from '../helpers/dropbox-replay.js';
 import { startDriveReplay } from '../helpers/gdrive-replay.js';
 import { solidJpeg } from '../helpers/library.js';
@@ -185,11 +186,14 @@ async function runOAuthCheck(id: string, env: Record<string, string>, authorizeU
       });
       child.on('close', () => reject(new Error(`exited before printing a sign-in URL: ${stdout}${stderr}`)));
     });
-    assert.ok(signInUrl.startsWith(`${authorizeUrl}?`), signInUrl);
-    const consent = await fetch(signInUrl, { redirect: 'manual' });
-    const back = consent.headers.get('location')!;
+    // The printed URL is the hub's confirm page; the browser passes it, the vendor, the callback (test/helpers/browser.ts).
+    assert.ok(signInUrl.startsWith(`${hub}/api/v1/auth/${id}/connect?state=`), signInUrl);
+    const browser = new TestBrowser();
+    const authorize = await continueToVendor(browser, signInUrl);
+    assert.ok(authorize.startsWith(`${authorizeUrl}?`), authorize);
+    const back = await vendorConsent(browser, authorize);
     assert.ok(back.startsWith(`${hub}/api/v1/auth/callback/${id}?`), back);
-    assert.equal((await fetch(back)).status, 200);
+    assert.equal((await browser.open(back)).status, 200);
     return { code: await exited, stdout, stderr };
   } finally {
     if (child.exitCode === null) child.kill();

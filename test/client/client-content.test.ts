@@ -16,6 +16,7 @@ import { integrationError } from '../../src/errors.js';
 import type { LoginHost, Provider } from '../../src/providers/contract.js';
 import type { FolderPage } from '../../src/providers/model.js';
 import { formOpener, startClientHarness, type ClientHarness } from '../helpers/client-harness.js';
+import { TestBrowser } from '../helpers/browser.js';
 import { solidJpeg, writeFiles, libraryOf } from '../helpers/library.js';
 
 const ACCOUNT = { name: 'alice', password: 'correct horse battery' };
@@ -176,9 +177,10 @@ test('DAM login in a browser without an opener: a popup is opened before the fir
       set href(url: string) {
         events.push(`navigate ${new URL(url).pathname}`);
         submit = (async () => {
-          const html = await (await fetch(url)).text();
+          const browser = new TestBrowser();
+          const html = (await browser.open(url)).body;
           const state = /name="state" value="([^"]+)"/.exec(html)![1]!;
-          const res = await fetch(new URL('/api/v1/auth/library/signin', url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state, username: ACCOUNT.name, password: ACCOUNT.password }) });
+          const res = await browser.post(new URL('/api/v1/auth/library/signin', url).href, { state, username: ACCOUNT.name, password: ACCOUNT.password });
           return res.status;
         })();
       },

@@ -16,6 +16,7 @@ import { IndexerLease } from '../../src/providers/library/indexer-lease.js';
 import { ClusterStores } from '../../src/stores/index.js';
 import { createPgPool, migratePg } from '../../src/stores/postgres/index.js';
 import { cindexEnv, type CindexEnv } from '../helpers/cindex-env.js';
+import { TestBrowser } from '../helpers/browser.js';
 import { tempDir } from '../helpers/hub.js';
 import { solidJpeg, writeFiles } from '../helpers/library.js';
 import { makeKey, signPartnerJwt } from '../helpers/partner.js';
@@ -188,8 +189,11 @@ describe('two serve processes share the index; SIGKILL of the indexer moves the 
     assert.equal(ex.status, 200, await ex.clone().text());
     const { access_token } = await ex.json() as { access_token: string };
     const start = await fetch(`${a.url}/api/v1/auth/login?provider=library&polling=true`, { method: 'POST', headers: { authorization: `Bearer ${access_token}` } });
-    const { state } = await start.json() as { state: string };
-    const form = await fetch(`${b.url}/api/v1/auth/library/signin`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state, username: 'alice', password: 'correct horse' }) });
+    const { state, redirect_uri } = await start.json() as { state: string; redirect_uri: string };
+    // The form page opened on A sets the login's cookie (test/helpers/browser.ts); B checks it with the shared secret.
+    const browser = new TestBrowser();
+    assert.equal((await browser.open(redirect_uri)).status, 200);
+    const form = await browser.post(`${b.url}/api/v1/auth/library/signin`, { state, username: 'alice', password: 'correct horse' });
     assert.equal(form.status, 200);
     const poll = await fetch(`${b.url}/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true`);
     const dam = (await poll.json() as { access_token: string }).access_token;

@@ -449,3 +449,54 @@ describe('DAM connection tokens are confidential', () => {
     }
   });
 });
+
+describe('LoginHost for sign-in pages: describe, failedAttempt, the browser binding (issue 28)', () => {
+  test('describe names the partner, the hub user\'s email and the provider; a removed user leaves nothing to describe', async () => {
+    const t = await startTestHub({ providers: [testProvider()] });
+    try {
+      const access = (await t.login({ sub: 'dora', email: 'dora@example.com' })).access_token;
+      const { state } = await startLogin(t, access);
+      const d = await t.hub.damLogin.describe(state);
+      assert.ok(!('error' in d));
+      assert.deepEqual([d.partnerName, d.userEmail, d.providerName, d.serverUrl], ['Partner One', 'dora@example.com', 'Test DAM testdam', null]);
+      await t.hub.stores.users.remove(d.userId);
+      // The user's login states go with the user (or, if kept, name nobody): no page either way.
+      assert.match((await t.hub.damLogin.describe(state) as { error: string }).error, /not valid|no longer valid/);
+      assert.match((await t.hub.damLogin.describe('unknown') as { error: string }).error, /not valid/);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('failedAttempt keeps the state pending until its attempt budget (signInStateAttempts) is spent; the last failure ends it with its error', async () => {
+    const t = await startTestHub({ providers: [testProvider()], config: { signInStateAttempts: 3 } });
+    try {
+      const access = (await t.login()).access_token;
+      const { state } = await startLogin(t, access);
+      assert.deepEqual(await t.hub.damLogin.failedAttempt(state, 'invalid_grant: one'), { ended: false });
+      assert.deepEqual(await t.hub.damLogin.failedAttempt(state, 'invalid_grant: two'), { ended: false });
+      assert.deepEqual(await poll(t, state), {});
+      assert.deepEqual(await t.hub.damLogin.failedAttempt(state, 'invalid_grant: three'), { ended: true });
+      assert.deepEqual(await poll(t, state), { error: 'invalid_grant: three' });
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('the browser binding holds for its own state only, and only with the exact value', async () => {
+    const t = await startTestHub({ providers: [testProvider()] });
+    try {
+      const b = t.hub.damLogin.browser;
+      const pair = (s: string) => b.setCookie(s).split(';')[0]!;
+      assert.equal(b.holds('s1', pair('s1')), true);
+      assert.equal(b.holds('s1', `other=1; ${pair('s2')}; ${pair('s1')}`), true, 'among other cookies');
+      assert.equal(b.holds('s2', pair('s1')), false, 'another state\'s cookie');
+      assert.equal(b.holds('s1', `${pair('s1').slice(0, -1)}x`), false, 'an altered value');
+      assert.equal(b.holds('s1', `${pair('s2').split('=')[0]}=${pair('s1').split('=')[1]}`), false, 'the value under another name');
+      assert.equal(b.holds('s1', undefined), false);
+      assert.equal(b.holds('', pair('')), false, 'no state, no binding');
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import assert from 'node:assert/strict';
 import { bearer, type TestHub } from './hub.js';
+import { oauthBrowserSignIn } from './browser.js';
 import { issueTokens, PendingCodes } from './oauth-replay.js';
 import { serveBytes } from './replay-bytes.js';
 
@@ -351,16 +352,9 @@ export async function startBynderReplay(tree: string[], revisions: Record<string
   } as BynderReplay;
 }
 
-/** POST /auth/login with the portal as serverUrl, the replay's consent, the callback, the poll. */
+/** POST /auth/login with the portal as serverUrl, the confirm page, the replay's consent, the callback, the poll (test/helpers/browser.ts). */
 export async function bynderSignIn(hub: TestHub, hubAccess: string, serverUrl: string | null): Promise<{ tokens: any; authorize: URL }> {
-  const start = await hub.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=bynder&polling=true${serverUrl ? `&serverUrl=${encodeURIComponent(serverUrl)}` : ''}`, headers: { authorization: bearer(hubAccess) } });
-  assert.equal(start.statusCode, 200, start.body);
-  const { state, redirect_uri } = start.json();
-  const consent = await fetch(redirect_uri, { redirect: 'manual' });
-  const back = new URL(consent.headers.get('location')!);
-  const cb = await hub.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
-  assert.equal(cb.statusCode, 200, cb.body);
-  const poll = await hub.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
-  return { tokens: poll.json(), authorize: new URL(redirect_uri) };
+  const r = await oauthBrowserSignIn({ t: hub }, 'bynder', hubAccess, serverUrl ? { serverUrl } : {});
+  return { tokens: r.tokens, authorize: r.authorize };
 }
 

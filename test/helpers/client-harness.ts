@@ -8,6 +8,7 @@ import { DamhubClient, type DamhubClientOptions, type LoginOpener } from '@damhu
 import { createPartnerSigner, generatePartnerKey, type PartnerSigner } from '@damhub/client/node';
 import { addAccount } from '../../src/providers/library/accounts.js';
 import { startTestHub, tempDir, type TestHub } from './hub.js';
+import { TestBrowser } from './browser.js';
 import { writeFiles, libraryOf } from './library.js';
 import type { Provider } from '../../src/providers/contract.js';
 
@@ -86,16 +87,17 @@ export function formOpener(o: { username: string; password: string; cancel?: boo
   const submitted = new Promise<number>((r) => { resolve = r; });
   const opener = (async (url: string) => {
     o.onOpen?.(url);
-    const page = await fetch(url);
-    const html = await page.text();
+    // A browser (test/helpers/browser.ts): the page sets the login's cookie, the POST carries it.
+    const browser = new TestBrowser();
+    const page = await browser.open(url);
+    const html = page.body;
     const state = /name="state" value="([^"]+)"/.exec(html)?.[1];
     const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1];
     if (!state || !action) throw new Error(`not a sign-in form: ${html.slice(0, 200)}`);
     const fields: Record<string, string> = o.cancel ? { state, cancel: '1' } : { state, username: o.username, password: o.password };
     // Submitted after the opener returns, while the client is already polling.
     setImmediate(async () => {
-      const res = await fetch(new URL(action, url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
-      await res.text();
+      const res = await browser.post(new URL(action, url).href, fields);
       resolve(res.status);
     });
     return { closed: false };

@@ -22,6 +22,7 @@ import { cloudinaryConnector } from '../../src/providers/cloudinary/provider.js'
 import type { DefinedConnector } from '../../src/providers/kit/define.js';
 import type { UpstreamSettings } from '../../src/providers/kit/http.js';
 import type { TestHub } from './hub.js';
+import { formBrowserSignIn, TestBrowser } from './browser.js';
 import { startConnectorHub } from './saas.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../test/fixtures/cloudinary');
@@ -451,16 +452,12 @@ export async function signInCloudinary(t: TestHub, access: string, fields: { clo
   const start = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=cloudinary&polling=true', headers: { authorization: `Bearer ${access}` } });
   assert.equal(start.statusCode, 200, start.body);
   const { redirect_uri, state } = start.json();
-  const form = new URL(redirect_uri);
-  const page = await t.app.inject({ method: 'GET', url: form.pathname + form.search });
-  assert.equal(page.statusCode, 200, page.body);
-  const submit = await t.app.inject({
-    method: 'POST', url: '/api/v1/auth/cloudinary/signin',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ state, ...fields }).toString(),
-  });
+  // As a browser does it (test/helpers/browser.ts): the form page sets the login's cookie, the POST carries it.
+  const browser = new TestBrowser(t);
+  const { form: page, submit } = await formBrowserSignIn(browser, redirect_uri, { ...fields });
+  assert.equal(page.status, 200, page.body);
   const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
-  return { token: poll.json().access_token ?? null, refresh: poll.json().refresh_token ?? null, status: submit.statusCode, page: submit.body };
+  return { token: poll.json().access_token ?? null, refresh: poll.json().refresh_token ?? null, status: submit.status, page: submit.body };
 }
 
 export interface CloudinaryHub {

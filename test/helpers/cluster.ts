@@ -10,6 +10,7 @@ import type { Partner } from '../../src/stores/types.js';
 import { tempDir } from './hub.js';
 import { makeKey, signPartnerJwt, type TestKey } from './partner.js';
 import { runCli, startServer, type ServerProcess } from './process.js';
+import { TestBrowser } from './browser.js';
 
 export const LIBRARY_USER = { name: 'alice', password: 'correct horse battery' };
 
@@ -94,19 +95,21 @@ export function exchange(node: ServerProcess, jwt: string): Promise<Answer> {
   return call(api(node, '/auth/exchangeToken'), { method: 'POST', token: jwt, headers: { 'content-type': 'application/json' }, body: '{}' });
 }
 
-/** POST /auth/login on `start`; the sign-in form through `form`. Returns the state. */
+/**
+ * POST /auth/login on `start`; the sign-in form opened on `start` (its page sets the login's cookie,
+ * test/helpers/browser.ts) and submitted through `form`: the cookie, like the state, holds on every node.
+ */
 export async function damSignIn(start: ServerProcess, form: ServerProcess, access: string): Promise<string> {
   const s = await call(api(start, '/auth/login?provider=library&polling=true'), { method: 'POST', token: access });
   assert.equal(s.status, 200, JSON.stringify(s.body));
   const { state, redirect_uri } = s.body as { state: string; redirect_uri: string };
   assert.ok(redirect_uri.startsWith(`${start.url}/api/v1/auth/library/signin?state=`), redirect_uri);
-  const submit = await call(api(form, '/auth/library/signin'), {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ state, username: LIBRARY_USER.name, password: LIBRARY_USER.password }).toString(),
-  });
-  assert.equal(submit.status, 200, String(submit.body));
-  assert.match(String(submit.body), /You are signed in to the library/);
+  const browser = new TestBrowser();
+  const page = await browser.open(redirect_uri);
+  assert.equal(page.status, 200, page.body);
+  const submit = await browser.post(api(form, '/auth/library/signin'), { state, username: LIBRARY_USER.name, password: LIBRARY_USER.password });
+  assert.equal(submit.status, 200, submit.body);
+  assert.match(submit.body, /You are signed in to the library/);
   return state;
 }
 

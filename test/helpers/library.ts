@@ -9,6 +9,7 @@ import sharp from 'sharp';
 import { addAccount } from '../../src/providers/library/accounts.js';
 import type { HubConfig } from '../../src/config.js';
 import { startTestHub, tempDir, type TestHub } from './hub.js';
+import { formBrowserSignIn, TestBrowser } from './browser.js';
 import { embeddedLibrary } from '../../src/catalog.js';
 import type { Hub } from '../../src/hub.js';
 import type { LibraryProvider } from '../../src/providers/library/provider.js';
@@ -47,16 +48,12 @@ export async function signInToLibrary(t: TestHub, access: string, user: string, 
   const start = await t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=library&polling=true', headers: { authorization: `Bearer ${access}` } });
   assert.equal(start.statusCode, 200, start.body);
   const { redirect_uri, state } = start.json();
-  const form = new URL(redirect_uri);
-  const page = await t.app.inject({ method: 'GET', url: form.pathname + form.search });
-  assert.equal(page.statusCode, 200);
+  // As a browser does it (test/helpers/browser.ts): the form page sets the login's cookie, the POST carries it.
+  const browser = new TestBrowser(t);
+  const { form: page, submit } = await formBrowserSignIn(browser, redirect_uri, { username: user, password });
+  assert.equal(page.status, 200);
   assert.match(page.body, /<form method="post"/);
-  const submit = await t.app.inject({
-    method: 'POST', url: '/api/v1/auth/library/signin',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ state, username: user, password }).toString(),
-  });
-  assert.equal(submit.statusCode, 200, submit.body);
+  assert.equal(submit.status, 200, submit.body);
   const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
   const tokens = poll.json();
   assert.ok(tokens.access_token, poll.body);

@@ -10,6 +10,7 @@ import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { ManualClock } from '../../src/clock.js';
 import type { HubConfig } from '../../src/config.js';
 import { startTestHub, tempDir, type TestHub } from './hub.js';
+import { formBrowserSignIn, TestBrowser } from './browser.js';
 
 export const S3_KEY = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
@@ -57,16 +58,12 @@ export async function signInS3(t: TestHub, access: string, fields: { endpoint: s
   const start = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=s3&polling=true&serverUrl=${encodeURIComponent(fields.endpoint)}`, headers: { authorization: `Bearer ${access}` } });
   assert.equal(start.statusCode, 200, start.body);
   const { redirect_uri, state } = start.json();
-  const form = new URL(redirect_uri);
-  const page = await t.app.inject({ method: 'GET', url: form.pathname + form.search });
-  assert.equal(page.statusCode, 200, page.body);
-  const submit = await t.app.inject({
-    method: 'POST', url: '/api/v1/auth/s3/signin',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ state, ...fields }).toString(),
-  });
+  // As a browser does it (test/helpers/browser.ts): the form page sets the login's cookie, the POST carries it.
+  const browser = new TestBrowser(t);
+  const { form: page, submit } = await formBrowserSignIn(browser, redirect_uri, { ...fields });
+  assert.equal(page.status, 200, page.body);
   const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
-  return { token: poll.json().access_token ?? null, status: submit.statusCode, page: submit.body };
+  return { token: poll.json().access_token ?? null, status: submit.status, page: submit.body };
 }
 
 /** `s3` may name its own key pair and region (a real server's); s3rver's fixed pair is the default. */

@@ -1,45 +1,37 @@
 /**
  * Signs a hub user in to an OAuth connector whose authorization endpoint (a loopback replay
- * server) consents at once: POST /auth/login, follow the popup to the callback, poll the tokens.
+ * server) consents at once: POST /auth/login, the hub's confirm page and its Continue, the vendor,
+ * the callback, the poll (test/helpers/browser.ts).
  */
-import assert from 'node:assert/strict';
 import { after } from 'node:test';
 import { loadOrCreateKeyRing } from '../../src/auth/keys.js';
 import { ManualClock } from '../../src/clock.js';
+import type { HubConfig } from '../../src/config.js';
 import type { ConnectorDeps, DefinedConnector } from '../../src/providers/kit/define.js';
 import type { UpstreamSettings } from '../../src/providers/kit/http.js';
 import { runProviderConformance } from './provider-conformance.js';
 import { bearer, startTestHub, tempDir, type TestHub } from './hub.js';
+import { oauthBrowserSignIn } from './browser.js';
 
 export async function oauthSignIn(t: TestHub, providerId: string, hubAccess: string): Promise<{ access_token: string; refresh_token?: string }> {
-  const start = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=${providerId}&polling=true`, headers: { authorization: bearer(hubAccess) } });
-  assert.equal(start.statusCode, 200, start.body);
-  const { state, redirect_uri } = start.json();
-  const consent = await fetch(redirect_uri, { redirect: 'manual' });
-  const back = new URL(consent.headers.get('location')!);
-  assert.equal(back.pathname, `/api/v1/auth/callback/${providerId}`);
-  const cb = await t.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
-  assert.equal(cb.statusCode, 200, cb.body);
-  const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
-  const tokens = poll.json();
-  assert.equal(typeof tokens.access_token, 'string', poll.body);
-  return tokens;
+  // As a browser does it (test/helpers/browser.ts): the confirm page, Continue, the vendor, the callback.
+  return (await oauthBrowserSignIn({ t }, providerId, hubAccess)).tokens;
 }
 
 /**
  * A test hub serving one kit connector built the way the hub builds it (same data dir, so the
  * same key ring; the hub's clock), reaching its loopback replay server.
  */
-export async function startConnectorHub(factory: (deps: ConnectorDeps) => DefinedConnector, upstream: Partial<UpstreamSettings> = {}): Promise<{ t: TestHub; connector: DefinedConnector }> {
+export async function startConnectorHub(factory: (deps: ConnectorDeps) => DefinedConnector, upstream: Partial<UpstreamSettings> = {}, opts: { config?: Partial<HubConfig>; clock?: ManualClock } = {}): Promise<{ t: TestHub; connector: DefinedConnector }> {
   const dataDir = tempDir();
-  const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+  const clock = opts.clock ?? new ManualClock(Date.UTC(2026, 5, 1, 12));
   // Download links are checked against the hub's MediaAccess as the catalog wires it; the hub
   // exists only after the connector, so the check reaches it through `t`.
   let t: TestHub | undefined;
   const access = { check: (b: { partnerId: string; userId: string }, what: string) => t!.hub.mediaAccess.check(b, what) };
-  const connector = factory({ clock, keys: loadOrCreateKeyRing(dataDir, clock.now()), publicUrl: 'http://hub.test', access, upstream: { allowHosts: ['127.0.0.1'], ...upstream } });
+  const connector = factory({ clock, keys: loadOrCreateKeyRing(dataDir, clock.now()), publicUrl: opts.config?.publicUrl ?? 'http://hub.test', access, upstream: { allowHosts: ['127.0.0.1'], ...upstream } });
   // The hub closes every provider it registered, this one included.
-  t = await startTestHub({ dataDir, clock, providers: [connector] });
+  t = await startTestHub({ dataDir, clock, providers: [connector], ...(opts.config ? { config: opts.config } : {}) });
   return { t, connector };
 }
 

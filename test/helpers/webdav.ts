@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import type { HubConfig } from '../../src/config.js';
 import { startTestHub, type TestHub } from './hub.js';
+import { formBrowserSignIn, TestBrowser } from './browser.js';
 
 export interface WebdavHub {
   t: TestHub;
@@ -21,17 +22,13 @@ export async function signInWebdav(t: TestHub, access: string, fields: { serverU
   const start = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=webdav&polling=true&serverUrl=${encodeURIComponent(fields.serverUrl)}`, headers: { authorization: `Bearer ${access}` } });
   assert.equal(start.statusCode, 200, start.body);
   const { redirect_uri, state } = start.json();
-  const form = new URL(redirect_uri);
-  const page = await t.app.inject({ method: 'GET', url: form.pathname + form.search });
-  assert.equal(page.statusCode, 200, page.body);
+  // As a browser does it (test/helpers/browser.ts): the form page sets the login's cookie, the POST carries it.
+  const browser = new TestBrowser(t);
+  const { form: page, submit } = await formBrowserSignIn(browser, redirect_uri, { ...fields });
+  assert.equal(page.status, 200, page.body);
   assert.ok(page.body.includes(`value="${fields.serverUrl}"`), 'the form is prefilled with the serverUrl');
-  const submit = await t.app.inject({
-    method: 'POST', url: '/api/v1/auth/webdav/signin',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ state, ...fields }).toString(),
-  });
   const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
-  return { token: poll.json().access_token ?? null, refresh: poll.json().refresh_token ?? null, status: submit.statusCode, page: submit.body };
+  return { token: poll.json().access_token ?? null, refresh: poll.json().refresh_token ?? null, status: submit.status, page: submit.body };
 }
 
 export async function startWebdavHub(dav: { url: string }, opts: { user?: string; password?: string; config?: Partial<HubConfig> } = {}): Promise<WebdavHub> {

@@ -13,6 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import { SignJWT } from 'jose';
 import { assertError, bearer, startTestHub, tempDir, type TestHub } from '../helpers/hub.js';
+import { TestBrowser } from '../helpers/browser.js';
 import { solidJpeg, startLibraryHub, writeFiles, type LibraryHarness } from '../helpers/library.js';
 import { JwksServer, makeKey, signPartnerJwt } from '../helpers/partner.js';
 import { REPO_ROOT, runCli, startServer } from '../helpers/process.js';
@@ -245,8 +246,13 @@ test('no secret reaches the log stream of the real process, at trace level, on s
     await fetch(`${api}/auth/exchangeToken`, { method: 'POST', headers: { authorization: bearer(jwt) } });
     const start = (await (await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: { authorization: bearer(pair.access_token) } })).json()) as { state: string };
     secrets.push(start.state);
-    await fetch(`${api}/auth/library/signin`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state: start.state, username: 'logger', password: 'wrong-guess-123' }) });
-    await fetch(`${api}/auth/library/signin`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state: start.state, username: 'logger', password }) });
+    const browser = new TestBrowser();
+    const form = await browser.open(`${api}/auth/library/signin?state=${encodeURIComponent(start.state)}`);
+    // The login's browser cookie is a secret too: it must not be logged either.
+    secrets.push(...browser.cookies.values());
+    assert.equal(form.status, 200);
+    await browser.post(`${api}/auth/library/signin`, { state: start.state, username: 'logger', password: 'wrong-guess-123' });
+    await browser.post(`${api}/auth/library/signin`, { state: start.state, username: 'logger', password });
     const dam = (await (await fetch(`${api}/auth/login?state=${start.state}&polling=true`)).json()) as { access_token: string; refresh_token: string };
     secrets.push(dam.access_token, dam.refresh_token, 'wrong-guess-123');
     const h = { authorization: bearer(pair.access_token), 'provider-authorization': bearer(dam.access_token) };
@@ -301,12 +307,14 @@ test('library sign-in: five wrong passwords end the login state; the right passw
   const lib = await startLibraryHub({ 'a.txt': 'x' });
   try {
     const start = await lib.t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=library&polling=true', headers: { authorization: lib.headers.authorization } });
-    const { state } = start.json();
-    const submit = (password: string) => lib.t.app.inject({ method: 'POST', url: '/api/v1/auth/library/signin', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ state, username: 'alice', password }).toString() });
-    for (let i = 0; i < 4; i++) assert.equal((await submit(`guess-${i}`)).statusCode, 401);
+    const { state, redirect_uri } = start.json();
+    const browser = new TestBrowser(lib.t);
+    assert.equal((await browser.open(redirect_uri)).status, 200);
+    const submit = (password: string) => browser.post('/api/v1/auth/library/signin', { state, username: 'alice', password });
+    for (let i = 0; i < 4; i++) assert.equal((await submit(`guess-${i}`)).status, 401);
     const fifth = await submit('guess-4');
     assert.match(fifth.body, /Too many failed attempts/);
-    assert.equal((await submit('correct horse')).statusCode, 400);
+    assert.equal((await submit('correct horse')).status, 400);
     const poll = await lib.t.app.inject({ url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
     assert.equal(poll.json().access_token, undefined);
     assert.match(poll.json().error, /too many failed/);

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { tempDir } from '../helpers/hub.js';
+import { TestBrowser } from '../helpers/browser.js';
 import { solidJpeg, writeFiles } from '../helpers/library.js';
 import { makeKey, signPartnerJwt, type TestKey } from '../helpers/partner.js';
 import { runCli, startServer, type ServerProcess } from '../helpers/process.js';
@@ -64,15 +65,17 @@ test('library end to end over HTTP', async () => {
   // DAM login: open redirect_uri like a popup would, submit the form, poll.
   const start = await json(await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: auth }));
   assert.deepEqual(await json(await fetch(`${api}/auth/login?state=${start.state}&polling=true`)), {});
-  const formPage = await fetch(start.redirect_uri);
+  // A browser (test/helpers/browser.ts): the form page sets the login's cookie, the POSTs carry it.
+  const browser = new TestBrowser();
+  const formPage = await browser.open(start.redirect_uri);
   assert.equal(formPage.status, 200);
-  const html = await formPage.text();
+  const html = formPage.body;
   const state = /name="state" value="([^"]+)"/.exec(html)?.[1];
   assert.equal(state, start.state);
-  const action = /<form method="post" action="([^"]+)"/.exec(html)![1]!;
-  const wrong = await fetch(new URL(action, server.url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state: state!, username: 'bob', password: 'nope-nope' }) });
+  const action = new URL(/<form method="post" action="([^"]+)"/.exec(html)![1]!, server.url).href;
+  const wrong = await browser.post(action, { state: state!, username: 'bob', password: 'nope-nope' });
   assert.equal(wrong.status, 401);
-  const signin = await fetch(new URL(action, server.url), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state: state!, username: 'bob', password: 'bob-secret-pw' }) });
+  const signin = await browser.post(action, { state: state!, username: 'bob', password: 'bob-secret-pw' });
   assert.equal(signin.status, 200);
   const dam = await json(await fetch(`${api}/auth/login?state=${start.state}&polling=true`));
   assert.ok(dam.access_token && dam.refresh_token && dam.userHash);

@@ -11,6 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import pg from 'pg';
 import { LEGACY_MCP_FILE } from '../../src/stores/legacy-mcp-file.js';
 import { LIBRARY_USER, makeLibrary } from '../helpers/cluster.js';
+import { TestBrowser } from '../helpers/browser.js';
 import { tempDir } from '../helpers/hub.js';
 import { ok } from '../helpers/mcp.js';
 import { obtainAccessToken, startAuthServer, type AuthServer } from '../helpers/oauth-server.js';
@@ -74,12 +75,12 @@ describe('MCP on two hub nodes sharing PostgreSQL and Redis', () => {
     const pendingOnB = (await ok(onB, 'list_providers')).body.providers[0];
     assert.deepEqual([pendingOnB.connected, pendingOnB.signInUrl], [false, started.signInUrl]);
 
-    // The user's browser reaches node A through the load balancer.
-    const form = await fetch(`${a.url}${signIn.pathname}`, {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ state: signIn.searchParams.get('state')!, username: LIBRARY_USER.name, password: LIBRARY_USER.password }),
-    });
-    assert.equal(form.status, 200, await form.text());
+    // The user's browser (test/helpers/browser.ts) gets the form from node B and posts it to node A
+    // through the load balancer: the cookie the form set holds on every node (a shared secret).
+    const browser = new TestBrowser();
+    assert.equal((await browser.open(`${b.url}${signIn.pathname}${signIn.search}`)).status, 200);
+    const form = await browser.post(`${a.url}${signIn.pathname}`, { state: signIn.searchParams.get('state')!, username: LIBRARY_USER.name, password: LIBRARY_USER.password });
+    assert.equal(form.status, 200, form.body);
     assert.equal((await ok(onA, 'connect_provider', { provider: 'library' })).body.status, 'connected', 'collected on A');
 
     // Node B: connected, and content tools run under the connection A collected.

@@ -9,6 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ManualClock } from '../../src/clock.js';
 import { addAccount } from '../../src/providers/library/accounts.js';
 import { startTestHub, tempDir, type TestHub } from '../helpers/hub.js';
+import { TestBrowser } from '../helpers/browser.js';
 import { solidJpeg, writeFiles, libraryOf } from '../helpers/library.js';
 import { callTool, mcpLibraryFiles, ok, refused, TOOL_NAMES } from '../helpers/mcp.js';
 import { obtainAccessToken, startAuthServer, type AuthServer } from '../helpers/oauth-server.js';
@@ -109,13 +110,12 @@ test('every tool against the embedded library, DAM sign-in through connect_provi
   assert.equal(started.status, 'pending');
   const signIn = new URL(started.signInUrl);
   assert.equal(signIn.origin, publicUrl);
-  const form = await fetch(signIn);
+  // The user's browser (test/helpers/browser.ts): the form page sets the login's cookie, the POST carries it.
+  const browser = new TestBrowser();
+  const form = await browser.open(signIn.href);
   assert.equal(form.status, 200);
   assert.equal((await ok(client, 'connect_provider', {})).body.status, 'pending', 'still pending before the user signs in');
-  const submitted = await fetch(`${publicUrl}/api/v1/auth/library/signin`, {
-    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ state: signIn.searchParams.get('state')!, username: 'alice', password: 'correct horse' }),
-  });
+  const submitted = await browser.post(`${publicUrl}/api/v1/auth/library/signin`, { state: signIn.searchParams.get('state')!, username: 'alice', password: 'correct horse' });
   assert.equal(submitted.status, 200);
   assert.equal((await ok(client, 'connect_provider', {})).body.status, 'connected');
   providers = (await ok(client, 'list_providers')).body.providers;

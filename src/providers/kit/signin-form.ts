@@ -5,12 +5,19 @@
  * upstream, or the library's accounts), then completes, or after five failures fails, the state.
  * Cancel settles it as cancelled. Secrets never leave in an answer or a log line. Every attempt is
  * reserved with the hub's sign-in throttle (src/auth/signin-throttle.ts) before the upstream sees it.
+ *
+ * The form is the login's start page (issue 28): above its fields it says which application and
+ * which hub user will get access to which system (signin-pages.ts), and its GET sets the cookie that
+ * binds the login to this browser (src/auth/login-browser.ts). Submitting the form is the
+ * "Continue"; a POST (sign-in or Cancel) from a browser without the cookie is refused before
+ * anything is counted, checked or settled.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { throttledText } from '../../auth/signin-throttle.js';
 import { isHubError } from '../../errors.js';
-import { esc, htmlPage, sendHtml, SIGNIN_CSS } from '../../http/html.js';
-import type { LoginHost } from '../contract.js';
+import { esc, sendHtml, SIGNIN_CSS } from '../../http/html.js';
+import type { LoginDescription, LoginHost } from '../contract.js';
+import { messagePage, signInPage, statementHtml, wrongBrowser } from './signin-pages.js';
 import type { UpstreamClient } from './http.js';
 
 export interface FormField {
@@ -46,9 +53,6 @@ export interface FormSignIn<C> {
   signedInText?(result: SignInResult<C>): string;
 }
 
-/** The stylesheet is its own file: the hub's CSP (style-src 'self') refuses inline styles. */
-const page = (providerId: string, title: string, body: string) => htmlPage(title, body, `/api/v1/connectors/${providerId}/signin.css`);
-
 export function signInPath(providerId: string): string {
   return `/auth/${providerId}/signin`;
 }
@@ -64,28 +68,37 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
   });
 
   const firstEmpty = (values: Record<string, string>) => form.fields.findIndex((f) => !values[f.name]);
-  const render = (state: string, error: string | null, values: Record<string, string>) => page(providerId, form.title, `
+  const render = (d: LoginDescription, state: string, error: string | null, values: Record<string, string>) => signInPage(providerId, form.title, `
     <h1>${esc(form.title)}</h1>
     ${error ? `<p class="error" role="alert">${esc(error)}</p>` : ''}
+    ${statementHtml(d, 'Sign in')}
     ${form.hint ? `<p class="hint">${esc(form.hint)}</p>` : ''}
     <form method="post" action="${action}">
       <input type="hidden" name="state" value="${esc(state)}">
       ${form.fields.map((f, i) => `<label for="${esc(f.name)}">${esc(f.label)}</label><input id="${esc(f.name)}" name="${esc(f.name)}" type="${f.type ?? 'text'}"${f.required === false ? '' : ' required'}${f.placeholder ? ` placeholder="${esc(f.placeholder)}"` : ''}${f.type === 'password' ? ' autocomplete="current-password"' : `${f.autocomplete ? ` autocomplete="${esc(f.autocomplete)}"` : ''} value="${esc(values[f.name] ?? '')}"`}${i === firstEmpty(values) ? ' autofocus' : ''}>`).join('\n      ')}
       <div class="row"><button type="submit">Sign in</button><button type="submit" name="cancel" value="1" formnovalidate>Cancel</button></div>
     </form>`);
-  const message = (reply: FastifyReply, status: number, title: string, text: string, error = false) =>
-    sendHtml(reply, status, page(providerId, title, `<h1>${esc(title)}</h1><p${error ? ' class="error"' : ''}>${esc(text)}</p>`));
+  const message = (reply: FastifyReply, status: number, title: string, text: string, error = false) => messagePage(reply, providerId, status, title, text, error);
+  /** The page again, with an error above the fields (the login's names read again: it is still pending). */
+  const again = async (reply: FastifyReply, status: number, state: string, error: string, values: Record<string, string>) => {
+    const d = await host.describe(state);
+    if ('error' in d) return message(reply, 400, 'Sign-in', d.error, true);
+    return sendHtml(reply, status, render(d, state, error, values));
+  };
 
   app.get(`/connectors/${providerId}/signin.css`, { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=86400').send(SIGNIN_CSS));
 
   app.get(signInPath(providerId), { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
     const state = String((req.query as { state?: string }).state ?? '');
-    const pending = await host.pending(state);
-    if ('error' in pending) return message(reply, 400, 'Sign-in', pending.error, true);
+    const d = await host.describe(state);
+    if ('error' in d) return message(reply, 400, 'Sign-in', d.error, true);
+    if (d.providerId !== providerId) return message(reply, 400, 'Sign-in', 'This sign-in link belongs to another system.', true);
     const values: Record<string, string> = {};
-    for (const f of form.fields) if (f.fromServerUrl && pending.serverUrl) values[f.name] = pending.serverUrl;
-    return sendHtml(reply, 200, render(state, null, values));
+    for (const f of form.fields) if (f.fromServerUrl && d.serverUrl) values[f.name] = d.serverUrl;
+    // The browser that sees this page is the one whose POST will count.
+    reply.header('set-cookie', host.browser.setCookie(state));
+    return sendHtml(reply, 200, render(d, state, null, values));
   });
 
   app.post(signInPath(providerId), { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
@@ -94,15 +107,19 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
     const pending = await host.pending(state);
     if ('error' in pending) return message(reply, 400, 'Sign-in', pending.error, true);
     if (pending.providerId !== providerId) return message(reply, 400, 'Sign-in', 'This sign-in link belongs to another system.', true);
+    // Before anything is counted, checked or settled: a browser that never saw this login's page
+    // (a forwarded link, a cross-site POST) changes nothing.
+    if (!host.browser.holds(state, req.headers.cookie)) return wrongBrowser(reply, providerId);
     if (b.cancel) {
       await host.cancel(state);
+      reply.header('set-cookie', host.browser.clearCookie(state));
       return message(reply, 200, 'Sign-in cancelled', 'You can close this window.');
     }
     const values: Record<string, string> = {};
     for (const f of form.fields) values[f.name] = typeof b[f.name] === 'string' ? (f.type === 'password' ? (b[f.name] as string) : (b[f.name] as string).trim()) : '';
     const missing = form.fields.find((f) => f.required !== false && !values[f.name]);
     const shown = Object.fromEntries(form.fields.filter((f) => f.type !== 'password').map((f) => [f.name, values[f.name]!]));
-    if (missing) return sendHtml(reply, 400, render(state, `${missing.label} is required.`, shown));
+    if (missing) return again(reply, 400, state, `${missing.label} is required.`, shown);
     // The account is what the form names besides the secret (server and user, endpoint and key id).
     const account = form.fields.filter((f) => f.type !== 'password').map((f) => values[f.name]).join('\0');
     // Reserved before the upstream check, atomically: concurrent guesses beyond the budget never
@@ -110,7 +127,7 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
     const attempt = await host.reserveSignIn({ state, providerId, userId: pending.userId, account });
     if (!attempt.allowed) {
       reply.header('retry-after', String(attempt.retryAfterSec));
-      return sendHtml(reply, 429, render(state, throttledText(attempt.retryAfterSec), shown));
+      return again(reply, 429, state, throttledText(attempt.retryAfterSec), shown);
     }
     // A concurrent attempt may have ended the state meanwhile; then the answer is the settled
     // state's, for the right secret as for a wrong one.
@@ -132,7 +149,7 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
       const text = e.code === 'integration-auth-failed' || e.code === 'integration-forbidden'
         ? (form.rejectedText ?? 'The server did not accept these credentials.')
         : `The server could not be used: ${e.message}`;
-      return sendHtml(reply, e.code === 'integration-auth-failed' ? 401 : 400, render(state, text, shown));
+      return again(reply, e.code === 'integration-auth-failed' ? 401 : 400, state, text, shown);
     }
     try {
       await host.complete(state, { credentials: result.credentials, accountId: result.accountId });
@@ -142,6 +159,7 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
       throw e;
     }
     await attempt.succeeded();
+    reply.header('set-cookie', host.browser.clearCookie(state));
     const signedIn = form.signedInText?.(result) ?? `You are signed in as ${result.displayName}.`;
     return message(reply, 200, 'Signed in', `${signedIn} You can close this window and return to the application.`);
   });

@@ -1,24 +1,36 @@
 /**
- * The hub side of an OAuth sign-in: the popup goes straight to the DAM's authorization endpoint,
- * and the DAM sends it back to `/api/v1/auth/callback/{provider}`, which settles the hub's login
- * state. A connector spreads `oauthLogin(flow)` into its Provider.
+ * The hub side of an OAuth sign-in. The popup (or the link connect_provider hands out) opens the
+ * hub's confirm page, `/api/v1/auth/{provider}/connect?state=S`, never the vendor directly
+ * (issue 28): it names the application (the partner's registered name), the hub user (the email of
+ * the exchange) and the system that will be connected, and sets the cookie binding the login to this
+ * browser (src/auth/login-browser.ts). Only its "Continue" (a POST on the hub) sends the browser on
+ * to the DAM's authorization endpoint; "Cancel" ends the login as cancelled. The DAM sends the
+ * browser back to `/api/v1/auth/callback/{provider}`, which settles the hub's login state.
+ *
+ * The callback's rules: a browser without the login's cookie changes nothing (no code is redeemed,
+ * nothing is settled or counted), so a consent link passed on to someone else cannot finish the
+ * login. From the right browser, `access_denied` ends the login as declined; any other failure
+ * (a code the DAM refuses, an error answer) counts one attempt against the state's budget
+ * (signInStateAttempts) and leaves it pending, so the user can try again from the confirm page,
+ * until the last attempt ends it. A connector spreads `oauthLogin(flow)` into its Provider.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import * as oauth from 'oauth4webapi';
 import { isHubError } from '../../errors.js';
-import { esc, htmlPage, sendHtml, SIGNIN_CSS } from '../../http/html.js';
+import { esc, sendHtml, SIGNIN_CSS } from '../../http/html.js';
 import type { ProviderCredentials } from '../../auth/provider-tokens.js';
 import type { LoginHost, LoginStart } from '../contract.js';
 import type { UpstreamClient } from '../kit/http.js';
+import { messagePage, signInPage, statementHtml, wrongBrowser } from '../kit/signin-pages.js';
 import type { OAuthFlow } from './flow.js';
-
-/** The callback's answer page, styled by the sign-in stylesheet (inline styles are refused by the hub's CSP). */
-function page(reply: FastifyReply, providerId: string, status: number, title: string, text: string) {
-  return sendHtml(reply, status, htmlPage(title, `<h1>${esc(title)}</h1><p>${esc(text)}</p>`, `/api/v1/connectors/${encodeURIComponent(providerId)}/signin.css`));
-}
 
 export function callbackPath(providerId: string): string {
   return `/api/v1/auth/callback/${encodeURIComponent(providerId)}`;
+}
+
+/** The confirm page every OAuth sign-in starts at (POST /auth/login's redirect_uri). */
+export function connectPath(providerId: string): string {
+  return `/api/v1/auth/${encodeURIComponent(providerId)}/connect`;
 }
 
 export interface OAuthLogin {
@@ -31,14 +43,69 @@ export interface OAuthLogin {
 export function oauthLogin(flow: OAuthFlow): OAuthLogin {
   const { providerId, name } = flow.spec;
   const redirectUri = (host: LoginHost) => `${host.publicUrl}${callbackPath(providerId)}`;
+  const confirmUrl = (host: LoginHost, state: string) => `${host.publicUrl}${connectPath(providerId)}?state=${encodeURIComponent(state)}`;
   return {
     async beginLogin({ state, serverUrl }, host, http) {
-      return { redirectUri: await flow.authorizationUrl(state, serverUrl, redirectUri(host), http) };
+      // Computed and dropped: a tenant whose authorization server cannot be found is refused at
+      // the start, before anyone is sent anywhere (its discovery stays cached for the Continue).
+      await flow.authorizationUrl(state, serverUrl, redirectUri(host), http);
+      return { redirectUri: confirmUrl(host, state) };
     },
 
     routes(app, host, http) {
+      app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_req, body, done) => {
+        done(null, Object.fromEntries(new URLSearchParams(body as string)));
+      });
       app.get(`/connectors/${providerId}/signin.css`, { config: { auth: 'none' }, schema: { hide: true } }, async (_req, reply) =>
         reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=86400').send(SIGNIN_CSS));
+
+      app.get(`/auth/${providerId}/connect`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
+        const state = String((req.query as { state?: unknown }).state ?? '');
+        const d = await host.describe(state);
+        if ('error' in d) return messagePage(reply, providerId, 400, 'Sign-in', d.error, true);
+        if (d.providerId !== providerId) return messagePage(reply, providerId, 400, 'Sign-in', 'This sign-in link does not belong to this service. Start again from the application.', true);
+        let vendor: URL;
+        try {
+          vendor = new URL(await flow.authorizationUrl(state, d.serverUrl, redirectUri(host), http));
+        } catch {
+          return messagePage(reply, providerId, 502, 'Sign-in', `The sign-in page of ${name} could not be prepared. Try again in a moment.`, true);
+        }
+        const title = `Connect ${d.providerName}`;
+        reply.header('set-cookie', host.browser.setCookie(state));
+        // The Continue ends at the vendor: its origin is allowed as a form target (form-action is
+        // checked on the redirect a submission follows).
+        return sendHtml(reply, 200, signInPage(providerId, title, `
+    <h1>${esc(title)}</h1>
+    ${statementHtml(d, 'Continue')}
+    <p>Continue takes you to ${esc(name)} to sign in.</p>
+    <form method="post" action="${connectPath(providerId)}">
+      <input type="hidden" name="state" value="${esc(state)}">
+      <div class="row"><button type="submit" name="continue" value="1">Continue</button><button type="submit" name="cancel" value="1">Cancel</button></div>
+    </form>`), [vendor.origin]);
+      });
+
+      app.post(`/auth/${providerId}/connect`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
+        const b = (req.body ?? {}) as Record<string, unknown>;
+        const state = typeof b.state === 'string' ? b.state : '';
+        const pending = await host.pending(state);
+        if ('error' in pending) return messagePage(reply, providerId, 400, 'Sign-in', pending.error, true);
+        if (pending.providerId !== providerId) return messagePage(reply, providerId, 400, 'Sign-in', 'This sign-in link does not belong to this service. Start again from the application.', true);
+        // Only the browser that was shown the confirm page may go on (a cross-site POST carries no Lax cookie).
+        if (!host.browser.holds(state, req.headers.cookie)) return wrongBrowser(reply, providerId);
+        if (b.cancel) {
+          await host.cancel(state);
+          reply.header('set-cookie', host.browser.clearCookie(state));
+          return messagePage(reply, providerId, 200, 'Sign-in cancelled', 'Nothing was connected. You can close this window.');
+        }
+        let vendor: string;
+        try {
+          vendor = await flow.authorizationUrl(state, pending.serverUrl, redirectUri(host), http);
+        } catch {
+          return messagePage(reply, providerId, 502, 'Sign-in', `The sign-in page of ${name} could not be prepared. Try again in a moment.`, true);
+        }
+        return reply.code(303).header('location', vendor).header('cache-control', 'no-store').send();
+      });
+
       app.get(`/auth/callback/${providerId}`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
         const raw = req.url.includes('?') ? req.url.slice(req.url.indexOf('?') + 1) : '';
         const params = new URLSearchParams(raw);
@@ -46,24 +113,37 @@ export function oauthLogin(flow: OAuthFlow): OAuthLogin {
         const pending = state ? await host.pending(state) : { error: 'This sign-in link is not valid. Start again from the application.' };
         // A state that is not a pending login of this provider settles nothing: it may be a forged or
         // replayed callback, and the login it names (if any) is not the caller's to end.
-        if ('error' in pending) return page(reply, providerId, 400, 'Sign-in', pending.error);
-        if (pending.providerId !== providerId) return page(reply, providerId, 400, 'Sign-in', 'This sign-in link does not belong to this service. Start again from the application.');
+        if ('error' in pending) return messagePage(reply, providerId, 400, 'Sign-in', pending.error);
+        if (pending.providerId !== providerId) return messagePage(reply, providerId, 400, 'Sign-in', 'This sign-in link does not belong to this service. Start again from the application.');
+        // Nor does a browser that did not start it: no code is redeemed, nothing is counted.
+        if (!host.browser.holds(state, req.headers.cookie)) return wrongBrowser(reply, providerId);
+        /** A failure of the right browser: one attempt of the state's budget, the login kept pending until the last. */
+        const failed = async (error: string, title: string, text: string) => {
+          const { ended } = await host.failedAttempt(state, error);
+          if (ended) {
+            reply.header('set-cookie', host.browser.clearCookie(state));
+            return messagePage(reply, providerId, 400, title, `${text} Too many attempts: start again from the application.`, true);
+          }
+          return sendHtml(reply, 400, signInPage(providerId, title,
+            `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p><p><a href="${esc(connectPath(providerId))}?state=${esc(encodeURIComponent(state))}">Try again</a></p>`));
+        };
         try {
           const credentials = await flow.exchange(state, pending.serverUrl, params, redirectUri(host), http);
           await host.complete(state, { credentials, accountId: credentials.acct });
-          return page(reply, providerId, 200, `Signed in to ${name}`, 'You can close this window and return to the application.');
+          reply.header('set-cookie', host.browser.clearCookie(state));
+          return messagePage(reply, providerId, 200, `Signed in to ${name}`, 'You can close this window and return to the application.');
         } catch (e) {
           if (e instanceof oauth.AuthorizationResponseError) {
-            const declined = e.error === 'access_denied';
-            await host.fail(state, declined
-              ? `access_denied: the sign-in to ${name} was declined`
-              : `${e.error}: ${name} refused the sign-in${e.error_description ? ` (${e.error_description})` : ''}`);
-            return page(reply, providerId, declined ? 200 : 400, declined ? 'Sign-in declined' : 'Sign-in failed',
-              declined ? 'Access was not granted. You can close this window.' : `${name} refused the sign-in. Start again from the application.`);
+            if (e.error === 'access_denied') {
+              // The person at the browser refused: that ends the login, as Cancel does.
+              await host.fail(state, `access_denied: the sign-in to ${name} was declined`);
+              reply.header('set-cookie', host.browser.clearCookie(state));
+              return messagePage(reply, providerId, 200, 'Sign-in declined', 'Access was not granted. You can close this window.');
+            }
+            return failed(`${e.error}: ${name} refused the sign-in${e.error_description ? ` (${e.error_description})` : ''}`, 'Sign-in failed', `${name} refused the sign-in.`);
           }
           const message = isHubError(e) ? `${e.message}${e.details ? ` (${e.details})` : ''}` : `the sign-in response from ${name} could not be checked`;
-          await host.fail(state, message);
-          return page(reply, providerId, 400, 'Sign-in failed', `The sign-in to ${name} could not be completed. Start again from the application.`);
+          return failed(message, 'Sign-in failed', `The sign-in to ${name} could not be completed.`);
         }
       });
     },

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { CLI, freePort, REPO_ROOT } from '../../helpers/process.js';
+import { continueToVendor, TestBrowser, vendorConsent } from '../../helpers/browser.js';
 import { BOX_CLIENT, startBoxReplay } from '../../helpers/box-replay.js';
 
 test('box over its replay: sign-in through the printed URL, then every check passes', async () => {
@@ -37,13 +38,16 @@ test('box over its replay: sign-in through the printed URL, then every check pas
       });
       child.on('close', () => reject(new Error(`exited before printing a sign-in URL: ${stdout}${stderr}`)));
     });
-    assert.ok(signInUrl.startsWith(`${replay.url}/api/oauth2/authorize?`), signInUrl);
-    assert.match(signInUrl, /[?&]code_challenge_method=S256(&|$)/);
-    assert.match(signInUrl, /[?&]scope=root_readonly(&|$)/);
-    const consent = await fetch(signInUrl, { redirect: 'manual' });
-    const back = consent.headers.get('location')!;
+    // The printed URL is the hub's confirm page; the browser passes it, the vendor, the callback (test/helpers/browser.ts).
+    assert.ok(signInUrl.startsWith(`${hub}/api/v1/auth/box/connect?state=`), signInUrl);
+    const browser = new TestBrowser();
+    const authorize = await continueToVendor(browser, signInUrl);
+    assert.ok(authorize.startsWith(`${replay.url}/api/oauth2/authorize?`), authorize);
+    assert.match(authorize, /[?&]code_challenge_method=S256(&|$)/);
+    assert.match(authorize, /[?&]scope=root_readonly(&|$)/);
+    const back = await vendorConsent(browser, authorize);
     assert.ok(back.startsWith(`${hub}/api/v1/auth/callback/box?`), back);
-    assert.equal((await fetch(back)).status, 200);
+    assert.equal((await browser.open(back)).status, 200);
     assert.equal(await exited, 0, stdout + stderr);
     const rep = JSON.parse(stdout) as { passed: boolean; checks: { name: string; outcome: string; detail: string }[] };
     assert.equal(rep.passed, true);

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startCantoReplay, type CantoReplay } from '../../helpers/canto-replay.js';
 import { assertError, bearer, type TestHub } from '../../helpers/hub.js';
+import { continueToVendor, pollDamLogin, TestBrowser, vendorConsent } from '../../helpers/browser.js';
 import { cantoSignIn, startCantoHub } from './harness.js';
 
 let r: CantoReplay;
@@ -85,7 +86,8 @@ test('each Canto region signs in on its own OAuth host (the US one replaced by t
   for (const [site, host] of Object.entries(hosts)) {
     const res = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=canto&polling=true&serverUrl=${encodeURIComponent(site)}`, headers: { authorization: bearer(access) } });
     assert.equal(res.statusCode, 200, res.body);
-    const u = new URL(res.json().redirect_uri);
+    // The hub's confirm page first; its Continue goes on to the region's authorization endpoint.
+    const u = new URL(await continueToVendor(new TestBrowser(t), res.json().redirect_uri));
     assert.equal(`${u.host}${u.pathname}`, `${host}/oauth/api/oauth2/authorize`, site);
     assert.equal(u.searchParams.get('app_id'), 'canto-app');
     assert.equal(u.searchParams.get('code_challenge_method'), 'S256');
@@ -100,11 +102,17 @@ test('a tenant at a private address (not allowed by the hub): the login fails wi
     const start = await built.t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=canto&polling=true&serverUrl=${encodeURIComponent(r.url)}`, headers: { authorization: bearer(acc) } });
     assert.equal(start.statusCode, 200, start.body);
     const { state, redirect_uri } = start.json();
-    const back = new URL((await fetch(redirect_uri, { redirect: 'manual' })).headers.get('location')!);
-    const cb = await built.t.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
-    assert.equal(cb.statusCode, 400);
-    const poll = (await built.t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` })).json();
-    assert.match(poll.error, /address is not allowed/);
+    const browser = new TestBrowser(built.t);
+    // A failed callback of the right browser keeps the login pending (the user may try again from
+    // the confirm page) until the state's attempt budget is spent; the last failure ends it.
+    for (let i = 1; i <= 5; i++) {
+      const back = await vendorConsent(browser, await continueToVendor(browser, redirect_uri));
+      const cb = await browser.open(back);
+      assert.equal(cb.status, 400);
+      const poll = await pollDamLogin({ t: built.t }, state);
+      if (i < 5) assert.deepEqual(poll, {}, `still pending after failure ${i}`);
+      else assert.match(poll.error!, /address is not allowed/);
+    }
   } finally {
     await built.t.close();
   }

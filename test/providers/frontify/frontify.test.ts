@@ -14,6 +14,7 @@ import { DAM_ACCESS_TYP } from '../../../src/auth/provider-tokens.js';
 import { frontifyConnector } from '../../../src/providers/frontify/provider.js';
 import { frontifyFixture, startFrontifyReplay, type FrontifyReplay } from '../../helpers/frontify-replay.js';
 import { assertError, bearer, type TestHub } from '../../helpers/hub.js';
+import { continueToVendor, TestBrowser, vendorConsent } from '../../helpers/browser.js';
 import { startConnectorHub } from '../../helpers/saas.js';
 
 let r: FrontifyReplay;
@@ -29,10 +30,11 @@ async function signIn(serverUrl: string | null) {
   const start = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=frontify&polling=true${q}`, headers: { authorization: bearer(access) } });
   if (start.statusCode !== 200) return { start };
   const { state, redirect_uri } = start.json();
-  const consent = await fetch(redirect_uri, { redirect: 'manual' });
-  const back = new URL(consent.headers.get('location')!);
-  const cb = await t.app.inject({ method: 'GET', url: `${back.pathname}${back.search}` });
-  assert.equal(cb.statusCode, 200, cb.body);
+  // As a browser does it (test/helpers/browser.ts): the confirm page, Continue, the vendor, the callback.
+  const browser = new TestBrowser(t);
+  const back = await vendorConsent(browser, await continueToVendor(browser, redirect_uri));
+  const cb = await browser.open(back);
+  assert.equal(cb.status, 200, cb.body);
   const poll = await t.app.inject({ method: 'GET', url: `/api/v1/auth/login?state=${encodeURIComponent(state)}&polling=true` });
   return { start, tokens: poll.json() as { access_token: string; refresh_token?: string } };
 }

@@ -8,6 +8,7 @@ import { DAM_ACCESS_TYP } from '../../../src/auth/provider-tokens.js';
 import { googleDriveConnector } from '../../../src/providers/gdrive/provider.js';
 import { driveFixture, startDriveReplay, type DriveReplay } from '../../helpers/gdrive-replay.js';
 import { assertError, bearer, startTestHub, type TestHub } from '../../helpers/hub.js';
+import { continueToVendor, TestBrowser } from '../../helpers/browser.js';
 import { oauthSignIn, startConnectorHub } from '../../helpers/saas.js';
 
 /** The upstream deadline: short for the hang test, long enough for a sign-in on a loaded machine (500 ms was not). */
@@ -129,7 +130,8 @@ test('configured OAuth apps register both connectors; the popup goes to the vend
     assert.ok(ids.includes('dropbox') && ids.includes('gdrive'), ids.join());
     for (const [id, endpoint, extra] of [['dropbox', 'https://www.dropbox.com/oauth2/authorize', 'token_access_type'], ['gdrive', 'https://accounts.google.com/o/oauth2/v2/auth', 'access_type']] as const) {
       const res = await h.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=${id}`, headers: { authorization: bearer(hubAccess) } });
-      const u = new URL(res.json().redirect_uri);
+      // The hub's confirm page first; its Continue goes on to the vendor.
+      const u = new URL(await continueToVendor(new TestBrowser(h), res.json().redirect_uri));
       assert.equal(`${u.origin}${u.pathname}`, endpoint);
       assert.equal(u.searchParams.get('redirect_uri'), `http://hub.test/api/v1/auth/callback/${id}`);
       assert.equal(u.searchParams.get('code_challenge_method'), 'S256');

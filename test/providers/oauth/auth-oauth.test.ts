@@ -11,6 +11,7 @@ import { DEFAULT_UPSTREAM, UpstreamClient } from '../../../src/providers/kit/htt
 import { discoveredServer, OAuthFlow } from '../../../src/providers/oauth/flow.js';
 import { oauthLogin } from '../../../src/providers/oauth/login.js';
 import { assertError, bearer, startTestHub, type TestHub } from '../../helpers/hub.js';
+import { continueToVendor, TestBrowser } from '../../helpers/browser.js';
 import { startOidcServer, type OidcServer } from '../../helpers/oidc-server.js';
 
 const CALLBACK = 'http://hub.test/api/v1/auth/callback/oidctest';
@@ -50,15 +51,19 @@ after(async () => {
   await idp?.close();
 });
 
-async function startLogin(serverUrl = idp.issuer): Promise<{ state: string; url: URL }> {
+/** POST /auth/login, then the hub's confirm page and its Continue in a browser: the authorization URL it goes on to. */
+async function startLogin(serverUrl = idp.issuer): Promise<{ state: string; url: URL; browser: TestBrowser }> {
   const res = await t.app.inject({ method: 'POST', url: `/api/v1/auth/login?provider=oidctest&polling=true&serverUrl=${encodeURIComponent(serverUrl)}`, headers: { authorization: bearer(hubAccess) } });
   assert.equal(res.statusCode, 200, res.body);
   const { state, redirect_uri } = res.json();
-  return { state, url: new URL(redirect_uri) };
+  const browser = new TestBrowser(t);
+  return { state, url: new URL(await continueToVendor(browser, redirect_uri)), browser };
 }
 
-async function callback(url: URL) {
-  return t.app.inject({ method: 'GET', url: `${url.pathname}${url.search}` });
+/** The vendor's redirect back, opened in `browser` (the one that started the login carries its cookie). */
+async function callback(url: URL, browser: TestBrowser) {
+  const v = await browser.open(url.href);
+  return { statusCode: v.status, body: v.body };
 }
 
 async function poll(state: string) {
@@ -86,12 +91,12 @@ test('the popup goes to the discovered authorization endpoint of serverUrl with 
 });
 
 test('full sign-in: consent, callback, one poll with tokens whose upstream access token works; refresh renews it', async () => {
-  const { state, url } = await startLogin();
+  const { state, url, browser } = await startLogin();
   assert.deepEqual(await poll(state), {}, 'pending until the callback');
   const cb = await idp.authorize(url.href, CALLBACK, { user: 'alice', consent: 'accept' });
   assert.equal(cb.searchParams.get('state'), state);
   assert.ok(cb.searchParams.get('code'));
-  const page = await callback(cb);
+  const page = await callback(cb, browser);
   assert.equal(page.statusCode, 200, page.body);
   assert.match(page.body, /Signed in to OIDC Test DAM/);
 
@@ -110,7 +115,7 @@ test('full sign-in: consent, callback, one poll with tokens whose upstream acces
   assert.equal(me.body.sub, 'alice');
   assert.doesNotMatch(JSON.stringify(tokens), new RegExp(String(claims.cred.at)), 'the upstream token is only inside the encrypted DAM token');
 
-  const replay = await callback(cb);
+  const replay = await callback(cb, browser);
   assert.equal(replay.statusCode, 400, 'a replayed callback settles nothing');
   assert.match(replay.body, /already finished/);
 
@@ -125,8 +130,8 @@ test('full sign-in: consent, callback, one poll with tokens whose upstream acces
 });
 
 test('a revoked upstream refresh token: the DAM refresh answers integration-auth-failed with the upstream error in details', async () => {
-  const { state, url } = await startLogin();
-  await callback(await idp.authorize(url.href, CALLBACK, { user: 'bob', consent: 'accept' }));
+  const { state, url, browser } = await startLogin();
+  await callback(await idp.authorize(url.href, CALLBACK, { user: 'bob', consent: 'accept' }), browser);
   const tokens = await poll(state);
   const { cred } = await t.hub.providerTokens.open(tokens.refresh_token, DAM_REFRESH_TYP);
   const rt = await idp.provider.RefreshToken.find(cred.rt as string);
@@ -138,43 +143,46 @@ test('a revoked upstream refresh token: the DAM refresh answers integration-auth
 });
 
 test('state mismatch: a callback whose state is unknown, missing or of another provider settles nothing', async () => {
-  const { state, url } = await startLogin();
+  const { state, url, browser } = await startLogin();
   const cb = await idp.authorize(url.href, CALLBACK, { user: 'carol', consent: 'accept' });
   for (const bad of ['forged-state', '']) {
     const u = new URL(cb);
     u.searchParams.set('state', bad);
-    const res = await callback(u);
+    const res = await callback(u, browser);
     assert.equal(res.statusCode, 400, bad);
     assert.match(res.body, /not valid/);
   }
   const noState = new URL(cb);
   noState.searchParams.delete('state');
-  assert.equal((await callback(noState)).statusCode, 400);
+  assert.equal((await callback(noState, browser)).statusCode, 400);
   assert.deepEqual(await poll(state), {}, 'the real login is still pending');
   // The genuine callback still finishes it.
-  assert.equal((await callback(cb)).statusCode, 200);
+  assert.equal((await callback(cb, browser)).statusCode, 200);
   assert.ok((await poll(state)).access_token);
 });
 
-test('PKCE: a code injected into another login (its verifier does not match) fails that login and is not redeemed', async () => {
+test('PKCE: a code injected into another login (its verifier does not match) is not redeemed; that login stays pending and can still finish', async () => {
   const victim = await startLogin();
   const stolen = await idp.authorize(victim.url.href, CALLBACK, { user: 'victim', consent: 'accept' });
   const attacker = await startLogin();
   const injected = new URL(stolen);
   injected.searchParams.set('state', attacker.state);
-  const res = await callback(injected);
+  // Even from the browser of the login it names, a refused code is one failed attempt, not the end.
+  const res = await callback(injected, attacker.browser);
   assert.equal(res.statusCode, 400);
-  const failed = await poll(attacker.state);
-  assert.match(failed.error, /invalid_grant/, JSON.stringify(failed));
-  assert.equal(failed.access_token, undefined);
+  assert.match(res.body, /Try again/);
+  assert.deepEqual(await poll(attacker.state), {}, 'no tokens, and the login is still pending');
+  const own = await idp.authorize(attacker.url.href, CALLBACK, { user: 'mallory', consent: 'accept' });
+  assert.equal((await callback(own, attacker.browser)).statusCode, 200, 'its own code still finishes it');
+  assert.equal(typeof (await poll(attacker.state)).access_token, 'string');
 });
 
 test('denied consent: error=access_denied ends the login with {error}', async () => {
-  const { state, url } = await startLogin();
+  const { state, url, browser } = await startLogin();
   const cb = await idp.authorize(url.href, CALLBACK, { user: 'dave', consent: 'deny' });
   assert.equal(cb.searchParams.get('error'), 'access_denied');
   assert.equal(cb.searchParams.get('state'), state);
-  const page = await callback(cb);
+  const page = await callback(cb, browser);
   assert.equal(page.statusCode, 200);
   assert.match(page.body, /declined/);
   const answer = await poll(state);
