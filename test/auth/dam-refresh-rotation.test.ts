@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { addAccount } from '../../src/providers/library/accounts.js';
+import { formBrowserSignIn, TestBrowser } from '../helpers/browser.js';
 import { startTestHub, tempDir, type TestHub } from '../helpers/hub.js';
 import { libraryOf, writeFiles } from '../helpers/library.js';
 
@@ -45,12 +46,9 @@ async function call(path: string, init: RequestInit & { dam?: string } = {}) {
 async function damLogin(): Promise<{ access_token: string; refresh_token: string }> {
   const start = await call('/auth/login?provider=library&polling=true', { method: 'POST' });
   assert.equal(start.status, 200, JSON.stringify(start.body));
-  const form = await fetch(`${base}/auth/library/signin`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ state: start.body.state, username: 'alice', password: 'correct horse' }).toString(),
-  });
-  assert.equal(form.status, 200, await form.text());
+  // As a browser does it: the form page sets the cookie binding the login to this browser (issue 28).
+  const { submit } = await formBrowserSignIn(new TestBrowser(t), start.body.redirect_uri, { username: 'alice', password: 'correct horse' });
+  assert.equal(submit.status, 200, submit.body);
   const poll = await call(`/auth/login?state=${encodeURIComponent(start.body.state)}&polling=true`);
   assert.equal(typeof poll.body.refresh_token, 'string', JSON.stringify(poll.body));
   return poll.body;

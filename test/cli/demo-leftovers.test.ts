@@ -13,6 +13,7 @@ import { describe, test } from 'node:test';
 import { exportJWK, generateKeyPair } from 'jose';
 import { ClusterStores } from '../../src/stores/index.js';
 import { DEMO_ISSUER } from '../../src/demo/partner.js';
+import { formBrowserSignIn, TestBrowser } from '../helpers/browser.js';
 import { tempDir } from '../helpers/hub.js';
 import { CLI, runCli, startServer, type ServerProcess } from '../helpers/process.js';
 import { clusterEnv } from '../helpers/stores-env.js';
@@ -59,12 +60,9 @@ async function exchange(hub: ServerProcess, jwt: string): Promise<{ status: numb
 async function librarySignIn(hub: ServerProcess, access: string, user: { name: string; password: string }): Promise<number> {
   const start = await call(`${hub.url}/api/v1/auth/login?provider=library&polling=true`, { method: 'POST', token: access });
   assert.equal(start.status, 200, JSON.stringify(start.body));
-  const form = await call(`${hub.url}/api/v1/auth/library/signin`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ state: start.body.state, username: user.name, password: user.password }).toString(),
-  });
-  return form.status;
+  // As a browser does it: the form page sets the cookie binding the login to this browser (issue 28).
+  const { submit } = await formBrowserSignIn(new TestBrowser(), start.body.redirect_uri, { username: user.name, password: user.password });
+  return submit.status;
 }
 
 
