@@ -63,22 +63,11 @@ export async function serve(config: HubConfig): Promise<number> {
   }, 60_000);
   sweep.unref();
 
-  const base = config.publicUrl;
-  const library = embeddedLibrary(hub.providers);
-  process.stdout.write([
-    `damhub listening on ${address}`,
-    `  stores:         ${config.databaseUrl ? 'PostgreSQL + Redis (cluster mode)' : `SQLite in ${config.dataDir}`}`,
-    config.demo ? `  demo page:      ${base}/demo` : null,
-    config.libraryDir ? `  library:        ${config.libraryDir} (${(await library?.index.fileStates())?.size ?? 0} files indexed${library?.isIndexer === false ? ', another node is the indexer' : ''})` : null,
-    config.demo && library ? `  library login:  ${DEMO_LIBRARY_ACCOUNT.name} / ${DEMO_LIBRARY_ACCOUNT.password}${ephemeral ? ' (removed with the demo partner when this hub stops)' : ''}` : null,
-    `  API reference:  ${base}/api/v1/docs`,
-    `  OpenAPI:        ${base}/api/v1/openapi.json`,
-    `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics${config.metricsToken ? ' (bearer DAMHUB_METRICS_TOKEN)' : ' (open; set DAMHUB_METRICS_TOKEN to protect it)'}`,
-    `  admin key:      ${config.adminKey ? '(from DAMHUB_ADMIN_KEY)' : follower ? "shared: SELECT value FROM hub_secrets WHERE name = 'admin.key'" : `${config.dataDir}/admin.key`}`,
-    '',
-  ].filter((l) => l !== null).join('\n'));
-
-  return new Promise<number>((resolve) => {
+  // The signal handlers are in place before anything says the hub is up: a supervisor (or a test)
+  // that sends SIGTERM as soon as it reads the start lines used to find none on a busy machine,
+  // when this process was descheduled between its write and the registration, and the hub died
+  // by the signal instead of draining.
+  const stopped = new Promise<number>((resolve) => {
     let closing = false;
     const stop = (signal: string) => {
       if (closing) return;
@@ -107,6 +96,22 @@ export async function serve(config: HubConfig): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+
+  const base = config.publicUrl;
+  const library = embeddedLibrary(hub.providers);
+  process.stdout.write([
+    `damhub listening on ${address}`,
+    `  stores:         ${config.databaseUrl ? 'PostgreSQL + Redis (cluster mode)' : `SQLite in ${config.dataDir}`}`,
+    config.demo ? `  demo page:      ${base}/demo` : null,
+    config.libraryDir ? `  library:        ${config.libraryDir} (${(await library?.index.fileStates())?.size ?? 0} files indexed${library?.isIndexer === false ? ', another node is the indexer' : ''})` : null,
+    config.demo && library ? `  library login:  ${DEMO_LIBRARY_ACCOUNT.name} / ${DEMO_LIBRARY_ACCOUNT.password}${ephemeral ? ' (removed with the demo partner when this hub stops)' : ''}` : null,
+    `  API reference:  ${base}/api/v1/docs`,
+    `  OpenAPI:        ${base}/api/v1/openapi.json`,
+    `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics${config.metricsToken ? ' (bearer DAMHUB_METRICS_TOKEN)' : ' (open; set DAMHUB_METRICS_TOKEN to protect it)'}`,
+    `  admin key:      ${config.adminKey ? '(from DAMHUB_ADMIN_KEY)' : follower ? "shared: SELECT value FROM hub_secrets WHERE name = 'admin.key'" : `${config.dataDir}/admin.key`}`,
+    '',
+  ].filter((l) => l !== null).join('\n'));
+  return stopped;
 }
 
 /** The demo's state of this hub: its data dir, its partners and its library's accounts. */

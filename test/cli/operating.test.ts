@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { freePort, REPO_ROOT, startServer } from '../helpers/process.js';
 
@@ -106,6 +107,24 @@ describe('a running hub', () => {
     } finally {
       await server.stop();
     }
+  });
+
+  test('SIGTERM the moment the start lines appear: the handlers are already in place, the hub drains and exits 0', async () => {
+    // The start lines used to be written before the SIGTERM handlers were registered: a supervisor
+    // reacting to them at once killed the hub by the signal (exit by SIGTERM, no drain) whenever the
+    // hub was descheduled in between, on a busy machine about one start in five. Deterministic here:
+    // a preload records how many SIGTERM listeners exist when the start line is written.
+    const preload = path.join(tmp(), 'start-line-probe.mjs');
+    fs.writeFileSync(preload, `const write = process.stdout.write.bind(process.stdout);
+process.stdout.write = (chunk, ...rest) => {
+  if (String(chunk).includes('damhub listening on')) process.stderr.write('sigterm-listeners-at-start-line=' + process.listenerCount('SIGTERM') + '\\n');
+  return write(chunk, ...rest);
+};
+`);
+    const server = await startServer(['--data', path.join(tmp(), 'data')], { NODE_OPTIONS: `--import ${pathToFileURL(preload).href}` });
+    const code = await server.stop();
+    assert.match(server.output(), /sigterm-listeners-at-start-line=[1-9]/, server.output());
+    assert.equal(code, 0, `drained and exited 0: ${server.output()}`);
   });
 
   test('serves a favicon (an ICO), so browsers do not log a 404 on every page', async () => {
