@@ -22,6 +22,7 @@ import { knownEnvNames } from '../../src/cli/env-vars.js';
 import { continueToVendor, formBrowserSignIn, formOf, TestBrowser, type Visit } from '../helpers/browser.js';
 import { startFloodDav, type FloodDav } from '../helpers/flood-dav.js';
 import { tempDir } from '../helpers/hub.js';
+import { meanColourModel } from '../helpers/onnx-model.js';
 import { makeKey, signPartnerJwt, type TestKey } from '../helpers/partner.js';
 import { CLI, freePort, REPO_ROOT, runCli } from '../helpers/process.js';
 import { clusterEnv, type ClusterEnv } from '../helpers/stores-env.js';
@@ -186,6 +187,13 @@ const imageSearch = (hub: Hub, u: { access: string; dam: string }, dataBase64: s
   method: 'POST', token: u.access, dam: u.dam, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ dataBase64 }),
 });
 const png = async (w: number, h: number) => sharp({ create: { width: w, height: h, channels: 3, background: { r: 200, g: 80, b: 40 } } }).png().toBuffer();
+/** A 60×60 checkerboard of two tints, their red channel moved by `dRed` (a mean red of 140 + dRed). */
+async function checker(dRed: number): Promise<Buffer> {
+  const side = 60;
+  const raw = Buffer.alloc(side * side * 3);
+  for (let y = 0; y < side; y++) for (let x = 0; x < side; x++) raw.set(((x >> 3) + (y >> 3)) % 2 ? [145 + dRed, 200, 200] : [135 + dRed, 60, 60], (y * side + x) * 3);
+  return sharp(raw, { raw: { width: side, height: side, channels: 3 } }).png().toBuffer();
+}
 const dataUri = (b: Buffer) => `data:image/png;base64,${b.toString('base64')}`;
 
 /** Child processes of a pid (the image pool's decoders). */
@@ -238,6 +246,9 @@ class StandIn {
  * `held` and `slow` send the first chunk of each GET and then wait (`held` until released),
  * `small` answers at once, `big` serves originals over the media group's thumbnail cap.
  */
+/** What the DAMHUB_ORIGINAL_READS row saw, for the DAMHUB_ORIGINAL_READS_QUEUE row. */
+let heldReads: { refusedWhileHeld: number; madeAfterRelease: number } | null = null;
+
 interface Davs { held: FloodDav; slow: FloodDav; small: FloodDav; big: FloodDav }
 const KiB = 1024;
 
@@ -625,11 +636,14 @@ const ROWS: Record<string, Row> = {
     const all = await Promise.all([held, ...more]);
     assert.deepEqual(all.map((r) => r.status).sort(), [200, 200, 503], 'the held one and the waiting one are made');
     assert.equal(dav.stats.gets, 2, 'the refused one never reached the upstream');
+    heldReads = { refusedWhileHeld: 1, madeAfterRelease: all.filter((r) => r.status === 200).length - 1 };
   } },
   DAMHUB_ORIGINAL_READS_QUEUE: { group: 'media', value: '1', async check(c) {
-    // Checked with DAMHUB_ORIGINAL_READS above: with one slot taken, one more waits (made after the
-    // release) and the next is refused (the default queue, 16, would hold both).
+    // The scenario of DAMHUB_ORIGINAL_READS above (one slot, taken): one more waited and was made
+    // after the release, the next was refused at once (the default queue, 16, would hold both and
+    // that row then fails at its guard, naming the queue).
     void c;
+    assert.deepEqual(heldReads, { refusedWhileHeld: 1, madeAfterRelease: 1 }, 'one waited, one was refused');
   } },
   DAMHUB_MEDIA_RATE_LIMIT_PER_LINK: { group: 'media', value: '1', async check(c) {
     const [a] = await davSession(c, c.davs.small.url);
@@ -683,6 +697,17 @@ const ROWS: Record<string, Row> = {
     assert.ok(decoders.length >= 1, 'decoder processes');
     for (const pid of decoders) assert.match(fs.readFileSync(`/proc/${pid}/limits`, 'utf8'), /^Max data size\s+536870912\s+536870912\s+bytes/m, `decoder ${pid}`);
     await refusedStart({ DAMHUB_IMAGE_DECODER_MEMORY_MB: '100' }, 'DAMHUB_IMAGE_DECODER_MEMORY_MB');
+  } },
+  DAMHUB_IMAGE_MODEL_WEIGHT: { group: 'media', value: '0', async check(c) {
+    // The media group's model (DAMHUB_IMAGE_MODEL: test/helpers/onnx-model.ts, an embedding of the
+    // mean red alone, so its cosine is 1 or -1 by the side of the mean red) calls the reference, the
+    // library's tint.png with its red lowered by 30, the opposite of tint.png; the descriptors call
+    // them near-duplicates. Weight 0 ranks by the descriptors alone: found. (At the default 0.5 the
+    // score is at most 0.5 · (descriptor + boost) − 0.5, under the cut-off of 0.60.)
+    const r = await imageSearch(c.hub, await damUser(c.partner), dataUri(await checker(-30)));
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.ok(r.body.assets.some((a: { name: string }) => a.name === 'tint.png'), `found by the descriptors alone: ${JSON.stringify(r.body.assets.map((a: { name: string }) => a.name))}`);
+    await refusedStart({ DAMHUB_IMAGE_MODEL_WEIGHT: '2' }, 'DAMHUB_IMAGE_MODEL_WEIGHT must be between 0 and 1');
   } },
   DAMHUB_IMAGE_INDEX_MAX_PIXELS: { group: 'media', value: '4000', async check(c) {
     // 80×60 = 4800 declared pixels: a reference is refused (413), a library file indexed without
@@ -746,9 +771,6 @@ const ROWS: Record<string, Row> = {
     const r = await runCli(['serve'], { DAMHUB_DATA_DIR: tempDir(), DAMHUB_PORT: '0', DAMHUB_LIBRARY: tempDir(), DAMHUB_IMAGE_MODEL: '/nonexistent/model.onnx' });
     assert.equal(r.code, 1, 'a missing model stops the start');
     assert.match(r.stderr, /model\.onnx/);
-  } },
-  DAMHUB_IMAGE_MODEL_WEIGHT: { group: 'alone', async check() {
-    await refusedStart({ DAMHUB_IMAGE_MODEL_WEIGHT: '2' }, 'DAMHUB_IMAGE_MODEL_WEIGHT must be between 0 and 1');
   } },
   DAMHUB_USER_PASSWORD: { group: 'alone', async check() {
     const data = tempDir();
@@ -849,7 +871,14 @@ describe('each documented variable changes what it documents (real CLI, environm
       if (group === 'oauth') Object.assign(env, { DAMHUB_CONNECTOR_ALLOW_HOSTS: '127.0.0.1' });
       if (group === 'decode' || group === 'media') Object.assign(env, { DAMHUB_CONNECTORS: 'webdav', DAMHUB_CONNECTOR_ALLOW_HOSTS: '127.0.0.1' });
       // An image over the media group's declared-pixel limit (DAMHUB_IMAGE_INDEX_MAX_PIXELS).
-      if (group === 'media') fs.writeFileSync(path.join(dirs.library, 'wide.png'), await png(80, 60));
+      if (group === 'media') {
+        fs.writeFileSync(path.join(dirs.library, 'wide.png'), await png(80, 60));
+        fs.writeFileSync(path.join(dirs.library, 'tint.png'), await checker(0));
+        // A tiny image model for DAMHUB_IMAGE_MODEL_WEIGHT: its embedding is the mean red channel (twice).
+        const model = path.join(tempDir('damhub-env-model-'), 'red.onnx');
+        fs.writeFileSync(model, meanColourModel({ weights: [[1, 1], [0, 0], [0, 0]] }).bytes);
+        env.DAMHUB_IMAGE_MODEL = model;
+      }
       if (cluster) Object.assign(env, { DATABASE_URL: cluster.databaseUrl, REDIS_URL: cluster.redisUrl });
       for (const [name, row] of rows) {
         if (row.value !== undefined) env[name] = typeof row.value === 'function' ? row.value({ standIn, dirs, port, cluster }) : row.value;
