@@ -19,7 +19,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import sharp from 'sharp';
 import { knownEnvNames } from '../../src/cli/env-vars.js';
-import { continueToVendor, formBrowserSignIn, formOf, TestBrowser, type Visit } from '../helpers/browser.js';
+import { continueToVendor, formOf, TestBrowser, type Visit } from '../helpers/browser.js';
 import { startFloodDav, type FloodDav } from '../helpers/flood-dav.js';
 import { tempDir } from '../helpers/hub.js';
 import { meanColourModel } from '../helpers/onnx-model.js';
