@@ -16,6 +16,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { freePort } from '../test/helpers/process.js';
+import { libraryLoginOverHttp } from '../test/helpers/library.js';
 
 const { values } = parseArgs({ options: {
   rounds: { type: 'string', default: '5' },
@@ -77,17 +78,8 @@ try {
   const { jwt } = await json(await fetch(`${hubUrl}/demo/partner-token`, { method: 'POST' }));
   const { access_token } = await json(await fetch(`${api}/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${jwt}` } }));
   const auth = { authorization: `Bearer ${access_token}` };
-  // DAM login as a browser does it: open the sign-in form, submit it, poll.
-  const start = await json(await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: auth }));
-  const form = await (await fetch(start.redirect_uri)).text();
-  const action = /<form method="post" action="([^"]+)"/.exec(form)![1]!;
-  const signin = await fetch(new URL(action, hubUrl), {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ state: start.state, username: 'demo', password: 'demo-password' }),
-  });
-  if (signin.status !== 200) throw new Error(`sign-in failed: ${signin.status}`);
-  const dam = await json(await fetch(`${api}/auth/login?state=${encodeURIComponent(start.state)}&polling=true`));
+  // DAM login as a browser does it: open the sign-in form (its cookie binds the login), submit it, poll.
+  const dam = { access_token: await libraryLoginOverHttp(hubUrl, access_token, 'demo', 'demo-password') };
   const headers = { ...auth, 'provider-authorization': `Bearer ${dam.access_token}` };
 
   const root = await json(await fetch(`${api}/assets/folder/root`, { headers }));

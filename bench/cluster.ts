@@ -27,6 +27,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import sharp from 'sharp';
 import { runCli, freePort } from '../test/helpers/process.js';
+import { libraryLoginOverHttp } from '../test/helpers/library.js';
 
 const { values } = parseArgs({ options: {
   rounds: { type: 'string', default: '3' },
@@ -117,13 +118,7 @@ async function prepare(c: Config, cluster: { databaseUrl: string; redisUrl: stri
   const api = `${urls[0]}/api/v1`;
   const { access_token } = await check(await fetch(`${api}/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${await partnerJwt()}` } }));
   const auth = { authorization: `Bearer ${access_token}` };
-  const start = await check(await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: auth }));
-  const signin = await fetch(`${api}/auth/library/signin`, {
-    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ state: start.state, username: 'bench', password: 'bench-password' }),
-  });
-  if (signin.status !== 200) throw new Error(`sign-in failed: ${signin.status}`);
-  const dam = await check(await fetch(`${api}/auth/login?state=${encodeURIComponent(start.state)}&polling=true`));
+  const dam = { access_token: await libraryLoginOverHttp(urls[0]!, access_token, 'bench', 'bench-password') };
   const headers = { ...auth, 'provider-authorization': `Bearer ${dam.access_token}` };
   // Every node must have indexed the folder and accept the tokens before the load starts.
   let folder = '';

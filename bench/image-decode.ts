@@ -122,11 +122,7 @@ try {
   const mint = async () => (await json(await fetch(`${base}/demo/partner-token`, { method: 'POST' }))).jwt as string;
   const { access_token } = await json(await fetch(`${api}/auth/exchangeToken`, { method: 'POST', headers: { authorization: `Bearer ${await mint()}` } }));
   const auth = { authorization: `Bearer ${access_token}` };
-  const start = await json(await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: auth }));
-  const form = await (await fetch(start.redirect_uri)).text();
-  const action = /<form method="post" action="([^"]+)"/.exec(form)![1]!;
-  await fetch(new URL(action, base), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state: start.state, username: 'demo', password: 'demo-password' }) });
-  const dam = await json(await fetch(`${api}/auth/login?state=${encodeURIComponent(start.state)}&polling=true`));
+  const dam = { access_token: await libraryLoginOverHttp(base, access_token, 'demo', 'demo-password') };
   const headers = { ...auth, 'provider-authorization': `Bearer ${dam.access_token}` };
   const root = await json(await fetch(`${api}/assets/folder/root`, { headers }));
   const folderId = root.folders.find((f: { name: string }) => f.name === 'Shoot').id as string;

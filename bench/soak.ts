@@ -23,6 +23,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import sharp from 'sharp';
+import { libraryLoginOverHttp } from '../test/helpers/library.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = path.join(REPO_ROOT, 'bin/damhub.js');
@@ -194,12 +195,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     return (await r.json()) as { access_token: string; refresh_token: string };
   };
   const damLogin = async (access: string) => {
-    const start = (await (await fetch(`${api}/auth/login?provider=library&polling=true`, { method: 'POST', headers: { authorization: `Bearer ${access}` } })).json()) as { state: string };
-    const form = await fetch(`${api}/auth/library/signin`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ state: start.state, username: 'soak', password: 'soak-password' }) });
-    await form.arrayBuffer();
-    const poll = (await (await fetch(`${api}/auth/login?state=${encodeURIComponent(start.state)}&polling=true`)).json()) as { access_token: string };
-    if (!poll.access_token) throw new Error('library sign-in failed');
-    return poll.access_token;
+    // As a browser does it: the form page's cookie binds the login (issue 28).
+    return libraryLoginOverHttp(base, access, 'soak', 'soak-password');
   };
   const sessions: Session[] = [];
   for (let w = 0; w < o.workers; w++) {
