@@ -26,6 +26,7 @@ import { meanColourModel } from '../helpers/onnx-model.js';
 import { makeKey, signPartnerJwt, type TestKey } from '../helpers/partner.js';
 import { CLI, freePort, REPO_ROOT, runCli } from '../helpers/process.js';
 import { clusterEnv, type ClusterEnv } from '../helpers/stores-env.js';
+import { call as boundedCall, type Answer } from '../helpers/cluster.js';
 
 // ── the documented variables ────────────────────────────────────────────────────────────────
 function docFiles(): string[] {
@@ -93,20 +94,8 @@ async function startHub(env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<Hub
   };
 }
 
-interface Answer { status: number; body: any; headers: Headers }
-
-async function call(url: string, init: RequestInit & { token?: string; dam?: string } = {}): Promise<Answer> {
-  const headers = new Headers(init.headers);
-  if (init.token) headers.set('authorization', `Bearer ${init.token}`);
-  if (init.dam) headers.set('provider-authorization', `Bearer ${init.dam}`);
-  const res = await fetch(url, { signal: AbortSignal.timeout(20_000), ...init, headers });
-  const text = await res.text();
-  let body: any = text;
-  try {
-    body = JSON.parse(text);
-  } catch { /* not JSON */ }
-  return { status: res.status, body, headers: res.headers };
-}
+/** The cluster helper's bounded call, with a longer bound: a hang fails the row instead of stalling it. */
+const call = (url: string, init: RequestInit & { token?: string; dam?: string } = {}): Promise<Answer> => boundedCall(url, init, 20_000);
 
 /** A partner registered through the admin API (DAMHUB_ADMIN_KEY), and its users' sessions. */
 class Partner {

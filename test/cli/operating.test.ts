@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, describe, test } from 'node:test';
-import { freePort, REPO_ROOT, startServer } from '../helpers/process.js';
+import { alive, freePort, REPO_ROOT, startServer } from '../helpers/process.js';
 
 const dirs: string[] = [];
 function tmp(): string {
@@ -28,15 +28,6 @@ function portOpen(port: number): Promise<boolean> {
     s.once('connect', () => { s.destroy(); resolve(true); });
     s.once('error', () => resolve(false));
   });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('npm start', () => {

@@ -6,6 +6,16 @@ import { fileURLToPath } from 'node:url';
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const CLI = `${REPO_ROOT}bin/damhub.js`;
 
+/** Whether a process of this id exists (signal 0 checks without sending anything). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function freePort(): Promise<number> {
   const srv = net.createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));

@@ -20,6 +20,7 @@ import { assetIdFor, LibraryScanner } from '../../src/providers/library/scanner.
 import { assertError, tempDir } from '../helpers/hub.js';
 import { startLibraryHub, writeFiles, type LibraryHarness } from '../helpers/library.js';
 import { sceneJpeg } from '../helpers/scenes.js';
+import { alive } from '../helpers/process.js';
 
 const api = '/api/v1';
 const dataUri = (b: Buffer, type = 'image/png') => `data:${type};base64,${b.toString('base64')}`;
@@ -27,14 +28,6 @@ const flat = (w: number, h: number) => sharp({ create: { width: w, height: h, ch
 /** A flat 2000×2000 AVIF: 850 bytes, ~0.2 s of one core to decode (made once). */
 let avif2000: Promise<Buffer> | null = null;
 const costlyAvif = () => (avif2000 ??= flat(2000, 2000).avif({ effort: 0 }).toBuffer());
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** A PNG whose header declares width × height at a bit depth, with one tiny IDAT: cheap to send. */
 function pngDeclaring(width: number, height: number, depth = 8): Buffer {

@@ -23,17 +23,9 @@ import { tempDir } from '../helpers/hub.js';
 import { coefficientBomb, jpegDeclaring, scanBomb, segments } from '../helpers/jpeg-bombs.js';
 import { libraryLoginOverHttp, solidJpeg, writeFiles } from '../helpers/library.js';
 import { makeKey, signPartnerJwt, type TestKey } from '../helpers/partner.js';
-import { runCli, startServer, type ServerProcess } from '../helpers/process.js';
+import { alive, runCli, startServer, type ServerProcess } from '../helpers/process.js';
 
 const out40 = [{ width: 40, height: 40, fit: 'fill' as const }];
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('the JPEG marker stream', () => {
   test('scans are counted through stuffed 0xFF bytes, restart markers and fill bytes; the frame gives size and sampling', async () => {
