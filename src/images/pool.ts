@@ -18,8 +18,8 @@
  *   job is the oldest one of the owner served least recently, so a few clients of one account
  *   that loop costly images cannot starve another account's search by image; and one owner holds
  *   at most `ownerQueueMax` of the waiting places;
- * - each child may run under a memory limit (`memoryMb`, RLIMIT_DATA set by the shell that execs
- *   it): a decoder bomb that gets past the budget fails its allocations or dies in its own process
+ * - each child may run under a memory limit (`memoryMb` above the runtime's own reservation,
+ *   RLIMIT_DATA set by the shell that execs it): a decoder bomb that gets past the budget fails its allocations or dies in its own process
  *   ('out-of-memory'), never taking the machine; the next job gets a fresh child;
  * - no job declares more than `maxPixels` (width × height), whatever its caller asked;
  * - a job that runs longer than its deadline, or whose AbortSignal fires (the client went away,
@@ -27,7 +27,7 @@
  *   has exited, and a fresh child is forked for the next job;
  * - idle children are kept (warm) but do not keep the Node process alive.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Metadata } from 'sharp';
@@ -50,9 +50,12 @@ export interface ImagePoolOptions {
   /** Default deadline of a job once it runs, in ms. */
   timeoutMs: number;
   /**
-   * Memory limit of each child process in MiB (RLIMIT_DATA: its heap and private mappings), or
-   * 0/undefined for none. A Node process with libvips loaded needs about 200 MiB to start and do
-   * small decodes (measured: docs/image-search.md); below 256 the pool refuses to start.
+   * Memory each child process may use for its work, in MiB, above what the Node runtime itself
+   * reserves (RLIMIT_DATA = this + runtimeDataBaselineKb(): its heap and private mappings), or
+   * 0/undefined for no limit. The runtime's own part differs by version (measured: ≈ 48 MiB on
+   * Node 20, ≈ 560 MiB on Node 24, whose V8 reserves its heap cage up front), so a fixed total
+   * would starve one version or not bind the other. Loading libvips and small decodes need about
+   * 150 MiB above it (docs/image-search.md); below 256 the pool refuses to start.
    */
   memoryMb?: number;
   /** Largest declared width × height of any decode (analyse and render jobs); default none. */
@@ -61,8 +64,22 @@ export interface ImagePoolOptions {
   ownerQueueMax?: number;
 }
 
-/** The smallest memory limit a child can start under and do its ordinary work with. */
+/** The smallest memory limit (above the runtime's own) a child can do its ordinary work with. */
 export const MIN_DECODER_MEMORY_MB = 256;
+
+let baselineKb: number | null = null;
+
+/**
+ * The RLIMIT_DATA a bare Node process of this binary already takes (its VmData right after start),
+ * measured once per process by starting one; the children's limit is added on top of it.
+ */
+export function runtimeDataBaselineKb(): number {
+  if (baselineKb === null) {
+    const out = execFileSync(process.execPath, ['-e', "process.stdout.write(/VmData:\\s*(\\d+)/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0')"], { encoding: 'utf8', timeout: 10_000 });
+    baselineKb = Number(out) || 0;
+  }
+  return baselineKb;
+}
 
 export interface RunOptions {
   signal?: AbortSignal;
@@ -300,7 +317,7 @@ export class ImagePool {
     // stderr is read, not inherited: what a decoder prints about hostile content (or V8's report
     // when it runs out of memory) is not the hub's log; its tail tells an out-of-memory death.
     const stdio: ['ignore', 'ignore', 'pipe', 'ipc'] = ['ignore', 'ignore', 'pipe', 'ipc'];
-    const limitKb = this.opts.memoryMb ? Math.floor(this.opts.memoryMb * 1024) : 0;
+    const limitKb = this.opts.memoryMb ? Math.floor(this.opts.memoryMb * 1024) + runtimeDataBaselineKb() : 0;
     const child = limitKb && process.platform !== 'win32'
       // The limit is set by the shell, which then becomes Node (exec): the IPC channel's
       // descriptor and variables pass through unchanged, and the limit binds this child only.
