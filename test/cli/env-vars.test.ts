@@ -24,7 +24,7 @@ import { startFloodDav, type FloodDav } from '../helpers/flood-dav.js';
 import { tempDir } from '../helpers/hub.js';
 import { meanColourModel } from '../helpers/onnx-model.js';
 import { makeKey, signPartnerJwt, type TestKey } from '../helpers/partner.js';
-import { CLI, freePort, REPO_ROOT, runCli } from '../helpers/process.js';
+import { assertDataLimit, CLI, freePort, REPO_ROOT, runCli } from '../helpers/process.js';
 import { clusterEnv, type ClusterEnv } from '../helpers/stores-env.js';
 import { call as boundedCall, type Answer } from '../helpers/cluster.js';
 import { runtimeDataBaselineKb } from '../../src/images/pool.js';
@@ -686,8 +686,7 @@ const ROWS: Record<string, Row> = {
     const decoders = children(c.hub.child.pid!);
     assert.ok(decoders.length >= 1, 'decoder processes');
     // 512 MiB for the work on top of what this Node binary reserves by itself (the hub runs the same binary).
-    const bytes = (512 * 1024 + runtimeDataBaselineKb()) * 1024;
-    for (const pid of decoders) assert.match(fs.readFileSync(`/proc/${pid}/limits`, 'utf8'), new RegExp(`^Max data size\\s+${bytes}\\s+${bytes}\\s+bytes`, 'm'), `decoder ${pid}`);
+    for (const pid of decoders) assertDataLimit(pid, 512, runtimeDataBaselineKb());
     await refusedStart({ DAMHUB_IMAGE_DECODER_MEMORY_MB: '100' }, 'DAMHUB_IMAGE_DECODER_MEMORY_MB');
   } },
   DAMHUB_IMAGE_MODEL_WEIGHT: { group: 'media', value: '0', async check(c) {

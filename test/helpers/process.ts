@@ -1,5 +1,7 @@
 /** Starts the real `damhub` CLI as a child process, the way README tells people to. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -14,6 +16,21 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Asserts that process `pid` runs under RLIMIT_DATA = `workMb` MiB above the runtime's own
+ * reservation (what `runtimeDataBaselineKb()` measures). A bare Node's VmData varies by a few
+ * hundred KiB from one start to the next (CI saw 256 KiB between the hub's and the test's
+ * measure), so the runtime's share is compared within 16 MiB, the work's share exactly above it.
+ */
+export function assertDataLimit(pid: number, workMb: number, baselineKb: number): void {
+  const limits = fs.readFileSync(`/proc/${pid}/limits`, 'utf8');
+  const m = /^Max data size\s+(\d+)\s+(\d+)\s+bytes/m.exec(limits);
+  assert.ok(m, `process ${pid} has a data limit:\n${limits}`);
+  assert.equal(m[1], m[2], `process ${pid}: soft and hard data limits agree`);
+  const runtimeKb = Number(m[1]) / 1024 - workMb * 1024;
+  assert.ok(Math.abs(runtimeKb - baselineKb) <= 16 * 1024, `process ${pid}: data limit ${m[1]} bytes is ${workMb} MiB + ${runtimeKb} KiB; the runtime's own is ${baselineKb} KiB`);
 }
 
 export async function freePort(): Promise<number> {
