@@ -788,6 +788,7 @@ const TOOLING: Record<string, string> = {
   DAMHUB_TEST_DATABASE_URL: 'test/helpers/stores-env.ts',
   DAMHUB_TEST_REDIS_URL: 'test/helpers/stores-env.ts',
   DAMHUB_AUDIT_REQUIRED: '.ci/audit.mjs',
+  DAMHUB_TEST_CONCURRENCY: 'scripts/test.mjs',
 };
 
 /** The pattern names of the docs, each the row of one concrete connector. */
