@@ -158,16 +158,16 @@ after(async () => {
 });
 
 describe('nginx (deploy/nginx/damhub.conf) in front of the hub', () => {
-  test('TLS 1.3 and 1.2 with the certificate; plain HTTP is a redirect to https', async () => {
-    for (const [version, expect] of [['TLSv1.3', 'TLSv1.3'], ['TLSv1.2', 'TLSv1.2']] as const) {
-      const got = await new Promise<string | null>((resolve, reject) => {
-        const s = tls.connect({ host: '127.0.0.1', port: nginx.httpsPort, servername: HOST, ca: cert.cert, minVersion: version, maxVersion: version }, () => {
-          resolve(s.getProtocol());
+  test('TLS 1.3 and 1.2 with the certificate, HTTP/2 offered; plain HTTP is a redirect to https', async () => {
+    for (const version of ['TLSv1.3', 'TLSv1.2'] as const) {
+      const got = await new Promise<{ protocol: string | null; alpn: string | false | null }>((resolve, reject) => {
+        const s = tls.connect({ host: '127.0.0.1', port: nginx.httpsPort, servername: HOST, ca: cert.cert, minVersion: version, maxVersion: version, ALPNProtocols: ['h2', 'http/1.1'] }, () => {
+          resolve({ protocol: s.getProtocol(), alpn: s.alpnProtocol });
           s.end();
         });
         s.on('error', reject);
       });
-      assert.equal(got, expect);
+      assert.deepEqual(got, { protocol: version, alpn: 'h2' });
     }
     const plain = await raw(`http://127.0.0.1:${nginx.httpPort}/api/v1/auth/providers?x=1`, { host: HOST });
     assert.equal(plain.status, 301);
