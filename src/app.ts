@@ -42,10 +42,14 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
 }
 
-/** Log lines carry method, path and request id; never query strings (login states, URL signatures) or headers (tokens). */
+/**
+ * Log lines carry method, path, request id and the client's address; never query strings (login
+ * states, URL signatures) or headers (tokens). The address is request.ip: the socket's, or behind
+ * a proxy of DAMHUB_TRUSTED_PROXIES the client that proxy saw (src/net/trusted-proxies.ts).
+ */
 const logSerializers = {
-  req(req: { method: string; url: string; id: string }) {
-    return { method: req.method, path: req.url.split('?')[0], id: req.id };
+  req(req: { method: string; url: string; id: string; ip?: string }) {
+    return { method: req.method, path: req.url.split('?')[0], id: req.id, ip: req.ip };
   },
 };
 
@@ -70,6 +74,10 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     // Request loggers are created when something is logged, not for every request.
     childLoggerFactory: lazyChildLogger as FastifyServerOptions["childLoggerFactory"],
     requestIdHeader: false,
+    // X-Forwarded-For from the configured proxies only; false: request.ip is the socket's address.
+    // Fastify's request.hostname and request.protocol would then follow X-Forwarded-Host/-Proto
+    // too: the hub never reads them (its URLs come from config.publicUrl alone).
+    trustProxy: hub.config.trustedProxies.length > 0 ? hub.config.trustedProxies : false,
     bodyLimit: hub.config.bodyLimitBytes,
     // Bounded waits: a slow client cannot hold a connection forever (slowloris). Header and
     // request deadlines are Node's; no bytes moving for 60 s is guardSlowConnections below

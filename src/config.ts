@@ -28,6 +28,12 @@ export interface HubConfig {
   libraryDir: string | null;
   /** Base URL the hub is reached at; used for redirect_uri and signed asset URLs. */
   publicUrl: string;
+  /**
+   * Reverse proxies (IP addresses, CIDR ranges, `loopback`/`linklocal`/`uniquelocal`) whose
+   * X-Forwarded-For gives the client's address (request.ip, the request log); [] believes no one.
+   * Never used for URLs: those come from publicUrl alone.
+   */
+  trustedProxies: string[];
   /** Register the demo partner and serve the demo page. */
   demo: boolean;
   /** Cluster mode (both or neither): PostgreSQL for durable state, Redis for shared short-lived state. */
@@ -169,6 +175,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     dataDir: path.resolve('.damhub'),
     libraryDir: null,
     publicUrl: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    trustedProxies: [],
     demo: false,
     databaseUrl: null,
     redisUrl: null,

@@ -21,6 +21,7 @@ import { connectorsCommand } from './connectors-check.js';
 import { dataOpt, parse, UsageError } from './args.js';
 import { serveEnv, unknownEnvWarnings, type ServeEnvName } from './env-vars.js';
 import { AddressPolicy } from '../net/safe-fetch.js';
+import { parseTrustedProxies } from '../net/trusted-proxies.js';
 import { MIN_DECODER_MEMORY_MB } from '../images/pool.js';
 import { runStdio } from '../mcp/stdio.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
@@ -143,6 +144,14 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   };
   const publicUrl = pick('public-url', 'DAMHUB_PUBLIC_URL');
   if (publicUrl) overrides.publicUrl = publicUrl.replace(/\/+$/, '');
+  const proxies = read('DAMHUB_TRUSTED_PROXIES');
+  if (proxies) {
+    try {
+      overrides.trustedProxies = parseTrustedProxies(proxies);
+    } catch (e) {
+      throw new UsageError(`DAMHUB_TRUSTED_PROXIES: ${(e as Error).message}`);
+    }
+  }
   const bodyLimit = num('DAMHUB_BODY_LIMIT');
   if (bodyLimit !== undefined) overrides.bodyLimitBytes = bodyLimit;
   const userLimit = num('DAMHUB_USER_RATE_LIMIT');

@@ -769,6 +769,31 @@ const ROWS: Record<string, Row> = {
     assert.equal(add.code, 0, add.stderr);
     assert.match((await runCli(['users', 'list', '--data', data])).stdout, /^carol\t/m);
   } },
+  DAMHUB_TRUSTED_PROXIES: { group: 'alone', async check() {
+    // Its own hub at info (the groups log at error): the request log line's `ip` is the
+    // X-Forwarded-For client for a request from 127.0.0.1, the socket address from 127.0.0.5
+    // (by default no address is trusted: test/cli/operating.test.ts). A bad entry stops the start.
+    const hub = await startHub({ DAMHUB_DATA_DIR: tempDir(), DAMHUB_PORT: String(await freePort()), DAMHUB_LOG_LEVEL: 'info', DAMHUB_TRUSTED_PROXIES: '10.0.0.0/8, 127.0.0.1' });
+    try {
+      const ipOf = async (from: string, id: string) => {
+        await new Promise<void>((resolve, reject) => {
+          http.get(`${hub.url}/api/v1/auth/providers`, { localAddress: from, headers: { 'x-forwarded-for': '198.51.100.4', 'x-request-id': id } }, (res) => res.resume().on('end', resolve)).on('error', reject);
+        });
+        const until = Date.now() + 10_000;
+        for (;;) {
+          const line = hub.stdout().split('\n').find((l) => l.includes(`"id":"${id}"`));
+          if (line) return JSON.parse(line).req.ip;
+          assert.ok(Date.now() < until, `no log line for ${id}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      };
+      assert.equal(await ipOf('127.0.0.1', 'trusted-proxy'), '198.51.100.4', 'from a listed address: the forwarded client');
+      assert.equal(await ipOf('127.0.0.5', 'not-a-proxy'), '127.0.0.5', 'from another address: the socket\'s');
+    } finally {
+      await hub.stop();
+    }
+    await refusedStart({ DAMHUB_TRUSTED_PROXIES: '127.0.0.1,proxy.example' }, 'DAMHUB_TRUSTED_PROXIES: "proxy.example" is not an IP address');
+  } },
   DAMHUB_MCP_USER: { group: 'alone', async check() {
     const init = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n';
     const r = await runCli(['mcp', '--data', tempDir()], { DAMHUB_MCP_USER: 'assistant-user' }, init);

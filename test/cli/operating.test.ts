@@ -77,11 +77,11 @@ describe('npm start', () => {
 });
 
 describe('a running hub', () => {
-  test('logs one line per request at info, with its request id, status and time', async () => {
+  test('logs one line per request at info, with its request id, status, time and the client\'s address', async () => {
     const server = await startServer(['--data', path.join(tmp(), 'data')], { DAMHUB_LOG_LEVEL: 'info' });
     try {
       const id = 'ops-log-line-1';
-      const res = await fetch(`${server.url}/api/v1/auth/providers?secret=not-logged`, { headers: { 'x-request-id': id } });
+      const res = await fetch(`${server.url}/api/v1/auth/providers?secret=not-logged`, { headers: { 'x-request-id': id, 'x-forwarded-for': '203.0.113.9' } });
       assert.equal(res.status, 401);
       await res.arrayBuffer();
       await new Promise((r) => setTimeout(r, 300));
@@ -90,7 +90,7 @@ describe('a running hub', () => {
       const line = JSON.parse(lines[0]!);
       assert.equal(line.level, 30);
       assert.equal(line.msg, 'request completed');
-      assert.deepEqual(line.req, { method: 'GET', path: '/api/v1/auth/providers', id });
+      assert.deepEqual(line.req, { method: 'GET', path: '/api/v1/auth/providers', id, ip: '127.0.0.1' }, 'the client\'s address: the socket\'s; X-Forwarded-For is believed from no one by default (DAMHUB_TRUSTED_PROXIES)');
       assert.equal(line.res.statusCode, 401);
       assert.equal(typeof line.responseTime, 'number');
       assert.equal(line.code, 'hub-access-token-missing', 'a rejection says why on the same line');
