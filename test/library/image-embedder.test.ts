@@ -21,7 +21,7 @@ import { startTestHub, tempDir } from '../helpers/hub.js';
 import { startLibraryHub, type LibraryHarness, libraryOf } from '../helpers/library.js';
 import { meanColourModel, type TinyModel } from '../helpers/onnx-model.js';
 import { sceneJpeg } from '../helpers/scenes.js';
-import { REPO_ROOT } from '../helpers/process.js';
+import { REPO_ROOT, startServer } from '../helpers/process.js';
 
 const api = '/api/v1';
 const dataUri = (b: Buffer, type = 'image/png') => `data:${type};base64,${b.toString('base64')}`;
@@ -261,6 +261,24 @@ describe('an unusable model stops the start with a clear error', () => {
     assert.match(r.stderr, /^damhub: image model .*broken\.onnx: not a valid ONNX model/);
     assert.doesNotMatch(r.stdout, /listening/);
   });
+});
+
+test('damhub serve with a model sends no telemetry: onnxruntime writes no device id under $HOME', async () => {
+  // ONNX Runtime's uploader, on unless ORT_DISABLE_TELEMETRY=1, first persists a device id in
+  // $HOME/.cache/Microsoft/DeveloperTools/.onnxruntime; no id, no uploader.
+  const home = tempDir('damhub-home-');
+  const lib = tempDir('damhub-lib-');
+  fs.writeFileSync(path.join(lib, 'a.png'), await solidPng([200, 40, 40]));
+  // Unset (undefined is left out of a child's environment): the hub's own default is under test.
+  const env = { HOME: home, XDG_CACHE_HOME: undefined, ORT_DISABLE_TELEMETRY: undefined };
+  const hub = await startServer(['--data', path.join(home, 'data'), '--library', lib, '--image-model', modelPath], env);
+  try {
+    const ready = await fetch(`${hub.url}/readyz`);
+    assert.equal(ready.status, 200, 'the hub started with the model');
+  } finally {
+    assert.equal(await hub.stop(), 0, hub.output());
+  }
+  assert.deepEqual(fs.readdirSync(home).filter((f) => f !== 'data'), [], 'nothing in $HOME but the data directory');
 });
 
 const ROOT = REPO_ROOT;

@@ -73,6 +73,12 @@ export class ImageEmbedder {
     try {
       // A variable specifier: the optional package is neither needed to build nor loaded without a model.
       const name = 'onnxruntime-node';
+      // ONNX Runtime (1.29 and later) starts a telemetry uploader on Linux and macOS too: it
+      // writes a device id under $HOME/.cache/Microsoft and sends usage events to Microsoft when
+      // it finds a CA bundle. A self-hosted hub sends nothing anywhere unasked. The library reads
+      // the switch when it initialises, so it is set before the import (an operator's own value
+      // of ORT_DISABLE_TELEMETRY is left as it is).
+      process.env.ORT_DISABLE_TELEMETRY ??= '1';
       const mod = (await import(name)) as Ort & { default?: Ort };
       ort = mod.InferenceSession ? mod : mod.default!;
     } catch (e) {
