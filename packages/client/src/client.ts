@@ -114,7 +114,7 @@ export interface PasswordSignInOptions extends CallOptions {
   password?: string;
   /** Other fields of the provider's form, by name. */
   fields?: Record<string, string>;
-  /** Sent as POST /auth/login's serverUrl; the form's server field starts with it (WebDAV, S3). */
+  /** Sent as POST /auth/login's serverUrl; the form's server field holds it, and is sent with it (WebDAV, S3). */
   serverUrl?: string;
   /** The language of the form's messages (an error's `message` is the form's text); absent: English. */
   uiLocale?: LoginStartQuery['uiLocale'];
@@ -174,11 +174,20 @@ function race<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" };
 const unescapeHtml = (s: string) => s.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ENTITIES[e]!);
 
-/** The hub's sign-in form on a page: where it posts (absolute), if it asks for a password. */
-function signInForm(html: string, pageUrl: string): { action: string } | null {
+/**
+ * The hub's sign-in form on a page, if it asks for a password: where it posts (absolute) and the
+ * values its fields hold already (a browser submits them too: the server URL the login started with).
+ */
+function signInForm(html: string, pageUrl: string): { action: string; values: Record<string, string> } | null {
   const action = /<form\b[^>]*\baction="([^"]*)"/i.exec(html)?.[1];
   if (action === undefined || !/<input\b[^>]*\btype="password"/i.test(html)) return null;
-  return { action: new URL(unescapeHtml(action), pageUrl).href };
+  const values: Record<string, string> = {};
+  for (const [, attrs] of html.matchAll(/<input\b([^>]*)>/gi)) {
+    const name = /\bname="([^"]*)"/.exec(attrs!)?.[1];
+    const value = /\bvalue="([^"]*)"/.exec(attrs!)?.[1];
+    if (name && value !== undefined) values[unescapeHtml(name)] = unescapeHtml(value);
+  }
+  return { action: new URL(unescapeHtml(action), pageUrl).href, values };
 }
 
 /** The message a sign-in page shows in its alert (the form's own error text), as plain text. */
@@ -693,7 +702,7 @@ export class DamhubClient {
       if (!page.cookie) {
         throw failed('the sign-in page set no cookie this runtime can read: signInWithPassword needs access to Set-Cookie (Node, Deno, Bun), which a browser page does not have');
       }
-      const values: Record<string, string> = { ...o.fields };
+      const values: Record<string, string> = { ...form.values, ...o.fields };
       if (o.username !== undefined) values.username = o.username;
       if (o.password !== undefined) values.password = o.password;
       const submit = await this.formRequest('POST', form.action, new URLSearchParams({ ...values, state: start.state }), page.cookie, signal);

@@ -444,6 +444,11 @@ const zh: SignInMessages = {
 
 const TABLE: Record<SignInLocale, SignInMessages> = { en, de, fr, es, ja, zh };
 
+/** The catalogue of one language, placeholders unfilled (for its tests). */
+export function signInMessages(locale: SignInLocale): Readonly<SignInMessages> {
+  return TABLE[locale];
+}
+
 export function isSignInLocale(s: unknown): s is SignInLocale {
   return typeof s === 'string' && (UI_LOCALES as readonly string[]).includes(s);
 }
