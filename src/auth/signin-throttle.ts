@@ -149,9 +149,3 @@ export class SignInThrottle {
     for (const b of taken) await this.rateLimits.refund(b.key, b.limit, b.periodMs, now);
   }
 }
-
-/** The sign-in page's text for a refused attempt: the same whatever was typed. */
-export function throttledText(retryAfterSec: number): string {
-  const wait = retryAfterSec < 90 ? `${retryAfterSec} second${retryAfterSec === 1 ? '' : 's'}` : `${Math.ceil(retryAfterSec / 60)} minutes`;
-  return `Too many sign-in attempts. Wait ${wait}, then try again.`;
-}

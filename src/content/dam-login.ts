@@ -11,7 +11,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { hubError } from '../errors.js';
-import type { LoginDescription, LoginHost, LoginIdentity } from '../providers/contract.js';
+import type { LoginDescription, LoginHost, LoginIdentity, LoginProblem, LoginUnusable } from '../providers/contract.js';
 import { LoginBrowser } from '../auth/login-browser.js';
 import { featuresOf } from '../providers/capabilities.js';
 import type { ProviderRegistry } from '../providers/registry.js';
@@ -41,6 +41,18 @@ export interface DamLoginOptions {
 
 export const DEFAULT_PENDING_CAPS = { perUser: 10, total: 10_000 };
 
+/** What a page cannot use, in English for logs and the API (the pages say it in their own language). */
+const PROBLEMS: Record<LoginProblem, string> = {
+  invalid: 'This sign-in link is not valid. Start again from the application.',
+  finished: 'This sign-in was already finished. You can close this window.',
+  expired: 'This sign-in link has expired. Start again from the application.',
+  gone: 'This sign-in is no longer valid. Start again from the application.',
+};
+
+function unusable(problem: LoginProblem): LoginUnusable {
+  return { error: PROBLEMS[problem], problem };
+}
+
 export type PollAnswer = Record<string, never> | { access_token: string; refresh_token?: string; userHash: string; expires_in: number } | { error: string };
 
 export class DamLogin implements LoginHost {
@@ -66,7 +78,8 @@ export class DamLogin implements LoginHost {
     return this.throttle.reserve(subject);
   }
 
-  async start(p: Pick<HubPrincipal, 'user' | 'partner'>, providerId: string, serverUrl: string | null): Promise<{ redirect_uri: string; state: string }> {
+  /** `uiLocale`: the language the login's pages speak (one of the six; null: the browser's Accept-Language decides). */
+  async start(p: Pick<HubPrincipal, 'user' | 'partner'>, providerId: string, serverUrl: string | null, uiLocale: string | null = null): Promise<{ redirect_uri: string; state: string }> {
     const provider = this.providers.require(providerId);
     if (serverUrl !== null) {
       if (!featuresOf(provider).serverUrl) throw hubError('hub-validation-error', `provider ${providerId} does not take a serverUrl`);
@@ -81,7 +94,7 @@ export class DamLogin implements LoginHost {
     const now = this.clock.now();
     const state = randomBytes(24).toString('base64url');
     const created = await this.stores.logins.create({
-      state, userId: p.user.id, partnerId: p.partner.id, providerId, serverUrl, status: 'pending', result: null, error: null,
+      state, userId: p.user.id, partnerId: p.partner.id, providerId, serverUrl, uiLocale, status: 'pending', result: null, error: null,
       createdAt: now, expiresAt: now + this.opts.stateTtlSec * 1000,
     }, this.opts.pendingCaps ?? DEFAULT_PENDING_CAPS);
     if (!created.created) {
@@ -119,21 +132,24 @@ export class DamLogin implements LoginHost {
 
   async pending(state: string): ReturnType<LoginHost['pending']> {
     const s = typeof state === 'string' && state ? await this.stores.logins.get(state) : null;
-    if (!s) return { error: 'This sign-in link is not valid. Start again from the application.' };
-    if (s.status !== 'pending') return { error: 'This sign-in was already finished. You can close this window.' };
-    if (this.clock.now() >= s.expiresAt) return { error: 'This sign-in link has expired. Start again from the application.' };
-    return { providerId: s.providerId, serverUrl: s.serverUrl, userId: s.userId, partnerId: s.partnerId };
+    if (!s) return unusable('invalid');
+    if (s.status !== 'pending') return unusable('finished');
+    if (this.clock.now() >= s.expiresAt) return unusable('expired');
+    return { providerId: s.providerId, serverUrl: s.serverUrl, userId: s.userId, partnerId: s.partnerId, uiLocale: s.uiLocale ?? null };
   }
 
-  async describe(state: string): Promise<LoginDescription | { error: string }> {
+  async describe(state: string): Promise<LoginDescription | LoginUnusable> {
     const s = await this.pending(state);
     if ('error' in s) return s;
     const [partner, user] = await Promise.all([this.stores.partners.get(s.partnerId), this.stores.users.get(s.userId)]);
     // A partner or user removed since the start: nobody is left to receive the access. (A disabled
     // partner is still named: MCP clients' partner row is disabled by design, src/mcp/identity.ts.)
-    if (!partner || !user) return { error: 'This sign-in is no longer valid. Start again from the application.' };
+    if (!partner || !user) return unusable('gone');
     const provider = this.providers.get(s.providerId);
-    return { providerId: s.providerId, userId: s.userId, partnerId: s.partnerId, providerName: provider?.descriptor.name ?? s.providerId, serverUrl: s.serverUrl, partnerName: partner.name, userEmail: user.email || user.name || user.sub };
+    return {
+      providerId: s.providerId, userId: s.userId, partnerId: s.partnerId, providerName: provider?.descriptor.name ?? s.providerId, serverUrl: s.serverUrl,
+      partnerName: partner.name, userEmail: user.email || user.name || user.sub, uiLocale: s.uiLocale ?? null,
+    };
   }
 
   async failedAttempt(state: string, error: string): Promise<{ ended: boolean }> {

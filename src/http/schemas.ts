@@ -3,6 +3,7 @@
  * the OpenAPI document, so the three cannot disagree.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
+import { UI_LOCALES } from '../providers/contract.js';
 import { MODEL_SCHEMAS } from '../providers/model.js';
 
 export const ErrorEnvelopeSchema = Type.Object(
@@ -40,7 +41,7 @@ export const TokenPairSchema = Type.Object({
   token_type: Type.Literal('Bearer'),
 });
 
-export const UI_LOCALES = ['en', 'de', 'fr', 'es', 'ja', 'zh'] as const;
+export { UI_LOCALES };
 export const UiLocaleSchema = Type.Union(UI_LOCALES.map((l) => Type.Literal(l)), { default: 'en', description: 'locale of interface labels' });
 
 export const HubAuth = [{ HubAuth: [] }];

@@ -14,7 +14,7 @@ import { hubError, integrationError, type HubError } from '../errors.js';
 import type { Hub } from '../hub.js';
 import { rateLimited } from '../http/auth.js';
 import { toHubError } from '../http/errors.js';
-import type { ProviderSession } from '../providers/contract.js';
+import { UI_LOCALES, type ProviderSession } from '../providers/contract.js';
 import type { Asset, AssetPage } from '../providers/model.js';
 import type { McpConnections } from './connections.js';
 import type { McpIdentity } from './identity.js';
@@ -27,7 +27,6 @@ export interface ToolContext {
 
 /** Thumbnails attached to one result, at most. */
 const MAX_THUMBNAILS = 8;
-const UI_LOCALES = ['en', 'de', 'fr', 'es', 'ja', 'zh'] as const;
 
 const providerArg = z.string().min(1).max(64).optional().describe('provider id from list_providers; default: the hub\'s default provider');
 const listArgs = {

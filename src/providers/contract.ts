@@ -62,6 +62,13 @@ export interface ProviderDescriptor {
   isDefault?: boolean;
 }
 
+/**
+ * The interface languages (`uiLocale`) the hub speaks (SPEC section 2): labels of content calls,
+ * the sign-in pages (kit/signin-messages.ts) and the picker (packages/picker/src/i18n.ts) alike.
+ */
+export const UI_LOCALES = ['en', 'de', 'fr', 'es', 'ja', 'zh'] as const;
+export type UiLocale = (typeof UI_LOCALES)[number];
+
 /** The signed-in connection a content call runs under. */
 export interface ProviderSession {
   providerId: string;
@@ -102,7 +109,17 @@ export interface LoginDescription {
   partnerName: string;
   /** The hub user's email from the exchange (their name, else their subject, when the partner sent none). */
   userEmail: string;
+  /** The `uiLocale` the login was started with (its pages speak it), or null: the browser's Accept-Language decides. */
+  uiLocale: string | null;
 }
+
+/**
+ * Why a login state cannot be used by its page: unknown (`invalid`), settled already (`finished`),
+ * past its 5 minutes (`expired`), or its partner or user removed since (`gone`). The page says it
+ * in its own language (kit/signin-messages.ts); `error` says it in English for logs and the API.
+ */
+export type LoginProblem = 'invalid' | 'finished' | 'expired' | 'gone';
+export type LoginUnusable = { error: string; problem: LoginProblem };
 
 /**
  * The cookie that binds a login state to the browser that opened its start page
@@ -117,10 +134,10 @@ export interface LoginBrowserBinding {
 
 /** What the hub offers providers for their sign-in pages and callbacks. */
 export interface LoginHost {
-  /** The pending login for `state`, or an error string fit for the sign-in page. */
-  pending(state: string): Promise<{ providerId: string; serverUrl: string | null; userId: string; partnerId: string } | { error: string }>;
-  /** The pending login with the names its start page shows, or an error string fit for the page. */
-  describe(state: string): Promise<LoginDescription | { error: string }>;
+  /** The pending login for `state`, or why it cannot be used. */
+  pending(state: string): Promise<{ providerId: string; serverUrl: string | null; userId: string; partnerId: string; uiLocale: string | null } | LoginUnusable>;
+  /** The pending login with the names its start page shows, or why it cannot be used. */
+  describe(state: string): Promise<LoginDescription | LoginUnusable>;
   /** Binds the login to one browser: every provider's start page sets it, every step after checks it. */
   browser: LoginBrowserBinding;
   complete(state: string, identity: LoginIdentity): Promise<void>;

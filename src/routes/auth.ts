@@ -6,7 +6,7 @@ import { looksLikeJwe } from '../auth/provider-tokens.js';
 import { bearer } from '../auth/exchange.js';
 import { hubError } from '../errors.js';
 import { applyRateLimitHeaders, checkOrigin, principalOf, rateLimited } from '../http/auth.js';
-import { HubAuth, responses, TokenPairSchema } from '../http/schemas.js';
+import { HubAuth, responses, TokenPairSchema, UI_LOCALES } from '../http/schemas.js';
 
 /** Closed: exactly the flags of ProviderCapabilities (src/providers/contract.ts), so clients know every one. */
 const ProviderCapabilitiesSchema = Type.Object({
@@ -158,6 +158,8 @@ export async function authRoutes(fastify: FastifyInstance): Promise<void> {
         provider: Type.String({ minLength: 1, maxLength: 64 }),
         polling: Type.Optional(Type.Boolean()),
         serverUrl: Type.Optional(Type.String({ maxLength: 2048 })),
+        // No default: without it the sign-in pages follow the browser's Accept-Language.
+        uiLocale: Type.Optional(Type.Union(UI_LOCALES.map((l) => Type.Literal(l)), { description: 'language of the sign-in pages (as the content calls\' uiLocale); absent: the browser\'s Accept-Language, else English' })),
       }),
       response: responses(Type.Object({ redirect_uri: Type.String(), state: Type.String() })),
     },
@@ -169,7 +171,7 @@ export async function authRoutes(fastify: FastifyInstance): Promise<void> {
     const d = await hub.stores.rateLimits.hit(`login-start:${p.user.id}`, hub.config.loginStartsPerMin, 60_000, hub.clock.now());
     if (!d.allowed) throw rateLimited(d, 'login starts of this user');
     applyRateLimitHeaders(reply, d);
-    return hub.damLogin.start(p, q.provider, q.serverUrl ?? null);
+    return hub.damLogin.start(p, q.provider, q.serverUrl ?? null, q.uiLocale ?? null);
   });
 
   app.get('/auth/login', {

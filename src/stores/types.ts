@@ -92,6 +92,8 @@ export interface LoginState {
   partnerId: string;
   providerId: string;
   serverUrl: string | null;
+  /** The language its sign-in pages speak (POST /auth/login's uiLocale); null or absent: the browser's. */
+  uiLocale?: string | null;
   status: LoginStatus;
   /** Set when completed: what the poll hands out once. */
   result: Record<string, unknown> | null;

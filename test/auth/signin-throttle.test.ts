@@ -100,7 +100,7 @@ describe('library sign-in form (embedded store)', () => {
     const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => libSubmit(lib, states[i % 3]!, 'carol', `guess-${i}`)));
     const statuses = answers.map((r) => r.statusCode).sort();
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429, 429, 429], answers.map((r) => r.body.slice(-300)).join('\n'));
-    for (const r of answers.filter((x) => x.statusCode === 401)) assert.match(r.body, /The user name or password is not right/);
+    for (const r of answers.filter((x) => x.statusCode === 401)) assert.match(r.body, /Wrong user name or password\./);
     for (const r of answers.filter((x) => x.statusCode === 429)) assert.match(r.body, /Wait 3 minutes/);
     for (const s of states) assert.deepEqual(await poll(lib.t, s), {}, 'throttling ends no state');
     lib.t.clock.advance(15 * 60_000);
@@ -196,8 +196,8 @@ function gatedConnector() {
     id: 'gated', name: 'Gated', version: '1', glyph: 'G', paging: { defaultSize: 10, maxSize: 20 },
     credentials: (raw) => raw,
     signIn: {
-      kind: 'form', title: 'Sign in to Gated',
-      fields: [{ name: 'username', label: 'User name' }, { name: 'password', label: 'Password', type: 'password' }],
+      kind: 'form', title: 'signInTitle',
+      fields: [{ name: 'username', label: 'userName' }, { name: 'password', label: 'password', type: 'password' }],
       async verify(v) {
         checks++;
         const g = gates.get(v.password!);

@@ -232,10 +232,11 @@ export function storeSuite(name: string, factory: PairFactory): void {
     it('login states: create, read on the other node, settle once, consume once', async () => {
       const { p, u } = await seedUser();
       const mk = (o: Partial<LoginState> = {}): LoginState => ({
-        state: `st-${randomUUID()}`, userId: u.id, partnerId: p.id, providerId: 'library', serverUrl: null,
+        state: `st-${randomUUID()}`, userId: u.id, partnerId: p.id, providerId: 'library', serverUrl: null, uiLocale: null,
         status: 'pending', result: null, error: null, createdAt: T0, expiresAt: T0 + 300_000, ...o,
       });
-      const s = mk({ serverUrl: 'https://dam.example' });
+      // The language of its pages travels with the state, to every node (issue 29).
+      const s = mk({ serverUrl: 'https://dam.example', uiLocale: 'ja' });
       await a.logins.create(s);
       assert.deepEqual(await b.logins.get(s.state), s);
       assert.equal(await b.logins.consume(s.state), null, 'a pending login hands out nothing');

@@ -307,6 +307,86 @@ test('states: skeleton tiles, the API message with Retry, a dropped non-image, "
   await shot('04-no-assets');
 });
 
+test('a failed load (issue 29): a human message for no connection, no "Loading…" under it, no filters of the folder before; Home says where the assets are', async () => {
+  await openPhotos();
+  await clearSelection();
+  const facets = picker.locator('.facets');
+  assert.ok(await facets.locator('fieldset').count() > 0, 'Photos has filters');
+  // No answer at all: the browser's fetch fails ("Failed to fetch").
+  await page.route('**/api/v1/assets/folder/**', (route) => route.abort('failed'));
+  const alert = picker.locator('.error span');
+  try {
+    await picker.locator('.crumbs button').first().click();
+    await picker.locator('.error button').waitFor();
+    assert.equal(await alert.innerText(), 'No connection to the asset hub. Check your network and try again.');
+    assert.equal(await picker.locator('.status').innerText(), '', 'no "Loading…" under the error');
+    assert.equal(await facets.isVisible(), false, 'the filters of Photos are gone');
+    assert.equal(await facets.locator('fieldset').count(), 0);
+    await shot('06-offline');
+    // In German too (a locale change loads the view again, and fails again).
+    await picker.evaluate((el: any) => el.setAttribute('locale', 'de'));
+    await picker.locator('.error', { hasText: 'Keine Verbindung' }).waitFor();
+    assert.equal(await alert.innerText(), 'Keine Verbindung zum Asset-Hub. Prüfen Sie Ihre Netzwerkverbindung und versuchen Sie es erneut.');
+    assert.equal(await picker.locator('.status').innerText(), '');
+  } finally {
+    await page.unroute('**/api/v1/assets/folder/**');
+  }
+  // Retry: Home of this library holds folders only; it says to open one instead of a blank grid.
+  await picker.locator('.error button').click();
+  await picker.locator('.folders button', { hasText: 'Photos' }).waitFor();
+  await picker.locator('.empty').waitFor();
+  assert.equal(await picker.locator('.empty').innerText(), 'Hier gibt es keine Assets. Öffnen Sie oben einen Ordner.');
+  await picker.evaluate((el: any) => el.removeAttribute('locale'));
+  await picker.locator('.empty', { hasText: 'No assets here. Open a folder above.' }).waitFor();
+  const said = await picker.evaluate((el: any) => (el.shadowRoot.querySelector('.wrap').innerText.match(/No assets here/g) ?? []).length);
+  assert.equal(said, 1, 'said once');
+  await shot('07-home-folders-only');
+});
+
+test('the sign-in popup speaks the picker\'s language (issue 29): Japanese form, its error after the POST, Sign in styled as the primary button', async () => {
+  // A second picker that keeps its session in memory: a new hub session, no library connection, so the chooser.
+  await page.evaluate(() => {
+    const g = globalThis as any;
+    const p = g.document.createElement('damhub-picker');
+    p.id = 'ja-picker';
+    p.setAttribute('token-url', '/demo/partner-token');
+    p.setAttribute('persist', 'none');
+    p.setAttribute('locale', 'ja');
+    g.document.querySelector('#picker').after(p);
+  });
+  const ja = page.locator('#ja-picker');
+  try {
+    const connect = ja.getByRole('button', { name: /サインインして接続/ });
+    await connect.waitFor();
+    const [popup] = await Promise.all([page.waitForEvent('popup'), connect.click()]);
+    await popup.waitForURL(/\/auth\/library\/signin/);
+    // The browser says English (the context's locale en-US); the login says Japanese, and wins.
+    assert.equal(await popup.locator('html').getAttribute('lang'), 'ja');
+    assert.equal(await popup.locator('h1').innerText(), 'ライブラリにサインイン');
+    const signIn = popup.getByRole('button', { name: 'サインイン', exact: true });
+    const cancel = popup.getByRole('button', { name: 'キャンセル' });
+    const look = async (b: Locator) => b.evaluate((el: any) => {
+      const cs = (globalThis as any).getComputedStyle(el);
+      return { bg: cs.backgroundColor, fg: cs.color, weight: cs.fontWeight };
+    });
+    const [primary, secondary] = [await look(signIn), await look(cancel)];
+    assert.notEqual(primary.bg, secondary.bg, `Sign in and Cancel look different: ${JSON.stringify([primary, secondary])}`);
+    assert.equal(primary.bg, 'rgb(31, 95, 204)', 'Sign in is filled with the picker\'s accent');
+    assert.equal(primary.fg, 'rgb(255, 255, 255)');
+    await popup.screenshot({ path: path.join(ARTIFACTS, '08-sign-in-ja.png') });
+    await popup.getByLabel('ユーザー名').fill('demo');
+    await popup.getByLabel('パスワード').fill('not-the-password');
+    await signIn.click();
+    await popup.locator('.error', { hasText: 'ユーザー名またはパスワードが正しくありません。' }).waitFor();
+    assert.equal(await popup.locator('html').getAttribute('lang'), 'ja', 'the answer to the POST speaks the login\'s language');
+    await popup.getByLabel('パスワード').fill('demo-password');
+    await popup.getByRole('button', { name: 'サインイン', exact: true }).click();
+    await ja.locator('.folders button', { hasText: 'Photos' }).waitFor();
+  } finally {
+    await page.evaluate(() => (globalThis as any).document.querySelector('#ja-picker')?.remove());
+  }
+});
+
 test('keyboard: Tab to "Load more" loads the next page and focus moves to its first asset', async () => {
   // Small pages of big tiles in a short grid, so "Load more" is below the fold until Tab brings it into view.
   await picker.evaluate((el: any) => { el.setAttribute('page-size', '4'); el.style.setProperty('--damhub-height', '12rem'); el.style.setProperty('--damhub-thumb-size', '420px'); });

@@ -6,7 +6,7 @@
 import { defaultProvider } from './capabilities.js';
 import { abortReason, clientError, DamhubError, errorFromResponse, isRetryable, needsDamLogin, needsExchange, networkError, type Operation } from './errors.js';
 import type {
-  Asset, AssetQuery, CheckTokenResult, FolderQuery, FolderResult, ImageSearchQuery, LoginPoll, LoginStart, ProviderInfoResult,
+  Asset, AssetQuery, CheckTokenResult, FolderQuery, FolderResult, ImageSearchQuery, LoginPoll, LoginStart, LoginStartQuery, ProviderInfoResult,
   ProviderList, SearchQuery, SearchResult, TokenPair, VersionsQuery, VersionsResult,
 } from './generated/types.js';
 import { assetsOf, paginate, type Paged } from './paging.js';
@@ -88,11 +88,36 @@ export interface ContentOptions extends CallOptions {
 export interface LoginOptions extends CallOptions {
   open?: LoginOpener;
   serverUrl?: string;
+  /**
+   * The language of the hub's sign-in pages (one of the `uiLocale`s: en, de, fr, es, ja, zh);
+   * absent: the browser's Accept-Language, else English.
+   */
+  uiLocale?: LoginStartQuery['uiLocale'];
   /** First poll interval (default 1000 ms), growing ×1.5 up to `maxPollIntervalMs` (default 5000 ms). */
   pollIntervalMs?: number;
   maxPollIntervalMs?: number;
   /** Give up after this long (default and hub maximum: 5 minutes). */
   timeoutMs?: number;
+}
+
+/**
+ * A form sign-in without a person (`signInWithPassword`): the library's accounts, or a form
+ * connector's credentials (WebDAV: `serverUrl`, `username`, `password`; S3 and Cloudinary: their
+ * form's fields by name in `fields`).
+ */
+export interface PasswordSignInOptions extends CallOptions {
+  /** A provider that signs in with the hub's form (library, webdav, s3, cloudinary); default `library`. */
+  provider?: string;
+  /** The form's `username` field. */
+  username?: string;
+  /** The form's `password` field. */
+  password?: string;
+  /** Other fields of the provider's form, by name. */
+  fields?: Record<string, string>;
+  /** Sent as POST /auth/login's serverUrl; the form's server field holds it, and is sent with it (WebDAV, S3). */
+  serverUrl?: string;
+  /** The language of the form's messages (an error's `message` is the form's text); absent: English. */
+  uiLocale?: LoginStartQuery['uiLocale'];
 }
 
 export type FolderOptions = Omit<FolderQuery, 'more'> & ContentOptions;
@@ -144,6 +169,31 @@ function race<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
       reject(e);
     });
   });
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" };
+const unescapeHtml = (s: string) => s.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ENTITIES[e]!);
+
+/**
+ * The hub's sign-in form on a page, if it asks for a password: where it posts (absolute) and the
+ * values its fields hold already (a browser submits them too: the server URL the login started with).
+ */
+function signInForm(html: string, pageUrl: string): { action: string; values: Record<string, string> } | null {
+  const action = /<form\b[^>]*\baction="([^"]*)"/i.exec(html)?.[1];
+  if (action === undefined || !/<input\b[^>]*\btype="password"/i.test(html)) return null;
+  const values: Record<string, string> = {};
+  for (const [, attrs] of html.matchAll(/<input\b([^>]*)>/gi)) {
+    const name = /\bname="([^"]*)"/.exec(attrs!)?.[1];
+    const value = /\bvalue="([^"]*)"/.exec(attrs!)?.[1];
+    if (name && value !== undefined) values[unescapeHtml(name)] = unescapeHtml(value);
+  }
+  return { action: new URL(unescapeHtml(action), pageUrl).href, values };
+}
+
+/** The message a sign-in page shows in its alert (the form's own error text), as plain text. */
+function pageMessage(html: string): string | undefined {
+  const m = /<p class="error" role="alert">([^<]*)<\/p>/.exec(html)?.[1];
+  return m ? unescapeHtml(m) : undefined;
 }
 
 function browserPopup(): ((url: string) => LoginWindow | null) | undefined {
@@ -560,7 +610,7 @@ export class DamhubClient {
     try {
       const start = await this.call<LoginStart>({
         method: 'POST', path: '/auth/login', operation: 'loginStart', signal,
-        query: { provider: providerId, polling: true, serverUrl: o.serverUrl },
+        query: { provider: providerId, polling: true, serverUrl: o.serverUrl, uiLocale: o.uiLocale },
       }, false);
       if (win && 'location' in win) (win as unknown as { location: { href: string } }).location.href = start.redirect_uri;
       else if (opener) win = (await opener(start.redirect_uri, { state: start.state, providerId, signal })) ?? null;
@@ -615,6 +665,80 @@ export class DamhubClient {
       await sleep(Math.min(interval, left), signal);
       interval = Math.min(Math.round(interval * 1.5), maxInterval);
     }
+  }
+
+  /**
+   * Signs in to a form provider without a person, for scripts and tests: it does what a browser
+   * does with the sign-in popup. It starts the DAM login (POST /auth/login), opens the form page
+   * (which sets the cookie that binds the login to its browser), posts the form with that cookie
+   * and the state, then polls the login for the connection, which it stores like `loginToDam`.
+   * The hub's rules all apply: the cookie binding, the sign-in throttle, the five attempts of a
+   * state. It needs a runtime that lets a script read `Set-Cookie` (Node, Deno, Bun; not a
+   * browser page, where the popup of `loginToDam` is the way). A refused sign-in throws
+   * `client-login-failed` with the form's own message (`Wrong user name or password.`), the
+   * form's HTTP status and, when throttled, `retryAfterSec`; the login it started is cancelled.
+   */
+  async signInWithPassword(o: PasswordSignInOptions): Promise<DamConnection> {
+    const providerId = o.provider ?? 'library';
+    if (o.signal?.aborted) throw abortReason(o.signal);
+    const local = new AbortController();
+    const onAbort = () => local.abort(o.signal!.reason);
+    o.signal?.addEventListener('abort', onAbort, { once: true });
+    const signal = local.signal;
+    const failed = (message: string, extra: Partial<ConstructorParameters<typeof DamhubError>[0]> = {}) =>
+      clientError('client-login-failed', message, { operation: 'damLogin', provider: providerId, ...extra });
+    try {
+      const start = await this.call<LoginStart>({
+        method: 'POST', path: '/auth/login', operation: 'loginStart', signal,
+        query: { provider: providerId, polling: true, serverUrl: o.serverUrl, uiLocale: o.uiLocale },
+      }, false);
+      const page = await this.formRequest('GET', start.redirect_uri, null, '', signal);
+      if (page.status !== 200) throw failed(pageMessage(page.text) ?? `the sign-in page answered ${page.status}`, { status: page.status });
+      const form = signInForm(page.text, start.redirect_uri);
+      // Where the browser would send the password: the page's own origin, nowhere else.
+      if (!form || new URL(form.action).origin !== new URL(start.redirect_uri).origin) {
+        throw failed(`${providerId} does not sign in with the hub's form (its sign-in goes on at the vendor's page): use loginToDam`);
+      }
+      if (!page.cookie) {
+        throw failed('the sign-in page set no cookie this runtime can read: signInWithPassword needs access to Set-Cookie (Node, Deno, Bun), which a browser page does not have');
+      }
+      const values: Record<string, string> = { ...form.values, ...o.fields };
+      if (o.username !== undefined) values.username = o.username;
+      if (o.password !== undefined) values.password = o.password;
+      const submit = await this.formRequest('POST', form.action, new URLSearchParams({ ...values, state: start.state }), page.cookie, signal);
+      if (submit.status !== 200) {
+        // The login stays pending after a refusal (a person could type again): end it, so it
+        // does not hold one of the user's pending sign-ins for its five minutes.
+        await this.formRequest('POST', form.action, new URLSearchParams({ state: start.state, cancel: '1' }), page.cookie, signal).catch(() => undefined);
+        const retry = Number(submit.headers.get('retry-after'));
+        throw failed(pageMessage(submit.text) ?? `the sign-in form answered ${submit.status}`, {
+          status: submit.status, retryAfterSec: Number.isFinite(retry) && retry > 0 ? retry : undefined,
+        });
+      }
+      // The form settles the login before it answers: the first poll has the connection.
+      return await this.pollLogin(providerId, start.state, { closed: true }, {}, signal);
+    } finally {
+      o.signal?.removeEventListener('abort', onAbort);
+      local.abort();
+    }
+  }
+
+  /** One request of a sign-in page, as a browser makes it: form-encoded, its cookie, redirects not followed. */
+  private async formRequest(method: 'GET' | 'POST', url: string, body: URLSearchParams | null, cookie: string, signal: AbortSignal): Promise<{ status: number; text: string; headers: Headers; cookie: string }> {
+    const headers: Record<string, string> = { ...this.opts.headers, accept: 'text/html' };
+    if (cookie) headers.cookie = cookie;
+    if (body) headers['content-type'] = 'application/x-www-form-urlencoded';
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetchImpl(url, { method, headers, body: body?.toString(), redirect: 'manual', signal });
+      text = await res.text();
+    } catch (e) {
+      if (signal.aborted) throw abortReason(signal);
+      throw networkError(e, 'damLogin');
+    }
+    const set = typeof res.headers.getSetCookie === 'function' ? res.headers.getSetCookie() : [];
+    return { status: res.status, text, headers: res.headers, cookie: set.map((c) => c.split(';')[0]!.trim()).filter((c) => c.includes('=')).join('; ') };
   }
 
   /** Renews the provider's DAM connection with its DAM refresh token. */

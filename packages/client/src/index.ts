@@ -6,7 +6,7 @@ export * from './generated/types.js';
 export {
   DamhubClient, TokenManager, imageReference, memoryStorage, webStorage,
   type CallOptions, type ClientState, type ContentOptions, type DamConnection, type DamhubClientOptions, type FolderOptions,
-  type HubTokens, type ImageInput, type ImageSearchOptions, type LoginOpener, type LoginOptions, type LoginWindow, type PageOptions,
+  type HubTokens, type ImageInput, type ImageSearchOptions, type LoginOpener, type LoginOptions, type LoginWindow, type PageOptions, type PasswordSignInOptions,
   type SearchOptions, type StateStorage,
 } from './client.js';
 export {

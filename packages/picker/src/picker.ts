@@ -315,7 +315,8 @@ export class DamhubPicker extends HTMLElement {
       return;
     }
     this.say(this.t('signingIn', { p: p.name }));
-    client.loginToDam(p.id).then(() => this.enter(p, true), (err) => {
+    // The sign-in pages speak the picker's language (the hub keeps it with the login).
+    client.loginToDam(p.id, { uiLocale: this.locale }).then(() => this.enter(p, true), (err) => {
       // Closing the popup is the user changing their mind, not a failure: say so quietly, no alert.
       if (err instanceof DamhubError && err.code === 'client-login-cancelled') this.say(this.t('cancelled', { p: p.name }));
       else {
@@ -454,6 +455,13 @@ export class DamhubPicker extends HTMLElement {
     } catch (err) {
       if (gen !== this.generation) return;
       this.done = true;
+      // Nothing of this view arrived: no "Loading…" under the error, and no filters of the
+      // view before it (they would filter a folder they were not counted for).
+      if (first) {
+        this.say('');
+        this.facets = [];
+        this.renderFacets();
+      }
       this.fail(err, this.t('loadFail'), () => this.reopen());
     } finally {
       if (gen === this.generation) {
@@ -583,6 +591,9 @@ export class DamhubPicker extends HTMLElement {
       replace(this.els.sentinel, h('button', { type: 'button', onclick: () => void this.loadMore() }, this.t('more')));
     } else if (!this.assets.length && !this.els.folders.childElementCount && !this.els.error.childElementCount) {
       replace(this.els.sentinel, h('p', { class: 'empty', role: 'status', tabindex: -1 }, this.view.kind === 'folder' ? this.t('empty') : this.t('none')));
+    } else if (!this.assets.length && !this.els.error.childElementCount) {
+      // Folders only (Home of most libraries): say where the assets are rather than show a blank grid.
+      replace(this.els.sentinel, h('p', { class: 'empty', role: 'status' }, this.t('onlyFolders')));
     } else {
       replace(this.els.sentinel);
     }
@@ -817,10 +828,15 @@ export class DamhubPicker extends HTMLElement {
     replace(this.els.error);
   }
 
-  /** The hub's own message (the error envelope's `message`), with a Retry when the step can be repeated. */
+  /**
+   * The hub's own message (the error envelope's `message`), with a Retry when the step can be
+   * repeated. No answer at all (offline, DNS, a refused connection) says so in the picker's
+   * language instead of the browser's "Failed to fetch".
+   */
   private fail(err: unknown, context: string, retry?: () => void): void {
-    const msg = err instanceof Error ? err.message : String(err);
-    replace(this.els.error, h('span', {}, `${context}: ${msg}`), retry ? h('button', { type: 'button', onclick: () => { this.clearError(); retry(); } }, this.t('retry')) : null);
+    const offline = err instanceof DamhubError && err.kind === 'network';
+    const text = offline ? this.t('offline') : `${context}: ${err instanceof Error ? err.message : String(err)}`;
+    replace(this.els.error, h('span', {}, text), retry ? h('button', { type: 'button', onclick: () => { this.clearError(); retry(); } }, this.t('retry')) : null);
     this.dispatchEvent(new CustomEvent('error', { detail: { error: err, context }, bubbles: true, composed: true }));
   }
 }

@@ -12,6 +12,7 @@
 import { integrationError, isHubError } from '../../errors.js';
 import { defineProvider, type CallContext, type ConnectorDeps, type DefinedConnector } from '../kit/define.js';
 import { vendorEndpoints } from '../kit/endpoints.js';
+import { FormValueError } from '../kit/signin-form.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { readAll } from '../saas/listing.js';
 import { CloudinaryApi, cloudinaryErrorMessage, deliveryGet, PROVIDER_ID, type CldCred, type CldResource, type FolderMode, type SearchRequest, type SearchResult } from './api.js';
@@ -127,17 +128,15 @@ export function cloudinaryConnector(o: CloudinaryOptions = {}): (deps: Connector
       cacheScope: (c) => c.cloud,
       signIn: {
         kind: 'form',
-        title: 'Connect a Cloudinary product environment',
+        title: 'cloudinaryTitle',
         fields: [
-          { name: 'cloud', label: 'Cloud name', placeholder: 'my-cloud', autocomplete: 'username' },
-          { name: 'key', label: 'API key' },
-          { name: 'secret', label: 'API secret', type: 'password' },
+          { name: 'cloud', label: 'cloudName', placeholder: 'my-cloud', autocomplete: 'username' },
+          { name: 'key', label: 'apiKey' },
+          { name: 'secret', label: 'apiSecret', type: 'password' },
         ],
-        rejectedText: 'Cloudinary did not accept this API key and secret for this cloud name.',
+        rejectedText: 'cloudinaryRejected',
         async verify(v, http) {
-          if (!CLOUD_NAME.test(v.cloud!)) {
-            throw integrationError('integration-operation-failed', ID, 'the cloud name has characters a cloud name cannot have', { message: 'The cloud name is not valid (letters, digits, dashes and underscores).' });
-          }
+          if (!CLOUD_NAME.test(v.cloud!)) throw new FormValueError('cloudNameInvalid');
           const c = { cloud: v.cloud!, key: v.key!, secret: v.secret! };
           const mode = await folderMode(http, c);
           return { credentials: { ...c, mode }, accountId: `${c.cloud}#${c.key}`, displayName: `${c.cloud} (Cloudinary, ${mode} folders)` };

@@ -4,5 +4,5 @@ export { UpstreamClient, DEFAULT_UPSTREAM, type UpstreamRequest, type UpstreamRe
 export { CircuitBreakers, type BreakerOptions, type BreakerState } from './breaker.js';
 export { codeForStatus, malformed, parseRetryAfter, statusError, unavailable } from './upstream-errors.js';
 export { MediaGrants } from './media-grants.js';
-export { formSignInRoutes, signInPath, type FormField, type FormSignIn, type SignInResult } from './signin-form.js';
+export { FormValueError, formSignInRoutes, signInPath, type FormField, type FormSignIn, type SignInResult } from './signin-form.js';
 export { ThumbCache } from './thumb-cache.js';

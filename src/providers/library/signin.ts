@@ -13,19 +13,19 @@ import type { LibraryIndexStore } from './index/contract.js';
 
 export function librarySignInForm(providerId: string, index: LibraryIndexStore, demo: { name: string; password: string } | null): MountedForm<{ acc: string }> {
   return {
-    title: 'Sign in to the library',
+    title: 'libraryTitle',
     fields: [
-      { name: 'username', label: 'User name', autocomplete: 'username' },
-      { name: 'password', label: 'Password', type: 'password' },
+      { name: 'username', label: 'userName', autocomplete: 'username' },
+      { name: 'password', label: 'password', type: 'password' },
     ],
-    hint: demo ? `Demo account: ${demo.name} / ${demo.password}` : undefined,
-    rejectedText: 'The user name or password is not right.',
-    signedInText: (r) => `You are signed in to the library as ${r.displayName}.`,
+    hint: demo ? ['demoAccount', { n: demo.name, p: demo.password }] : undefined,
+    rejectedText: 'libraryRejected',
+    signedInText: (r) => ['librarySignedIn', { n: r.displayName }],
     async verify(values) {
       const name = values.username ?? '';
       const acc = name ? await index.accountByName(name) : null;
       const ok = await verifyPassword(values.password ?? '', acc?.passwordHash ?? (await dummyHash()));
-      if (!acc || !ok) throw integrationError('integration-auth-failed', providerId, 'the user name or password is not right');
+      if (!acc || !ok) throw integrationError('integration-auth-failed', providerId, 'wrong user name or password');
       return { credentials: { acc: acc.id }, accountId: acc.id, displayName: acc.name };
     },
   };

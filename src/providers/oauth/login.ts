@@ -13,15 +13,19 @@
  * (a code the DAM refuses, an error answer) counts one attempt against the state's budget
  * (signInStateAttempts) and leaves it pending, so the user can try again from the confirm page,
  * until the last attempt ends it. A connector spreads `oauthLogin(flow)` into its Provider.
+ *
+ * Every page speaks the login's language (the uiLocale stored with its state; issue 29), the
+ * callback's too: the vendor's redirect carries only the state, and the state carries the language.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as oauth from 'oauth4webapi';
 import { isHubError } from '../../errors.js';
 import { esc, sendHtml, SIGNIN_CSS } from '../../http/html.js';
 import type { ProviderCredentials } from '../../auth/provider-tokens.js';
-import type { LoginHost, LoginStart } from '../contract.js';
+import type { LoginHost, LoginStart, LoginUnusable } from '../contract.js';
 import type { UpstreamClient } from '../kit/http.js';
-import { messagePage, signInPage, statementHtml, wrongBrowser } from '../kit/signin-pages.js';
+import type { SignInWords } from '../kit/signin-messages.js';
+import { buttonRow, messagePage, pageWords, problemText, signInPage, statementHtml, unusablePage, wrongBrowser } from '../kit/signin-pages.js';
 import type { OAuthFlow } from './flow.js';
 
 export function callbackPath(providerId: string): string {
@@ -53,6 +57,9 @@ export function oauthLogin(flow: OAuthFlow): OAuthLogin {
     },
 
     routes(app, host, http) {
+      const unusable = (req: FastifyRequest, reply: FastifyReply, u: LoginUnusable) => unusablePage(reply, providerId, pageWords(req), u.problem);
+      const otherSystem = (reply: FastifyReply, w: SignInWords) => messagePage(reply, providerId, w, 400, w.t('signInTitle'), w.t('otherSystem'), true);
+      const notPrepared = (reply: FastifyReply, w: SignInWords) => messagePage(reply, providerId, w, 502, w.t('signInTitle'), w.t('prepareFailed', { p: name }), true);
       app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_req, body, done) => {
         done(null, Object.fromEntries(new URLSearchParams(body as string)));
       });
@@ -62,25 +69,26 @@ export function oauthLogin(flow: OAuthFlow): OAuthLogin {
       app.get(`/auth/${providerId}/connect`, { config: { auth: 'none' }, schema: { hide: true } }, async (req, reply) => {
         const state = String((req.query as { state?: unknown }).state ?? '');
         const d = await host.describe(state);
-        if ('error' in d) return messagePage(reply, providerId, 400, 'Sign-in', d.error, true);
-        if (d.providerId !== providerId) return messagePage(reply, providerId, 400, 'Sign-in', 'This sign-in link does not belong to this service. Start again from the application.', true);
+        if ('error' in d) return unusable(req, reply, d);
+        const w = pageWords(req, d.uiLocale);
+        if (d.providerId !== providerId) return otherSystem(reply, w);
         let vendor: URL;
         try {
           vendor = new URL(await flow.authorizationUrl(state, d.serverUrl, redirectUri(host), http));
         } catch {
-          return messagePage(reply, providerId, 502, 'Sign-in', `The sign-in page of ${name} could not be prepared. Try again in a moment.`, true);
+          return notPrepared(reply, w);
         }
-        const title = `Connect ${d.providerName}`;
+        const title = w.t('connectTitle', { p: d.providerName });
         reply.header('set-cookie', host.browser.setCookie(state));
         // The Continue ends at the vendor: its origin is allowed as a form target (form-action is
         // checked on the redirect a submission follows).
-        return sendHtml(reply, 200, signInPage(providerId, title, `
+        return sendHtml(reply, 200, signInPage(providerId, w, title, `
     <h1>${esc(title)}</h1>
-    ${statementHtml(d, 'Continue')}
-    <p>Continue takes you to ${esc(name)} to sign in.</p>
+    ${statementHtml(d, w, 'continue')}
+    <p>${esc(w.t('continueTakesYou', { p: name }))}</p>
     <form method="post" action="${connectPath(providerId)}">
       <input type="hidden" name="state" value="${esc(state)}">
-      <div class="row"><button type="submit" name="continue" value="1">Continue</button><button type="submit" name="cancel" value="1">Cancel</button></div>
+      ${buttonRow(w, { label: 'continue', name: 'continue' })}
     </form>`), [vendor.origin]);
       });
 
@@ -88,20 +96,21 @@ export function oauthLogin(flow: OAuthFlow): OAuthLogin {
         const b = (req.body ?? {}) as Record<string, unknown>;
         const state = typeof b.state === 'string' ? b.state : '';
         const pending = await host.pending(state);
-        if ('error' in pending) return messagePage(reply, providerId, 400, 'Sign-in', pending.error, true);
-        if (pending.providerId !== providerId) return messagePage(reply, providerId, 400, 'Sign-in', 'This sign-in link does not belong to this service. Start again from the application.', true);
+        if ('error' in pending) return unusable(req, reply, pending);
+        const w = pageWords(req, pending.uiLocale);
+        if (pending.providerId !== providerId) return otherSystem(reply, w);
         // Only the browser that was shown the confirm page may go on (a cross-site POST carries no Lax cookie).
-        if (!host.browser.holds(state, req.headers.cookie)) return wrongBrowser(reply, providerId);
+        if (!host.browser.holds(state, req.headers.cookie)) return wrongBrowser(reply, providerId, w);
         if (b.cancel) {
           await host.cancel(state);
           reply.header('set-cookie', host.browser.clearCookie(state));
-          return messagePage(reply, providerId, 200, 'Sign-in cancelled', 'Nothing was connected. You can close this window.');
+          return messagePage(reply, providerId, w, 200, w.t('cancelledTitle'), w.t('nothingConnected'));
         }
         let vendor: string;
         try {
           vendor = await flow.authorizationUrl(state, pending.serverUrl, redirectUri(host), http);
         } catch {
-          return messagePage(reply, providerId, 502, 'Sign-in', `The sign-in page of ${name} could not be prepared. Try again in a moment.`, true);
+          return notPrepared(reply, w);
         }
         return reply.code(303).header('location', vendor).header('cache-control', 'no-store').send();
       });
@@ -110,40 +119,45 @@ export function oauthLogin(flow: OAuthFlow): OAuthLogin {
         const raw = req.url.includes('?') ? req.url.slice(req.url.indexOf('?') + 1) : '';
         const params = new URLSearchParams(raw);
         const state = params.get('state') ?? '';
-        const pending = state ? await host.pending(state) : { error: 'This sign-in link is not valid. Start again from the application.' };
+        const pending = state ? await host.pending(state) : null;
         // A state that is not a pending login of this provider settles nothing: it may be a forged or
         // replayed callback, and the login it names (if any) is not the caller's to end.
-        if ('error' in pending) return messagePage(reply, providerId, 400, 'Sign-in', pending.error);
-        if (pending.providerId !== providerId) return messagePage(reply, providerId, 400, 'Sign-in', 'This sign-in link does not belong to this service. Start again from the application.');
+        if (!pending || 'error' in pending) {
+          const w = pageWords(req);
+          return messagePage(reply, providerId, w, 400, w.t('signInTitle'), problemText(w, pending?.problem ?? 'invalid'));
+        }
+        const w = pageWords(req, pending.uiLocale);
+        if (pending.providerId !== providerId) return messagePage(reply, providerId, w, 400, w.t('signInTitle'), w.t('otherSystem'));
         // Nor does a browser that did not start it: no code is redeemed, nothing is counted.
-        if (!host.browser.holds(state, req.headers.cookie)) return wrongBrowser(reply, providerId);
+        if (!host.browser.holds(state, req.headers.cookie)) return wrongBrowser(reply, providerId, w);
         /** A failure of the right browser: one attempt of the state's budget, the login kept pending until the last. */
-        const failed = async (error: string, title: string, text: string) => {
+        const failed = async (error: string, text: string) => {
+          const title = w.t('failedTitle');
           const { ended } = await host.failedAttempt(state, error);
           if (ended) {
             reply.header('set-cookie', host.browser.clearCookie(state));
-            return messagePage(reply, providerId, 400, title, `${text} Too many attempts: start again from the application.`, true);
+            return messagePage(reply, providerId, w, 400, title, `${text} ${w.t('tooManyAttempts')}`, true);
           }
-          return sendHtml(reply, 400, signInPage(providerId, title,
-            `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p><p><a href="${esc(connectPath(providerId))}?state=${esc(encodeURIComponent(state))}">Try again</a></p>`));
+          return sendHtml(reply, 400, signInPage(providerId, w, title,
+            `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p><p><a href="${esc(connectPath(providerId))}?state=${esc(encodeURIComponent(state))}">${esc(w.t('tryAgain'))}</a></p>`));
         };
         try {
           const credentials = await flow.exchange(state, pending.serverUrl, params, redirectUri(host), http);
           await host.complete(state, { credentials, accountId: credentials.acct });
           reply.header('set-cookie', host.browser.clearCookie(state));
-          return messagePage(reply, providerId, 200, `Signed in to ${name}`, 'You can close this window and return to the application.');
+          return messagePage(reply, providerId, w, 200, w.t('signedInTo', { p: name }), w.t('returnToApp'));
         } catch (e) {
           if (e instanceof oauth.AuthorizationResponseError) {
             if (e.error === 'access_denied') {
               // The person at the browser refused: that ends the login, as Cancel does.
               await host.fail(state, `access_denied: the sign-in to ${name} was declined`);
               reply.header('set-cookie', host.browser.clearCookie(state));
-              return messagePage(reply, providerId, 200, 'Sign-in declined', 'Access was not granted. You can close this window.');
+              return messagePage(reply, providerId, w, 200, w.t('declinedTitle'), w.t('declinedText'));
             }
-            return failed(`${e.error}: ${name} refused the sign-in${e.error_description ? ` (${e.error_description})` : ''}`, 'Sign-in failed', `${name} refused the sign-in.`);
+            return failed(`${e.error}: ${name} refused the sign-in${e.error_description ? ` (${e.error_description})` : ''}`, w.t('vendorRefused', { p: name }));
           }
           const message = isHubError(e) ? `${e.message}${e.details ? ` (${e.details})` : ''}` : `the sign-in response from ${name} could not be checked`;
-          return failed(message, 'Sign-in failed', `The sign-in to ${name} could not be completed.`);
+          return failed(message, w.t('notCompleted', { p: name }));
         }
       });
     },

@@ -14,6 +14,7 @@ import { defineProvider, type CallContext } from '../kit/define.js';
 import { getObject, headObject, listObjects, listVersions, presignGet, PROVIDER_ID, s3ErrorMessage, type S3Cred, type S3Object, type S3Version } from './api.js';
 import { hasThumbnail, toAsset, toFolder, withHeaders } from './mapping.js';
 import { withImageHead } from '../kit/image-head.js';
+import { FormValueError } from '../kit/signin-form.js';
 
 /** Keys a first page or a search reads at most at one level; beyond it the answer says so. */
 export const MAX_KEYS_SCANNED = 200_000;
@@ -104,22 +105,22 @@ export const s3Connector = defineProvider<S3Cred>({
   credentials: parseCred,
   signIn: {
     kind: 'form',
-    title: 'Connect an S3 bucket',
+    title: 's3Title',
     fields: [
-      { name: 'endpoint', label: 'Endpoint', type: 'url', placeholder: 'https://s3.eu-central-1.amazonaws.com', fromServerUrl: true },
-      { name: 'region', label: 'Region', placeholder: 'eu-central-1' },
-      { name: 'bucket', label: 'Bucket' },
-      { name: 'accessKeyId', label: 'Access key' },
-      { name: 'secretAccessKey', label: 'Secret key', type: 'password' },
+      { name: 'endpoint', label: 'endpoint', type: 'url', placeholder: 'https://s3.eu-central-1.amazonaws.com', fromServerUrl: true },
+      { name: 'region', label: 'region', placeholder: 'eu-central-1' },
+      { name: 'bucket', label: 'bucket' },
+      { name: 'accessKeyId', label: 'accessKey' },
+      { name: 'secretAccessKey', label: 'secretKey', type: 'password' },
     ],
     async verify(v, http) {
       let ep: URL;
       try {
         ep = new URL(v.endpoint!);
       } catch {
-        throw integrationError('integration-operation-failed', PROVIDER_ID, 'the endpoint is not an absolute URL', { message: 'The endpoint is not a valid URL.' });
+        throw new FormValueError('endpointInvalid');
       }
-      if (ep.protocol !== 'https:' && ep.protocol !== 'http:') throw integrationError('integration-operation-failed', PROVIDER_ID, 'the endpoint must be http(s)', { message: 'The endpoint must start with https://.' });
+      if (ep.protocol !== 'https:' && ep.protocol !== 'http:') throw new FormValueError('endpointScheme');
       const cred: S3Cred = { endpoint: ep.origin + ep.pathname.replace(/\/+$/, ''), region: v.region!, bucket: v.bucket!, accessKeyId: v.accessKeyId!, secretAccessKey: v.secretAccessKey! };
       await listObjects(http, cred, { prefix: '', delimiter: true, maxKeys: 1, token: null });
       return { credentials: cred, accountId: `${cred.endpoint}/${cred.bucket}#${cred.accessKeyId}`, displayName: `${cred.bucket} at ${ep.host}` };

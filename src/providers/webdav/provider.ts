@@ -11,6 +11,7 @@ import type { ListOptions } from '../contract.js';
 import type { AssetPage, FolderPage } from '../model.js';
 import { defineProvider, type CallContext } from '../kit/define.js';
 import { withImageHead } from '../kit/image-head.js';
+import { FormValueError } from '../kit/signin-form.js';
 import { davErrorMessage, get, PROVIDER_ID, propfind, search as davSearch, supportsSearch, type DavEntry, type WebdavCred } from './api.js';
 import { byName, hasThumbnail, toAsset, toFolder } from './mapping.js';
 
@@ -103,26 +104,26 @@ export const webdavConnector = defineProvider<WebdavCred>({
   credentials: parseCred,
   signIn: {
     kind: 'form',
-    title: 'Sign in to your WebDAV server',
+    title: 'webdavTitle',
     fields: [
-      { name: 'serverUrl', label: 'Server URL', type: 'url', placeholder: 'https://cloud.example.com/remote.php/dav/files/me/', fromServerUrl: true },
-      { name: 'username', label: 'User name' },
-      { name: 'password', label: 'Password or app token', type: 'password' },
+      { name: 'serverUrl', label: 'serverUrl', type: 'url', placeholder: 'https://cloud.example.com/remote.php/dav/files/me/', fromServerUrl: true },
+      { name: 'username', label: 'userName' },
+      { name: 'password', label: 'passwordOrToken', type: 'password' },
     ],
     async verify(v, http) {
       let url: URL;
       try {
         url = new URL(v.serverUrl!);
       } catch {
-        throw integrationError('integration-operation-failed', PROVIDER_ID, 'the server URL is not an absolute URL', { message: 'The server URL is not valid.' });
+        throw new FormValueError('serverUrlInvalid');
       }
-      if (url.protocol !== 'https:' && url.protocol !== 'http:') throw integrationError('integration-operation-failed', PROVIDER_ID, 'the server URL must be http(s)', { message: 'The server URL must start with https://.' });
+      if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new FormValueError('serverUrlScheme');
       url.hash = '';
       url.search = '';
       if (!url.pathname.endsWith('/')) url.pathname += '/';
       const cred: WebdavCred = { url: url.href, user: v.username!, pass: v.password! };
       const [top] = await propfind(http, cred, '/', 0);
-      if (!top?.collection) throw integrationError('integration-operation-failed', PROVIDER_ID, 'the server URL is not a WebDAV collection', { message: 'The server URL is not a WebDAV folder.' });
+      if (!top?.collection) throw new FormValueError('notWebdavFolder');
       return { credentials: cred, accountId: `${url.origin}${url.pathname}#${cred.user}`, displayName: `${cred.user} at ${url.host}` };
     },
   },

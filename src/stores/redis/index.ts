@@ -193,7 +193,7 @@ class RedisLogins implements LoginStateStore {
     return `${this.prefix}login-pending`;
   }
   async create(s: LoginState, caps?: LoginCaps): Promise<LoginCreateResult> {
-    const meta = JSON.stringify({ userId: s.userId, partnerId: s.partnerId, providerId: s.providerId, serverUrl: s.serverUrl, createdAt: s.createdAt, expiresAt: s.expiresAt });
+    const meta = JSON.stringify({ userId: s.userId, partnerId: s.partnerId, providerId: s.providerId, serverUrl: s.serverUrl, uiLocale: s.uiLocale ?? null, createdAt: s.createdAt, expiresAt: s.expiresAt });
     const ttl = Math.max(1, Math.ceil(s.expiresAt - s.createdAt + LOGIN_KEEP_MS));
     const [code, first] = await call(this.redis.damhubLoginCreate(this.key(s.state), this.userSet(s.userId), this.allSet, meta, s.status, JSON.stringify(s.result), JSON.stringify(s.error), ttl,
       s.state, String(s.expiresAt), String(s.createdAt), String(caps?.perUser ?? 0), String(caps?.total ?? 0), s.userId));
@@ -211,6 +211,8 @@ class RedisLogins implements LoginStateStore {
       partnerId: m.partnerId,
       providerId: m.providerId,
       serverUrl: m.serverUrl ?? null,
+      // A state written by a node from before issue 29 has none: its pages follow the browser.
+      uiLocale: m.uiLocale ?? null,
       status: h.status as LoginState['status'],
       result: h.result ? JSON.parse(h.result) : null,
       error: h.error ? JSON.parse(h.error) : null,

@@ -82,6 +82,7 @@ function toLogin(r: Row): LoginState {
     partnerId: r.partner_id as string,
     providerId: r.provider_id as string,
     serverUrl: (r.server_url as string | null) ?? null,
+    uiLocale: (r.ui_locale as string | null) ?? null,
     status: r.status as LoginState['status'],
     result: r.result ? JSON.parse(r.result as string) : null,
     error: (r.error as string | null) ?? null,
@@ -234,8 +235,8 @@ class SqliteLogins implements LoginStateStore {
       return r.result ? (JSON.parse(r.result) as Record<string, unknown>) : {};
     });
     const insert = db.prepare(
-      `INSERT INTO login_states (state, user_id, partner_id, provider_id, server_url, status, result, error, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO login_states (state, user_id, partner_id, provider_id, server_url, ui_locale, status, result, error, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     // Pending and unexpired: a state past its expiry no longer takes a slot, whether swept yet or not.
     const userPending = db.prepare(`SELECT COUNT(*) AS n, MIN(expires_at) AS first FROM login_states WHERE user_id = ? AND status = 'pending' AND expires_at > ?`);
@@ -248,7 +249,7 @@ class SqliteLogins implements LoginStateStore {
         const t = allPending.get(s.createdAt) as { n: number; first: number | null };
         if (t.n >= caps.total) return { created: false, limit: 'total', retryAt: t.first ?? s.createdAt };
       }
-      insert.run(s.state, s.userId, s.partnerId, s.providerId, s.serverUrl, s.status, s.result ? JSON.stringify(s.result) : null, s.error, s.createdAt, s.expiresAt);
+      insert.run(s.state, s.userId, s.partnerId, s.providerId, s.serverUrl, s.uiLocale ?? null, s.status, s.result ? JSON.stringify(s.result) : null, s.error, s.createdAt, s.expiresAt);
       return { created: true };
     });
   }

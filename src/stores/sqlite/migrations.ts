@@ -83,4 +83,11 @@ export const MIGRATIONS: { version: number; sql: string }[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    // Issue 29: the language a login's sign-in pages speak (POST /auth/login's uiLocale), kept
+    // with the state so it holds through the vendor's redirect and the form's POST. NULL (older
+    // states too): the browser's Accept-Language decides.
+    version: 4,
+    sql: `ALTER TABLE login_states ADD COLUMN ui_locale TEXT;`,
+  },
 ];

@@ -17,7 +17,7 @@ import { codeForStatus, parseRetryAfter } from '../../../src/providers/kit/upstr
 const base = {
   id: 'example', name: 'Example', version: '1', glyph: 'E', paging: { defaultSize: 10, maxSize: 20 },
   credentials: (raw: Record<string, unknown>) => raw,
-  signIn: { kind: 'form' as const, title: 't', fields: [], verify: async () => ({ credentials: {}, accountId: 'a', displayName: 'a' }) },
+  signIn: { kind: 'form' as const, title: 'signInTitle' as const, fields: [], verify: async () => ({ credentials: {}, accountId: 'a', displayName: 'a' }) },
 };
 
 test('what a connector can do follows from the hooks it gives; a capability cannot be declared apart from its operation', async () => {

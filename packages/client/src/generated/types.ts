@@ -343,6 +343,8 @@ export interface LoginStartQuery {
   provider: string;
   polling?: boolean;
   serverUrl?: string;
+  /** language of the sign-in pages (as the content calls' uiLocale); absent: the browser's Accept-Language, else English */
+  uiLocale?: "en" | "de" | "fr" | "es" | "ja" | "zh";
 }
 
 /** Request body of POST /assets/search. */
