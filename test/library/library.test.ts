@@ -261,3 +261,26 @@ test('media URLs: ETag, conditional GET, ranges, expiry and tampering', async ()
   assert.equal(expired.json().error.code, 'hub-access-denied');
   lib.t.clock.advance(-4 * 3600_000);
 });
+
+test('an index of an earlier version: an untyped file whose name now gives a type is read again by the next scan, once (issue 29)', async () => {
+  const { index, scanner } = libraryOf(lib.t.hub);
+  writeFiles(lib.root, { 'Notes/brief.md': '# Brief\n' });
+  await scanner.scan();
+  const id = idOf('Notes/brief.md');
+  const row = (await index.asset(id))!;
+  assert.equal(row.mimeType, 'text/markdown');
+  const emptyBefore = (await index.asset(idOf('Harbour/empty.jpg')))!;
+  assert.equal(emptyBefore.mimeType, 'application/octet-stream');
+  // What versions before the fix wrote: the type of a snapshot without the file's name.
+  await index.upsertAsset({ ...row, mimeType: 'application/octet-stream', kind: 'other' }, null);
+  lib.t.clock.advance(1000);
+  await scanner.scan();
+  const fixed = (await index.asset(id))!;
+  assert.deepEqual([fixed.mimeType, fixed.kind, fixed.version], ['text/markdown', 'document', 1], 'the type corrected, no version added');
+  assert.equal(fixed.indexedAt, row.indexedAt + 1000, 'read again');
+  lib.t.clock.advance(1000);
+  await scanner.scan();
+  assert.equal((await index.asset(id))!.indexedAt, fixed.indexedAt, 'and only once');
+  assert.equal((await index.asset(idOf('Harbour/empty.jpg')))!.indexedAt, emptyBefore.indexedAt, 'an untyped file whose name gives no type is left alone');
+  lib.t.clock.advance(-2000);
+});

@@ -1,6 +1,6 @@
 /** Box files, folders and file versions → the hub's common shape. */
 import type { Asset, Folder } from '../model.js';
-import { mimeFromName } from '../saas/mime.js';
+import { mimeTypeOfName } from '../kit/mime.js';
 import type { BoxFile, BoxFileVersion, BoxFolder } from './api.js';
 import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
@@ -58,7 +58,7 @@ export function toAsset(f: BoxFile, extra: FileExtra = {}): Asset {
     // dates as the uploading client reported them, preferred where given.
     created: epochMs(f.content_created_at) ?? epochMs(f.created_at),
     modified: epochMs(f.content_modified_at) ?? epochMs(f.modified_at),
-    mimeType: mimeFromName(f.name),
+    mimeType: mimeTypeOfName(f.name),
     type: 'file',
     capabilities: READ_ONLY,
     downloadHashSha1: sha1(f.sha1 ?? f.file_version?.sha1),
@@ -87,7 +87,7 @@ export function versionToAsset(file: BoxFile, v: BoxFileVersion, n: number, extr
     fileSize: typeof v.size === 'number' ? v.size : undefined,
     created: epochMs(v.created_at),
     modified: epochMs(v.modified_at) ?? epochMs(v.created_at),
-    mimeType: mimeFromName(name),
+    mimeType: mimeTypeOfName(name),
     type: 'file',
     capabilities: READ_ONLY,
     downloadHashSha1: sha1(v.sha1),

@@ -1,6 +1,6 @@
 /** Bynder assets, collections and metaproperties → the hub's common shape. */
 import type { Asset, Conversion, Filter, Folder, Value } from '../model.js';
-import { mimeFromName } from '../saas/mime.js';
+import { mimeTypeOfName } from '../kit/mime.js';
 import type { BynderMedia, BynderMediaItem, BynderMetaproperty } from './api.js';
 import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
@@ -110,7 +110,7 @@ export function toAsset(m: BynderMedia, extra: AssetExtra = {}): Asset {
     ySizePx: typeof m.height === 'number' && m.height > 0 ? m.height : undefined,
     created: epochMs(m.dateCreated),
     modified: epochMs(m.dateModified),
-    mimeType: mimeFromName(fileName),
+    mimeType: mimeTypeOfName(fileName),
     type: 'file',
     capabilities: READ_ONLY,
     title: m.name || undefined,
@@ -144,7 +144,7 @@ export function toVersion(m: BynderMedia, item: BynderMediaItem, extra: { downlo
     ySizePx: typeof item.height === 'number' && item.height > 0 ? item.height : undefined,
     created: epochMs(item.dateCreated),
     modified: epochMs(item.dateCreated),
-    mimeType: mimeFromName(name),
+    mimeType: mimeTypeOfName(name),
     type: 'file',
     capabilities: READ_ONLY,
     version: item.version,

@@ -9,6 +9,7 @@
 import { integrationError, validationError } from '../../errors.js';
 import { defineProvider, type CallContext, type ConnectorDeps, type DefinedConnector } from '../kit/define.js';
 import { vendorEndpoints } from '../kit/endpoints.js';
+import { mimeTypeOfExtension, UNKNOWN_MIME_TYPE } from '../kit/mime.js';
 import type { UpstreamClient } from '../kit/http.js';
 import type { Asset, AssetPage, Filter, FolderPage, VersionList } from '../model.js';
 import { OAuthFlow, oauthCredentials, type OAuthCredentials } from '../oauth/flow.js';
@@ -44,8 +45,6 @@ const LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewB
 const PAGE_CURSOR = /^o(\d{1,9})$/;
 /** The hub's `more` for a similarity result: an offset into Bynder's ranked list. */
 const OFFSET_CURSOR = /^s(\d{1,6})$/;
-
-const IMAGE_MIME: Record<string, string> = { jpeg: 'image/jpeg', jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', avif: 'image/avif', heif: 'image/heif' };
 
 export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => DefinedConnector {
   const ep = vendorEndpoints(ID, { portal: '' }, o.endpoints);
@@ -305,7 +304,8 @@ export function bynderConnector(o: BynderOptions): (deps: ConnectorDeps) => Defi
             if (!m) throw integrationError('integration-operation-failed', ID, `unreadable cursor ${JSON.stringify(opts.more.slice(0, 40))}`);
             offset = Number(m[1]);
           }
-          const mime = IMAGE_MIME[image.format.toLowerCase()] ?? 'application/octet-stream';
+          // sharp's format names are extensions too (jpeg, png, webp, gif, tiff, heif, avif).
+          const mime = mimeTypeOfExtension(image.format) ?? UNKNOWN_MIME_TYPE;
           const hits = await api(ctx).similar(`data:${mime};base64,${image.bytes.toString('base64')}`);
           const ranked = [...new Set(hits.map((h) => v4Id(h.assetId)).filter((x): x is string => x !== null))];
           const slice = ranked.slice(offset, offset + opts.size);

@@ -1,6 +1,6 @@
 /** Canto records → the hub's common shape. */
 import type { Asset, Folder, Value } from '../model.js';
-import { mimeFromName } from '../saas/mime.js';
+import { mimeTypeOf } from '../kit/mime.js';
 import type { CantoContent, CantoNode, CantoVersion } from './api.js';
 import { READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
@@ -27,10 +27,9 @@ const text = (v: unknown): string | undefined => (typeof v === 'string' && v.tri
 /** The hub's asset id of a Canto content: its scheme and id (the detail route needs both). */
 export const assetIdOf = (c: { scheme: string; id: string }) => `${c.scheme}:${c.id}`;
 
-/** The media type: Canto's "Content Type" where it is one, else from the name (the project's table). */
+/** The media type: Canto's "Content Type" where it is one, else from the name. */
 function mimeOf(c: CantoContent): string {
-  const declared = isObject(c.default) ? c.default['Content Type'] : undefined;
-  return typeof declared === 'string' && /^[a-z]+\/[\w.+-]+$/i.test(declared.trim()) ? declared.trim().toLowerCase() : mimeFromName(c.name);
+  return mimeTypeOf(c.name, isObject(c.default) ? c.default['Content Type'] : undefined);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

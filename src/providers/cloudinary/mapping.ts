@@ -4,7 +4,7 @@
  */
 import { integrationError, validationError } from '../../errors.js';
 import type { Asset, Conversion, Filter, Folder, Value } from '../model.js';
-import { mimeFromName } from '../saas/mime.js';
+import { mimeTypeOfName } from '../kit/mime.js';
 import { PROVIDER_ID, type CldFolder, type CldResource, type FolderMode } from './api.js';
 import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
@@ -164,7 +164,7 @@ export function toAsset(r: CldResource, mode: FolderMode, links: Links, detail =
     ySizePx: r.height || undefined,
     created: epochMs(r.created_at),
     modified: epochMs(r.last_updated?.updated_at) ?? epochMs(r.uploaded_at) ?? epochMs(r.created_at),
-    mimeType: mimeFromName(name),
+    mimeType: mimeTypeOfName(name),
     type: 'file',
     capabilities: READ_ONLY,
     title: str(ctx.title) ?? str(ctx.caption),

@@ -1,6 +1,6 @@
 /** Dropbox metadata → the hub's common shape. */
 import type { Asset, Folder } from '../model.js';
-import { mimeFromName } from '../saas/mime.js';
+import { mimeTypeOfName } from '../kit/mime.js';
 import type { DbxFile, DbxFolder } from './api.js';
 import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
@@ -28,7 +28,7 @@ export function toAsset(f: DbxFile, extra: { downloadUrl?: string; version?: num
     modified: epochMs(f.server_modified),
     // client_modified is the file's own date as the uploading client saw it: the nearest to "created".
     created: epochMs(f.client_modified),
-    mimeType: mimeFromName(f.name),
+    mimeType: mimeTypeOfName(f.name),
     type: 'file',
     capabilities: READ_ONLY,
   };

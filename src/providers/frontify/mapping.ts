@@ -1,6 +1,6 @@
 /** Frontify assets, libraries and folders → the hub's common shape. */
 import type { Asset, Folder, Value } from '../model.js';
-import { mimeFromName } from '../saas/mime.js';
+import { mimeTypeOfName } from '../kit/mime.js';
 import type { FyAsset, FyCustomMetadata, FyRevision, Named } from './api.js';
 import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
@@ -98,7 +98,7 @@ export function toAsset(a: FyAsset, extra: AssetExtras = {}): Asset {
     ySizePx: int(a.height),
     created: extra.created ?? epochMs(a.createdAt),
     modified: epochMs(a.modifiedAt) ?? epochMs(a.createdAt),
-    mimeType: a.extension ? mimeFromName(`x.${a.extension}`) : undefined,
+    mimeType: a.extension ? mimeTypeOfName(`x.${a.extension}`) : undefined,
     type: a.__typename.toLowerCase(),
     title: a.title || undefined,
     caption: a.description || undefined,

@@ -27,6 +27,13 @@ import { ImageJobError, type ImageWork } from '../../images/pool.js';
 import { discard, type UpstreamResponse } from './http.js';
 import type { ThumbCache } from './thumb-cache.js';
 
+/**
+ * The types the hub makes thumbnails of from a connector's original (WebDAV, S3): the raster
+ * formats its image pool decodes (src/images/budget.ts, RASTER_FORMATS). Not SVG, which the
+ * library does rasterise: a server's SVG is untrusted content (scripts, external references).
+ */
+export const HUB_THUMBNAIL_TYPES: ReadonlySet<string> = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'image/tiff', 'image/avif', 'image/heic', 'image/heif']);
+
 /** The library's thumbnail (src/providers/library/renditions.ts), so both look alike in a picker. */
 export const THUMBNAIL = { size: 256, quality: 80 } as const;
 /** The intermediate the render job makes on the way (the thumbnail is made from it). */

@@ -15,7 +15,10 @@ export const RENDITIONS = {
 } as const;
 export type RenditionName = keyof typeof RENDITIONS;
 
-/** Raster formats sharp decodes (others get an icon). */
+/**
+ * The types the library makes renditions of (others get an icon): what sharp decodes. SVG too,
+ * unlike a connector's originals (kit/thumbnails.ts, HUB_THUMBNAIL_TYPES): these are the operator's own files.
+ */
 const DECODABLE = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/tiff', 'image/avif', 'image/heic', 'image/heif', 'image/svg+xml']);
 
 export class Renditions {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Clock } from '../../clock.js';
 import { hashBytes, hashFile, type FileHashes } from './hashes.js';
 import type { AssetRow, LibraryIndexStore, VersionRow } from './index/contract.js';
-import { extractMetadata } from '../metadata/index.js';
+import { extractMetadata, typeByName } from '../metadata/index.js';
 import type { Renditions } from './renditions.js';
 
 export interface ScanReport {
@@ -100,7 +100,8 @@ export class LibraryScanner {
       for (let p = folder; p !== ''; p = parentOf(p)) folders.add(p);
       const k = known.get(f.rel);
       known.delete(f.rel);
-      if (k && k.size === f.stat.size && k.mtimeMs === Math.floor(f.stat.mtimeMs)) report.unchanged++;
+      // An untyped file whose name now gives it a type is read again (indexes of earlier versions).
+      if (k && k.size === f.stat.size && k.mtimeMs === Math.floor(f.stat.mtimeMs) && !(k.untyped && typeByName(f.rel))) report.unchanged++;
       else todo.push(f);
     }
     // Whatever is left in `known` is gone from disk.
@@ -178,7 +179,7 @@ export class LibraryScanner {
       const before = await fs.promises.stat(abs);
       const hashes = await this.snapshotAndHash(abs, before.size, snapshot);
       if (hashes.size !== before.size) throw new Error('the file changed while it was read; it will be indexed on the next scan');
-      const { warnings: _w, ...meta } = await extractMetadata(snapshot, this.renditions.images);
+      const { warnings: _w, ...meta } = await extractMetadata(snapshot, this.renditions.images, path.posix.basename(rel));
       const id = assetIdFor(rel);
       const existing = await this.index.asset(id);
       const blob = hashes.sha256;

@@ -4,8 +4,9 @@
  * rules of SPEC.md section 6 ("Where embedded metadata fills the seed's fields").
  *
  * Sources, and why each is used:
- * - file-type sniffs the media type from the content (extensions lie); the extension is only a
- *   fallback for text formats that have no magic number.
+ * - file-type sniffs the media type from the content (extensions lie); the name's extension (mime-db,
+ *   through src/providers/kit/mime.ts) is only a fallback for formats file-type cannot recognise
+ *   from bytes (text formats that have no magic number, SVG).
  * - sharp reads the image header: pixel size as stored (EXIF orientation NOT applied; the
  *   orientation goes to `exif.orientation`), colour space, and the raw ICC / IPTC / XMP / EXIF
  *   blocks as the decoder found them (ICC reassembled across APP2 segments, PNG zTXt XMP...).
@@ -20,6 +21,7 @@
  * become `warnings`. It rejects only when the path itself cannot be read: ENOENT, EACCES, or
  * EISDIR for a directory.
  */
+import path from 'node:path';
 import type { Metadata as ImageHeader } from 'sharp';
 import { defaultImageWork, type ImageWork } from '../../images/pool.js';
 import type { Exif, Iptc, Xmp } from '../model.js';
@@ -30,7 +32,7 @@ import { assertReadableFile, kindOf, sniffMimeType, type AssetKind } from './sni
 import { firstLine, positiveInt, setIf, unique } from './values.js';
 import { DC, mapXmp, PHOTOSHOP, xmpFrom, type XmpPacket } from './xmp.js';
 
-export { kindOf, type AssetKind } from './sniff.js';
+export { kindOf, typeByName, type AssetKind } from './sniff.js';
 export { formatResolution, parseExifDateTime } from './exif.js';
 
 export interface ExtractedMetadata {
@@ -54,12 +56,13 @@ export interface ExtractedMetadata {
 /**
  * `images`: the pool whose child reads the image header (sharp's metadata() is header-only, yet a
  * hostile file can make it slow: a TIFF of a million IFDs takes seconds), under the indexing
- * deadline; default the shared fallback pool.
+ * deadline; default the shared fallback pool. `name`: the file's own name when `file` is a copy
+ * under another one (the library reads a snapshot): its extension names the text formats.
  */
-export async function extractMetadata(file: string, images: ImageWork = defaultImageWork()): Promise<ExtractedMetadata> {
+export async function extractMetadata(file: string, images: ImageWork = defaultImageWork(), name: string = path.basename(file)): Promise<ExtractedMetadata> {
   const size = await assertReadableFile(file);
   const warnings: string[] = [];
-  const mimeType = await sniffMimeType(file, warnings);
+  const mimeType = await sniffMimeType(file, name, warnings);
   const result: ExtractedMetadata = {
     mimeType, kind: kindOf(mimeType), keywords: [], categories: [], exif: {}, iptc: {}, xmp: {}, warnings,
   };

@@ -1,10 +1,11 @@
 /**
  * Media type and kind of a file: file-type sniffs the media type from the content (extensions
- * lie); the extension is only a fallback for text formats that have no magic number.
+ * lie); the name's extension (the hub's one database, ../kit/mime.ts) decides only for formats
+ * file-type cannot recognise from bytes: text formats without a magic number, SVG.
  */
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileTypeFromFile } from 'file-type';
+import { fileTypeFromFile, supportedMimeTypes } from 'file-type';
+import { mimeTypeOfName, UNKNOWN_MIME_TYPE } from '../kit/mime.js';
 import { firstLine } from './values.js';
 
 export type AssetKind = 'image' | 'video' | 'audio' | 'document' | 'other';
@@ -18,17 +19,24 @@ export async function assertReadableFile(file: string): Promise<number> {
   return stat.size;
 }
 
-/** Formats file-type cannot sniff (no magic number), keyed by lower-case extension. */
-const MIME_BY_EXTENSION: Record<string, string> = {
-  svg: 'image/svg+xml', txt: 'text/plain', text: 'text/plain', log: 'text/plain', csv: 'text/csv',
-  tsv: 'text/tab-separated-values', json: 'application/json', md: 'text/markdown', markdown: 'text/markdown',
-  html: 'text/html', htm: 'text/html', css: 'text/css', js: 'text/javascript', mjs: 'text/javascript',
-  xml: 'application/xml', yaml: 'application/yaml', yml: 'application/yaml', ics: 'text/calendar',
-  vtt: 'text/vtt', srt: 'application/x-subrip', xmp: 'application/rdf+xml', rtf: 'application/rtf',
-};
+/**
+ * The types file-type recognises from bytes whenever a file is of that type. Not XML: file-type
+ * knows it by its `<?xml` declaration, which XML 1.0 (section 2.8) makes optional.
+ */
+const FILE_TYPE_KNOWS: ReadonlySet<string> = new Set([...supportedMimeTypes].filter((t) => t !== 'application/xml'));
 
-export async function sniffMimeType(file: string, warnings: string[]): Promise<string> {
-  const byExtension = MIME_BY_EXTENSION[path.extname(file).slice(1).toLowerCase()];
+/**
+ * The type a file's name gives it when its bytes cannot: a type file-type knows from bytes but did
+ * not find in them is not taken from the name (an empty or damaged `x.jpg` is not a JPEG to decode).
+ */
+export function typeByName(name: string): string | undefined {
+  const named = mimeTypeOfName(name);
+  return named === UNKNOWN_MIME_TYPE || FILE_TYPE_KNOWS.has(named) ? undefined : named;
+}
+
+/** `name`: the file's name (its bytes may sit in a snapshot without one). */
+export async function sniffMimeType(file: string, name: string, warnings: string[]): Promise<string> {
+  const named = mimeTypeOfName(name);
   let sniffed: string | undefined;
   try {
     sniffed = (await fileTypeFromFile(file))?.mime;
@@ -37,8 +45,8 @@ export async function sniffMimeType(file: string, warnings: string[]): Promise<s
   }
   // file-type reports any XML document (an SVG with an <?xml?> prolog too) as application/xml;
   // the extension then tells which XML vocabulary it is.
-  if (sniffed === 'application/xml' && byExtension?.includes('xml')) return byExtension;
-  return sniffed ?? byExtension ?? 'application/octet-stream';
+  if (sniffed === 'application/xml' && /[/+]xml$/.test(named)) return named;
+  return sniffed ?? typeByName(name) ?? UNKNOWN_MIME_TYPE;
 }
 
 const DOCUMENT_MIMES = /^(text\/|application\/(pdf|msword|rtf|json|xml|yaml|rdf\+xml|epub\+zip|postscript|x-subrip|vnd\.ms-|vnd\.openxmlformats-officedocument\.|vnd\.oasis\.opendocument\.|vnd\.apple\.(pages|numbers|keynote)))/;

@@ -1,7 +1,7 @@
 /** Microsoft Graph driveItems and versions → the hub's common shape; the connector's opaque ids. */
 import { integrationError } from '../../errors.js';
 import type { Asset, Exif, Value } from '../model.js';
-import { mimeFromName } from '../saas/mime.js';
+import { mimeTypeOf } from '../kit/mime.js';
 import type { GraphItem, GraphVersion } from './api.js';
 import { epochMs, READ_ONLY, withoutUndefined } from '../saas/asset-fields.js';
 
@@ -66,7 +66,7 @@ export function parentPathOf(ref: GraphItem['parentReference']): string | undefi
 
 export const isFile = (it: GraphItem) => !!it.file && !it.folder && !it.package && !it.remoteItem;
 export const isFolder = (it: GraphItem) => !!it.folder && !it.remoteItem;
-export const isImage = (it: GraphItem) => !!it.image || (it.file?.mimeType ?? mimeFromName(it.name)).startsWith('image/');
+export const isImage = (it: GraphItem) => !!it.image || mimeTypeOf(it.name, it.file?.mimeType).startsWith('image/');
 
 function text(id: string, name: string, value: string | undefined): Value[] {
   return value ? [{ id, type: 'TEXT', name, value }] : [];
@@ -102,7 +102,7 @@ export function toAsset(it: GraphItem, driveId: string, links: { downloadUrl?: s
     fileSize: int(it.size),
     created: epochMs(it.createdDateTime),
     modified: epochMs(it.lastModifiedDateTime),
-    mimeType: it.file?.mimeType || mimeFromName(it.name),
+    mimeType: mimeTypeOf(it.name, it.file?.mimeType),
     xSizePx: int(it.image?.width),
     ySizePx: int(it.image?.height),
     caption: it.description || undefined,
@@ -128,7 +128,7 @@ export function versionToAsset(it: GraphItem, driveId: string, v: GraphVersion, 
     parentPath: parentPathOf(it.parentReference),
     fileSize: int(v.size),
     modified: epochMs(v.lastModifiedDateTime),
-    mimeType: it.file?.mimeType || mimeFromName(it.name),
+    mimeType: mimeTypeOf(it.name, it.file?.mimeType),
     version: n,
     displayVersion: n,
     versionComment: `version ${v.id}${v.lastModifiedBy?.user?.displayName ? ` by ${v.lastModifiedBy.user.displayName}` : ''}`,

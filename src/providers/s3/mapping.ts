@@ -1,12 +1,9 @@
 /** S3 objects and prefixes → the hub's common shape. */
 import path from 'node:path';
 import type { Asset, Folder } from '../model.js';
+import { mimeTypeOf } from '../kit/mime.js';
+import { HUB_THUMBNAIL_TYPES } from '../kit/thumbnails.js';
 import type { Head, S3Object } from './api.js';
-
-const BY_EXT: Record<string, string> = {
-  '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.gif': 'image/gif', '.webp': 'image/webp', '.tif': 'image/tiff',
-  '.tiff': 'image/tiff', '.svg': 'image/svg+xml', '.pdf': 'application/pdf', '.txt': 'text/plain', '.mp4': 'video/mp4', '.mov': 'video/quicktime',
-};
 
 export const baseName = (key: string) => key.split('/').filter(Boolean).at(-1) ?? key;
 
@@ -14,16 +11,13 @@ export function toFolder(prefix: string): Folder {
   return { id: prefix, name: baseName(prefix) };
 }
 
+/** The object's Content-Type when it says something (a listing has none), else the key's name's. */
 export function mimeOf(key: string, declared?: string): string {
-  const d = declared?.split(';')[0]!.trim();
-  return d && d !== 'application/octet-stream' && d !== 'binary/octet-stream' ? d : BY_EXT[path.extname(key).toLowerCase()] ?? 'application/octet-stream';
+  return mimeTypeOf(baseName(key), declared);
 }
 
-/** Raster types the hub makes thumbnails of (an SVG object is untrusted content: not rasterised). */
-const THUMBNAILED = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'image/tiff', 'image/avif', 'image/heic', 'image/heif']);
-
 export function hasThumbnail(key: string, declared?: string): boolean {
-  return THUMBNAILED.has(mimeOf(key, declared));
+  return HUB_THUMBNAIL_TYPES.has(mimeOf(key, declared));
 }
 
 export function toAsset(o: S3Object & { contentType?: string }, downloadUrl: string, thumbnailUrl?: string): Asset {

@@ -1,12 +1,9 @@
 /** WebDAV members → the hub's common shape. */
 import path from 'node:path';
 import type { Asset, Folder } from '../model.js';
+import { mimeTypeOf } from '../kit/mime.js';
+import { HUB_THUMBNAIL_TYPES } from '../kit/thumbnails.js';
 import type { DavEntry } from './api.js';
-
-const BY_EXT: Record<string, string> = {
-  '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.gif': 'image/gif', '.webp': 'image/webp', '.tif': 'image/tiff',
-  '.tiff': 'image/tiff', '.svg': 'image/svg+xml', '.pdf': 'application/pdf', '.txt': 'text/plain', '.mp4': 'video/mp4', '.mov': 'video/quicktime',
-};
 
 export function toFolder(e: DavEntry): Folder {
   return { id: e.path, name: e.name };
@@ -17,19 +14,17 @@ export function parentOf(p: string): string {
   return i <= 0 ? '/' : p.slice(0, i);
 }
 
-/** Raster types the hub makes thumbnails of (SVG from a server is not rasterised: untrusted content). */
-const THUMBNAILED = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp', 'image/tiff', 'image/avif', 'image/heic', 'image/heif']);
-
-export function mimeTypeOf(e: DavEntry): string {
-  return e.contentType && e.contentType !== 'application/octet-stream' ? e.contentType.split(';')[0]!.trim() : BY_EXT[path.extname(e.name).toLowerCase()] ?? 'application/octet-stream';
+/** The server's getcontenttype when it says something (Apache sends none for an extension it does not know), else the name's. */
+export function mimeTypeOfEntry(e: DavEntry): string {
+  return mimeTypeOf(e.name, e.contentType);
 }
 
 export function hasThumbnail(e: DavEntry): boolean {
-  return THUMBNAILED.has(mimeTypeOf(e));
+  return HUB_THUMBNAIL_TYPES.has(mimeTypeOfEntry(e));
 }
 
 export function toAsset(e: DavEntry, urls: { downloadUrl: string; thumbnailUrl?: string }): Asset {
-  const mimeType = mimeTypeOf(e);
+  const mimeType = mimeTypeOfEntry(e);
   const a: Asset = {
     id: e.path,
     name: e.name,

@@ -27,6 +27,11 @@ before(async () => {
   objects['shoot/cover.jpg'] = await sharp({ create: { width: 120, height: 80, channels: 3, background: { r: 9, g: 99, b: 199 } } })
     .withExif({ IFD0: { Model: 'Damhub TestCam', Copyright: 'Test Studio' } }).jpeg().toBuffer();
   objects['shoot/raw/frame 0.cr2'] = 'not really raw';
+  // A listing carries no Content-Type: these take their names' types (issue 29).
+  objects['shoot/raw/brief.md'] = '# Brief';
+  objects['shoot/raw/still.heic'] = 'not really HEIC';
+  objects['shoot/raw/layout.psd'] = 'not really Photoshop';
+  objects['shoot/raw/cover.ai'] = 'not really Illustrator';
   objects['readme.txt'] = 'bucket readme';
   s3 = await startSwiftS3(objects, { versioning: true, meta: { 'shoot/cover.jpg': { title: 'Cover shot', photographer: 'Ada' } } });
   for (const body of generations) await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: 'posters/poster.txt', Body: body }));
@@ -92,6 +97,18 @@ test('browse, page, search, asset and presigned download: bytes equal', async ()
   // Every listed asset's presigned URL is accepted too, not only the one asset's.
   for (const x of root.body.assets) assert.equal((await bytesOf(x.downloadUrl)).toString(), objects[x.id]);
   for (const x of s.body.assets) assert.ok((await bytesOf(x.downloadUrl)).equals(Buffer.from(objects[x.id]!)));
+});
+
+test('a listing has no Content-Type: each key takes the type its name has in mime-db (issue 29)', async () => {
+  const r = await h.get('/api/v1/assets/folder/shoot%2Fraw%2F');
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.deepEqual(Object.fromEntries(r.body.assets.map((a: any) => [a.name, a.mimeType])), {
+    'brief.md': 'text/markdown',
+    'cover.ai': 'application/postscript',
+    'frame 0.cr2': 'application/octet-stream', // no registered type: mime-db has none
+    'layout.psd': 'image/vnd.adobe.photoshop',
+    'still.heic': 'image/heic',
+  });
 });
 
 test('a versioned key: every version downloads what was written, and the asset carries the current number', async () => {

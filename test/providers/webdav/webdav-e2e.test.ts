@@ -20,6 +20,10 @@ for (const [server, startDav] of [['Apache mod_dav', startApacheDav], ['rclone s
   before(async () => {
     for (let i = 0; i < 12; i++) files[`Shoot/img ${i}.jpg`] = await solidJpeg(20 + i, 20, [i * 20, 50, 90]);
     files['Shoot/notes/plan.txt'] = 'the plan';
+    files['Shoot/notes/brief.md'] = '# Brief';
+    // Debian's /etc/mime.types, Apache's table, has no type for Adobe's DNG raw files: Apache
+    // sends none, and the name decides (rclone reads shared-mime-info's, which has one).
+    files['Shoot/notes/raw scan.dng'] = 'not really a raw file';
     files['secret.txt'] = 'top level';
     dav = await startDav(files, { alice: 'alice-pw', bob: 'bob-pw' });
     h = await startWebdavHub(dav);
@@ -94,6 +98,14 @@ for (const [server, startDav] of [['Apache mod_dav', startApacheDav], ['rclone s
     const part = await h.t.app.inject({ method: 'GET', url: u.pathname + u.search, headers: { range: 'bytes=0-9' } });
     assert.equal(part.statusCode, 206);
     assert.ok(part.rawPayload.equals((files['Shoot/img 7.jpg'] as Buffer).subarray(0, 10)));
+  });
+
+  test('a member the server gives no type for gets the one its name has in mime-db (issue 29)', async () => {
+    const r = await h.get(`/api/v1/assets/folder/${encodeURIComponent('/Shoot/notes')}`);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(Object.fromEntries(r.body.assets.map((a: any) => [a.name, a.mimeType])), {
+      'brief.md': 'text/markdown', 'plan.txt': 'text/plain', 'raw scan.dng': 'image/x-adobe-dng',
+    });
   });
 
   test('an altered or foreign download link is refused', async () => {

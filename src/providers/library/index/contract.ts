@@ -100,6 +100,18 @@ export interface IndexSearchResult {
   rows: AssetRow[];
 }
 
+/** What a scan compares a file on disk with. */
+export interface FileState {
+  size: number;
+  mtimeMs: number;
+  /**
+   * Indexed as application/octet-stream. Earlier versions indexed every Markdown, CSV or SVG file
+   * so (the type was sniffed from a snapshot without the file's name; issue 29): a scan reads
+   * such a file again when its name now gives it a type.
+   */
+  untyped: boolean;
+}
+
 export interface LibraryIndexStore {
   /** 'sqlite' or 'postgres': what `damhub serve` prints and the provider decides the indexer by. */
   readonly kind: 'sqlite' | 'postgres';
@@ -109,7 +121,7 @@ export interface LibraryIndexStore {
   pruneFolders(existing: Set<string>): Awaitable<void>;
   asset(id: string): Awaitable<AssetRow | null>;
   /** A LargeMap: a library may hold more files than one Map can (2^24). */
-  fileStates(): Awaitable<LargeMap<string, { size: number; mtimeMs: number }>>;
+  fileStates(): Awaitable<LargeMap<string, FileState>>;
   /** The asset, its keywords and (when given) its previous version, in one transaction. */
   upsertAsset(a: AssetRow, previous: VersionRow | null): Awaitable<void>;
   removeAsset(relPath: string): Awaitable<void>;

@@ -20,7 +20,7 @@ import type { SearchEngine } from '../search/engine.js';
 import { FACETS } from '../search/types.js';
 import { fromRow, type DescriptorBackend, type PendingImage, type StoredDescriptor } from '../similarity/backend.js';
 import { DIM, type Descriptor } from '../similarity/descriptor.js';
-import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
+import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, FileState, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
 import { LibraryDb } from './postgres-schema.js';
 import { inOrder, ASSET_COLUMNS, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
 import { LargeMap } from '../large-map.js';
@@ -88,9 +88,9 @@ export class PgLibraryIndex implements LibraryIndexStore {
   }
 
   async fileStates() {
-    const m = new LargeMap<string, { size: number; mtimeMs: number }>();
-    for (const r of (await this.db.query('SELECT rel_path, size, mtime_ms FROM library_assets', [], true)).rows) {
-      m.set(r.rel_path as string, { size: r.size as number, mtimeMs: r.mtime_ms as number });
+    const m = new LargeMap<string, FileState>();
+    for (const r of (await this.db.query("SELECT rel_path, size, mtime_ms, mime = 'application/octet-stream' AS untyped FROM library_assets", [], true)).rows) {
+      m.set(r.rel_path as string, { size: r.size as number, mtimeMs: r.mtime_ms as number, untyped: r.untyped === true });
     }
     return m;
   }

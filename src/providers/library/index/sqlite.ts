@@ -12,7 +12,7 @@ import { SearchEngine } from '../search/engine.js';
 import { readSnapshot, writeSnapshot } from '../search/snapshot.js';
 import { FACETS } from '../search/types.js';
 import { DescriptorStore } from '../similarity/store.js';
-import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
+import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, FileState, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
 import { inOrder, ASSET_COLUMNS, ASSET_COLUMNS_OF_A, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
 import { migrateSqliteIndex } from './sqlite-schema.js';
 import { LargeMap } from '../large-map.js';
@@ -50,7 +50,7 @@ export class LibraryIndex implements LibraryIndexStore {
       assetsByRowids: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE rowid IN (SELECT value FROM json_each(?))`),
       assetsByIds: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE id IN (SELECT value FROM json_each(?))`),
       assetByPath: db.prepare(`SELECT ${ASSET_COLUMNS} FROM assets WHERE rel_path = ?`),
-      fileStates: db.prepare('SELECT rel_path, size, mtime_ms FROM assets'),
+      fileStates: db.prepare("SELECT rel_path, size, mtime_ms, mime = 'application/octet-stream' AS untyped FROM assets"),
       versions: db.prepare('SELECT * FROM versions WHERE asset_id = ? ORDER BY version DESC'),
       nextSeq: db.prepare("UPDATE index_meta SET value = value + 1 WHERE key = 'change_seq' RETURNING value").pluck(),
       changedSince: db.prepare('SELECT rowid, folder_path, kind, ext, year, orientation, mtime_ms, search_text FROM assets WHERE change_seq > ? ORDER BY change_seq'),
@@ -143,9 +143,9 @@ export class LibraryIndex implements LibraryIndexStore {
   }
 
   /** rel_path → size/mtime of every indexed file: the cheap rescan compares against this. */
-  fileStates(): LargeMap<string, { size: number; mtimeMs: number }> {
-    const m = new LargeMap<string, { size: number; mtimeMs: number }>();
-    for (const r of this.stmts.fileStates.iterate() as Iterable<{ rel_path: string; size: number; mtime_ms: number }>) m.set(r.rel_path, { size: r.size, mtimeMs: r.mtime_ms });
+  fileStates(): LargeMap<string, FileState> {
+    const m = new LargeMap<string, FileState>();
+    for (const r of this.stmts.fileStates.iterate() as Iterable<{ rel_path: string; size: number; mtime_ms: number; untyped: number }>) m.set(r.rel_path, { size: r.size, mtimeMs: r.mtime_ms, untyped: r.untyped === 1 });
     return m;
   }
 
