@@ -238,10 +238,10 @@ describe('refusals leave nothing behind', () => {
     ok(await damhub(['backup', '--data', dataA, '--out', archive]), 'backup');
   });
 
-  /** Restores `file` into a fresh path and expects exit 1 with `message`; the path must stay absent. */
+  /** Restores `file` into a fresh path and expects exit 1 with `message`; the path and the folders made for it must stay absent. */
   async function refused(file: string, message: RegExp): Promise<void> {
     const parent = tempDir('damhub-restore-');
-    const target = path.join(parent, 'data');
+    const target = path.join(parent, 'srv', 'data');
     const r = await damhub(['restore', '--in', file, '--data', target]);
     assert.equal(r.code, 1, r.stderr);
     assert.match(errorLine(r), message);
@@ -357,7 +357,8 @@ describe('refusals leave nothing behind', () => {
 
 test('a library inside the data directory (the demo\'s) moves with it on restore', async () => {
   const data = path.join(tempDir('damhub-demo-data-'), 'data');
-  writeFiles(data, { 'keys.json': '[]\n', 'demo-library/Photos/a.txt': 'a\n' });
+  // A stray file named like the manifest is neither overwritten nor archived.
+  writeFiles(data, { 'keys.json': '[]\n', 'demo-library/Photos/a.txt': 'a\n', 'damhub-backup.json': 'operator notes\n' });
   writeFiles(data, { 'library/root.json': `${JSON.stringify({ root: path.join(fs.realpathSync(path.dirname(data)), 'data', 'demo-library') })}\n` });
   const archive = path.join(work, 'demo.tar');
   ok(await damhub(['backup', '--data', data, '--out', archive]), 'backup');
@@ -367,4 +368,6 @@ test('a library inside the data directory (the demo\'s) moves with it on restore
   assert.deepEqual(JSON.parse(fs.readFileSync(path.join(target, 'library', 'root.json'), 'utf8')), { root });
   assert.match(r.stdout, /inside the data directory; moved with it/);
   assert.equal(fs.readFileSync(path.join(target, 'demo-library', 'Photos', 'a.txt'), 'utf8'), 'a\n');
+  assert.equal(fs.readFileSync(path.join(data, 'damhub-backup.json'), 'utf8'), 'operator notes\n');
+  assert.ok(!fs.existsSync(path.join(target, 'damhub-backup.json')));
 });

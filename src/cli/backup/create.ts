@@ -54,7 +54,8 @@ export async function createBackup(opts: { dataDir: string; out: string; now?: D
       libraryRoot: recordedLibraryRoot(staging),
       files,
     };
-    fs.writeFileSync(path.join(staging, MANIFEST_NAME), `${JSON.stringify(manifest, null, 1)}\n`, { mode: 0o600 });
+    // 'wx': never written through a link into the data directory.
+    fs.writeFileSync(path.join(staging, MANIFEST_NAME), `${JSON.stringify(manifest, null, 1)}\n`, { mode: 0o600, flag: 'wx' });
     // Created empty and owner-only first: node-tar then writes into it and keeps its mode.
     fs.closeSync(fs.openSync(tmp, 'wx', 0o600));
     await createTar({ cwd: staging, file: tmp, portable: true, strict: true, noDirRecurse: true }, [MANIFEST_NAME, ...files.map((f) => f.path)]);

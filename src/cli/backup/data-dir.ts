@@ -15,6 +15,7 @@ import path from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { MIGRATIONS } from '../../stores/sqlite/migrations.js';
 import { SQLITE_INDEX_SCHEMA_VERSION } from '../../providers/library/index/sqlite-schema.js';
+import { MANIFEST_NAME } from './manifest.js';
 
 /** The SQLite stores whose schema a backup records and a restore compares with this build's. */
 export const STORE_SCHEMAS: Record<string, { current: number; read(db: BetterSqlite3.Database): number }> = {
@@ -53,7 +54,8 @@ export function isDataDir(dir: string): boolean {
 }
 
 function excluded(rel: string, name: string): boolean {
-  if (rel === 'thumbnails' || rel.startsWith(STAGING_PREFIX)) return true;
+  // The manifest's own name is the archive's, not a data file's (none has it; a stray one is left out).
+  if (rel === 'thumbnails' || rel.startsWith(STAGING_PREFIX) || rel === MANIFEST_NAME) return true;
   if (name.endsWith('.sqlite.search')) return true;
   return name.endsWith('.tmp') || name.startsWith('.tmp-');
 }

@@ -37,7 +37,8 @@ export async function restoreBackup(opts: { archive: string; dataDir: string }):
   const target = path.resolve(opts.dataDir);
   const exists = targetState(target) === 'empty';
   const parent = path.dirname(target);
-  if (!exists) fs.mkdirSync(parent, { recursive: true, mode: 0o700 });
+  // The first folder this restore had to create, removed again if it fails.
+  const createdParent = exists ? undefined : fs.mkdirSync(parent, { recursive: true, mode: 0o700 });
   const temp = exists ? path.join(target, `.restore-${randomBytes(4).toString('hex')}`) : path.join(parent, `.${path.basename(target)}.restore-${randomBytes(4).toString('hex')}`);
   fs.mkdirSync(temp, { mode: 0o700 });
   try {
@@ -50,6 +51,10 @@ export async function restoreBackup(opts: { archive: string; dataDir: string }):
     fsyncPath(target);
     fsyncPath(parent);
     return { dataDir: target, manifest, libraryRoot: moved ?? manifest.libraryRoot, libraryMoved: moved !== null };
+  } catch (e) {
+    fs.rmSync(temp, { recursive: true, force: true });
+    if (createdParent) fs.rmSync(createdParent, { recursive: true, force: true });
+    throw e;
   } finally {
     fs.rmSync(temp, { recursive: true, force: true });
   }
