@@ -16,6 +16,9 @@ import { TestBrowser } from '../helpers/browser.js';
 import { solidJpeg, writeFiles } from '../helpers/library.js';
 import { makeKey, signPartnerJwt, type TestKey } from '../helpers/partner.js';
 import { runCli, startServer, type RunResult, type ServerProcess } from '../helpers/process.js';
+import { addPartner, api, call, damSignIn, exchange as clusterExchange, LIBRARY_USER, makeLibrary, poll, startNodes } from '../helpers/cluster.js';
+import { clusterEnv } from '../helpers/stores-env.js';
+import { spawnSync } from 'node:child_process';
 
 const ISSUER = 'https://partner.backup.example';
 const PASSWORD = 'bob-backup-pw-1';
@@ -370,4 +373,56 @@ test('a library inside the data directory (the demo\'s) moves with it on restore
   assert.equal(fs.readFileSync(path.join(target, 'demo-library', 'Photos', 'a.txt'), 'utf8'), 'a\n');
   assert.equal(fs.readFileSync(path.join(data, 'damhub-backup.json'), 'utf8'), 'operator notes\n');
   assert.ok(!fs.existsSync(path.join(target, 'damhub-backup.json')));
+});
+
+describe('cluster mode: the pg_dump procedure docs/operating.md gives', () => {
+  test('a dump taken while a node serves restores into a new database; with an empty Redis the session, partner, account and index hold', async () => {
+    const from = await clusterEnv({ what: 'the pg_dump procedure', prefix: 'damhub_backup' });
+    const to = await clusterEnv({ what: 'the pg_dump procedure', prefix: 'damhub_backup' });
+    const nodes: ServerProcess[] = [];
+    try {
+      assert.ok(from && to, 'PostgreSQL and Redis answer');
+      const library = makeLibrary();
+      const partner = await addPartner(from, 'backup-partner', 100_000);
+      ok(await damhub(['index', '--library', library, '--data', tempDir('damhub-node-'), '--database-url', from.databaseUrl]), 'index into PostgreSQL');
+      nodes.push(...(await startNodes(from, library, 1)));
+      const a = nodes[0]!;
+      const pair = await clusterExchange(a, await partner.jwt('carol'));
+      assert.equal(pair.status, 200, JSON.stringify(pair.body));
+      const state = await damSignIn(a, a, pair.body.access_token);
+      const dam = (await poll(a, state)).body;
+      assert.ok(dam.access_token, JSON.stringify(dam));
+      const searchIds = async (node: ServerProcess, access: string, damToken: string) => {
+        const r = await call(api(node, '/assets/search?query=notes&size=50'), { token: access, dam: damToken });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        return r.body.assets.map((x: { id: string }) => x.id).sort();
+      };
+      const ids = await searchIds(a, pair.body.access_token, dam.access_token);
+      assert.equal(ids.length, 1, 'projects/beta/notes.txt');
+
+      // The commands of docs/operating.md, while the node runs.
+      const dump = path.join(work, 'cluster.dump');
+      const pgDump = spawnSync('pg_dump', ['--format=custom', `--file=${dump}`, from.databaseUrl], { encoding: 'utf8' });
+      assert.equal(pgDump.status, 0, pgDump.stderr);
+      await a.stop();
+      const pgRestore = spawnSync('pg_restore', ['--no-owner', `--dbname=${to.databaseUrl}`, dump], { encoding: 'utf8' });
+      assert.equal(pgRestore.status, 0, pgRestore.stderr);
+
+      // A node on the new database, with its own (empty) Redis key space: what a lost Redis looks like.
+      const b = await startServer(['--data', tempDir('damhub-node-'), '--library', library], { DATABASE_URL: to.databaseUrl, REDIS_URL: to.redisUrl, DAMHUB_REDIS_PREFIX: to.keyPrefix });
+      nodes.push(b);
+      const check = await call(api(b, '/auth/checkToken'), { token: pair.body.access_token });
+      assert.equal(check.status, 200, 'the session and the shared keys came with the dump');
+      assert.deepEqual(await searchIds(b, pair.body.access_token, dam.access_token), ids, 'the old tokens open the same index');
+      const refreshed = await call(api(b, '/auth/refreshToken'), { token: pair.body.access_token, dam: pair.body.refresh_token });
+      assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
+      assert.equal((await clusterExchange(b, await partner.jwt('carol'))).status, 200, 'the partner came with the dump');
+      const users = await damhub(['users', 'list', '--data', tempDir('damhub-node-')], { DATABASE_URL: to.databaseUrl });
+      assert.match(ok(users, 'users list').stdout, new RegExp(`^${LIBRARY_USER.name}\t`, 'm'), 'the library account came with the dump');
+    } finally {
+      for (const n of nodes) await n.stop();
+      await from?.cleanup();
+      await to?.cleanup();
+    }
+  });
 });
