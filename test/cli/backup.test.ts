@@ -4,7 +4,8 @@
  * started there that still honours the old session, the partner, the library account and the
  * library index (its kept versions included, which no re-index could bring back). Then every
  * refusal: a damaged, cut, foreign or newer archive, a non-empty target, a missing flag, cluster
- * mode; none leaves anything behind.
+ * mode; none leaves anything behind. Last, the procedure docs/operating.md gives for cluster mode
+ * instead (pg_dump, pg_restore into a new database, an empty Redis), run as written.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
