@@ -24,6 +24,8 @@ import { spawnSync } from 'node:child_process';
 const ISSUER = 'https://partner.backup.example';
 const PASSWORD = 'bob-backup-pw-1';
 const work = tempDir('damhub-backup-');
+/** A fresh folder under `work`, removed with it at the end. */
+const scratch = (prefix: string) => fs.mkdtempSync(path.join(work, prefix));
 const lib = path.join(work, 'media');
 const dataA = path.join(work, 'machine-a', 'data');
 let key: TestKey;
@@ -244,7 +246,7 @@ describe('refusals leave nothing behind', () => {
 
   /** Restores `file` into a fresh path and expects exit 1 with `message`; the path and the folders made for it must stay absent. */
   async function refused(file: string, message: RegExp): Promise<void> {
-    const parent = tempDir('damhub-restore-');
+    const parent = scratch('damhub-restore-');
     const target = path.join(parent, 'srv', 'data');
     const r = await damhub(['restore', '--in', file, '--data', target]);
     assert.equal(r.code, 1, r.stderr);
@@ -286,7 +288,7 @@ describe('refusals leave nothing behind', () => {
   });
 
   test('an archive from a newer damhub (a store schema this one does not know)', async () => {
-    const unpacked = tempDir('damhub-unpacked-');
+    const unpacked = scratch('damhub-unpacked-');
     await extractTar({ file: archive, cwd: unpacked });
     const manifestFile = path.join(unpacked, 'damhub-backup.json');
     const manifest = JSON.parse(fs.readFileSync(manifestFile, 'utf8'));
@@ -308,7 +310,7 @@ describe('refusals leave nothing behind', () => {
     assert.deepEqual(tree(dataA), before);
     assert.deepEqual(fs.readFileSync(path.join(dataA, 'keys.json')), beforeKeys);
 
-    const volume = tempDir('damhub-volume-');
+    const volume = scratch('damhub-volume-');
     fs.mkdirSync(path.join(volume, 'lost+found'));
     ok(await damhub(['restore', '--in', archive, '--data', volume]), 'restore into an empty volume');
     assert.ok(fs.existsSync(path.join(volume, 'hub.sqlite')));
@@ -342,7 +344,7 @@ describe('refusals leave nothing behind', () => {
   });
 
   test('a directory that is no data directory, and an archive inside the data directory, are refused', async () => {
-    const empty = tempDir('damhub-notdata-');
+    const empty = scratch('damhub-notdata-');
     const r = await damhub(['backup', '--data', empty, '--out', path.join(work, 'x.tar')]);
     assert.equal(r.code, 1);
     assert.match(errorLine(r), /is not a damhub data directory \(no hub\.sqlite, keys\.json or library\/library\.sqlite in it\)/);
@@ -360,13 +362,13 @@ describe('refusals leave nothing behind', () => {
 });
 
 test('a library inside the data directory (the demo\'s) moves with it on restore', async () => {
-  const data = path.join(tempDir('damhub-demo-data-'), 'data');
+  const data = path.join(scratch('damhub-demo-data-'), 'data');
   // A stray file named like the manifest is neither overwritten nor archived.
   writeFiles(data, { 'keys.json': '[]\n', 'demo-library/Photos/a.txt': 'a\n', 'damhub-backup.json': 'operator notes\n' });
   writeFiles(data, { 'library/root.json': `${JSON.stringify({ root: path.join(fs.realpathSync(path.dirname(data)), 'data', 'demo-library') })}\n` });
   const archive = path.join(work, 'demo.tar');
   ok(await damhub(['backup', '--data', data, '--out', archive]), 'backup');
-  const target = path.join(tempDir('damhub-demo-restore-'), 'moved');
+  const target = path.join(scratch('damhub-demo-restore-'), 'moved');
   const r = ok(await damhub(['restore', '--in', archive, '--data', target]), 'restore');
   const root = path.join(fs.realpathSync(path.dirname(target)), 'moved', 'demo-library');
   assert.deepEqual(JSON.parse(fs.readFileSync(path.join(target, 'library', 'root.json'), 'utf8')), { root });
@@ -385,7 +387,7 @@ describe('cluster mode: the pg_dump procedure docs/operating.md gives', () => {
       assert.ok(from && to, 'PostgreSQL and Redis answer');
       const library = makeLibrary();
       const partner = await addPartner(from, 'backup-partner', 100_000);
-      ok(await damhub(['index', '--library', library, '--data', tempDir('damhub-node-'), '--database-url', from.databaseUrl]), 'index into PostgreSQL');
+      ok(await damhub(['index', '--library', library, '--data', scratch('damhub-node-'), '--database-url', from.databaseUrl]), 'index into PostgreSQL');
       nodes.push(...(await startNodes(from, library, 1)));
       const a = nodes[0]!;
       const pair = await clusterExchange(a, await partner.jwt('carol'));
@@ -410,7 +412,7 @@ describe('cluster mode: the pg_dump procedure docs/operating.md gives', () => {
       assert.equal(pgRestore.status, 0, pgRestore.stderr);
 
       // A node on the new database, with its own (empty) Redis key space: what a lost Redis looks like.
-      const b = await startServer(['--data', tempDir('damhub-node-'), '--library', library], { DATABASE_URL: to.databaseUrl, REDIS_URL: to.redisUrl, DAMHUB_REDIS_PREFIX: to.keyPrefix });
+      const b = await startServer(['--data', scratch('damhub-node-'), '--library', library], { DATABASE_URL: to.databaseUrl, REDIS_URL: to.redisUrl, DAMHUB_REDIS_PREFIX: to.keyPrefix });
       nodes.push(b);
       const check = await call(api(b, '/auth/checkToken'), { token: pair.body.access_token });
       assert.equal(check.status, 200, 'the session and the shared keys came with the dump');
@@ -418,7 +420,7 @@ describe('cluster mode: the pg_dump procedure docs/operating.md gives', () => {
       const refreshed = await call(api(b, '/auth/refreshToken'), { token: pair.body.access_token, dam: pair.body.refresh_token });
       assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
       assert.equal((await clusterExchange(b, await partner.jwt('carol'))).status, 200, 'the partner came with the dump');
-      const users = await damhub(['users', 'list', '--data', tempDir('damhub-node-')], { DATABASE_URL: to.databaseUrl });
+      const users = await damhub(['users', 'list', '--data', scratch('damhub-node-')], { DATABASE_URL: to.databaseUrl });
       assert.match(ok(users, 'users list').stdout, new RegExp(`^${LIBRARY_USER.name}\t`, 'm'), 'the library account came with the dump');
     } finally {
       for (const n of nodes) await n.stop();
