@@ -1,5 +1,6 @@
 /**
- * `damhub <command>`: serve | partners add|list|remove | keys rotate | users | index | migrate | mcp | connectors check.
+ * `damhub <command>`: serve | partners add|list|remove | keys rotate | users | index | migrate | mcp | connectors check
+ * | backup | restore.
  * Exit codes: 0 success, 1 runtime failure, 2 usage error; errors are one line on stderr.
  */
 import fs from 'node:fs';
@@ -18,6 +19,7 @@ import { serve } from './serve.js';
 import { hasLibraryIndex, indexCommand, openIndex, usersCommand } from './library.js';
 import { removeDemoLeftovers } from '../demo/leftovers.js';
 import { connectorsCommand } from './connectors-check.js';
+import { backupCommand, restoreCommand } from './backup/commands.js';
 import { dataOpt, parse, UsageError } from './args.js';
 import { serveEnv, unknownEnvWarnings, type ServeEnvName } from './env-vars.js';
 import { AddressPolicy } from '../net/safe-fetch.js';
@@ -52,6 +54,12 @@ const COMMAND_USAGE: Record<string, string> = {
                [--data DIR] [--host H] [--port P] [--public-url URL]
     read-only checks against a live account (docs/connectors.md); exit 0 all pass, 1 a check failed.
     Secrets: NAME=- reads the next line of stdin; literal password fields need --allow-secret-args.`,
+  backup: `  damhub backup --out FILE [--data DIR]
+    a consistent copy of the data directory (SQLite stores, keys, secrets, library index) in one tar
+    file, made while the hub runs; the file is mode 0600: it holds the hub's keys and secrets.
+    Not for cluster mode: use pg_dump (docs/operating.md, "Backup and restore").`,
+  restore: `  damhub restore --in FILE [--data DIR]   into a new or empty data directory, all or nothing
+  damhub restore --in FILE --check        verify every checksum, write nothing`,
 };
 
 const USAGE = `usage:\n${Object.values(COMMAND_USAGE).join('\n')}`;
@@ -90,6 +98,10 @@ export async function main(argv: string[]): Promise<number> {
         return await demoCommand(rest);
       case 'connectors':
         return await connectorsCommand(rest, (values) => configFrom(values));
+      case 'backup':
+        return await backupCommand(rest);
+      case 'restore':
+        return await restoreCommand(rest);
       case undefined:
       case 'help':
       case '--help':

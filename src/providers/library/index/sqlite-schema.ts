@@ -81,6 +81,9 @@ const MIGRATIONS: (string | ((db: BetterSqlite3.Database) => void))[] = [
   },
 ];
 
+/** The schema version (`PRAGMA user_version`) this build migrates an index file to. */
+export const SQLITE_INDEX_SCHEMA_VERSION = MIGRATIONS.length;
+
 /** Applies the migrations the file has not seen yet, each in its own transaction. */
 export function migrateSqliteIndex(db: BetterSqlite3.Database): void {
   const version = db.pragma('user_version', { simple: true }) as number;
