@@ -12,7 +12,7 @@ if (process.env.DAMHUB_START_SKIP_BUILD !== '1') {
   const fingerprint = sourcesFingerprint(root);
   if (!buildIsCurrent(root, fingerprint)) {
     // Said first: the build is silent and takes about a minute the first time.
-    process.stderr.write('damhub: building… (the sources changed since the last npm start; about a minute the first time)\n');
+    process.stderr.write('damhub: building… (a first start, or the sources changed; about a minute on a small machine)\n');
     // The npm that runs this script (npm_execpath), else the one on PATH.
     const npm = process.env.npm_execpath;
     const build = npm
