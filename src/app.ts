@@ -93,6 +93,8 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true } },
   });
   app.decorate('hub', hub);
+  // What the connectors log (an upstream they could not reach) goes to this app's log.
+  hub.connectorLog.attach(app.log);
   guardSlowConnections(app.server, SLOW_CONNECTION_MS);
   app.decorate('pageCache', assetOpsOf(hub).pageCache);
 

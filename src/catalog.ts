@@ -19,6 +19,7 @@ import type { ConnectorDeps, ConnectorsConfig, DefinedConnector, LinkAccess } fr
 import { insecureEndpoints } from './providers/kit/endpoints.js';
 import type { OAuthConnectorOptions } from './providers/oauth/options.js';
 import type { UpstreamSettings } from './providers/kit/http.js';
+import type { UpstreamLog } from './providers/kit/upstream-log.js';
 import { webdavConnector } from './providers/webdav/provider.js';
 import { s3Connector } from './providers/s3/provider.js';
 import { dropboxConnector } from './providers/dropbox/provider.js';
@@ -54,6 +55,8 @@ export interface CatalogDeps {
   watchLibrary: boolean;
   /** A secret of the data directory, created on first use unless `configured` (src/auth/keys.ts). */
   secret(name: string, configured: string | null): string;
+  /** The connectors' log (src/providers/kit/upstream-log.ts). */
+  log?: UpstreamLog;
 }
 
 interface CatalogEntry {
@@ -190,7 +193,7 @@ function connectorDeps(d: CatalogDeps, id: string): ConnectorDeps {
   const hosts = endpoints ? [...new Set(Object.values(endpoints).map((u) => new URL(u).hostname))] : [];
   const upstream = hosts.length ? { ...c.connectors[id], allowHosts: [...(c.connectors[id]?.allowHosts ?? []), ...hosts] } : c.connectors[id];
   return {
-    clock: d.clock, keys: d.keys, publicUrl: c.publicUrl, access: d.access, upstream,
+    clock: d.clock, keys: d.keys, publicUrl: c.publicUrl, access: d.access, upstream, log: d.log,
     // One bound for every connector; the media links' limits in the hub's rate-limit store.
     reads: d.reads,
     mediaLimits: { store: d.stores.rateLimits, perLinkPerMin: c.mediaRateLimitPerLinkPerMin, perUserPerMin: c.mediaRateLimitPerUserPerMin, now: () => d.clock.now() },

@@ -166,6 +166,11 @@ export interface HubConfig {
   libraryRescanSec: number;
 }
 
+/** The public URL of a hub that was given none: where it listens. */
+export function defaultPublicUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
   const host = overrides.host ?? '127.0.0.1';
   const port = overrides.port ?? 8080;
@@ -174,7 +179,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     port,
     dataDir: path.resolve('.damhub'),
     libraryDir: null,
-    publicUrl: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    publicUrl: defaultPublicUrl(host, port),
     trustedProxies: [],
     demo: false,
     databaseUrl: null,

@@ -28,6 +28,7 @@ import type { Stores } from './stores/types.js';
 import { buildProviders } from './catalog.js';
 import { ImagePool } from './images/pool.js';
 import { ReadSlots } from './net/read-slots.js';
+import { LogRelay } from './providers/kit/upstream-log.js';
 
 export interface HubDeps {
   clock?: Clock;
@@ -70,6 +71,8 @@ export class Hub {
   readonly imagePool: ImagePool;
   /** Reads of originals the hub did not index, bounded hub-wide (src/net/read-slots.ts). */
   readonly reads: ReadSlots;
+  /** The connectors' log, connected to the app's logger by buildApp (src/providers/kit/upstream-log.ts). */
+  readonly connectorLog = new LogRelay();
 
   constructor(readonly config: HubConfig, deps: HubDeps = {}) {
     // Created 0700, or tightened (the CLI's serve reports what it did before this runs).
@@ -105,7 +108,7 @@ export class Hub {
     this.mediaUrls = new SignedMediaUrls(this.keys, this.clock, config.publicUrl.replace(/\/+$/, ''), this.mediaAccess);
     const built = buildProviders({
       config, clock: this.clock, keys: this.keys, stores: this.stores, mediaUrls: this.mediaUrls, access: this.mediaAccess,
-      imagePool: this.imagePool, reads: this.reads, watchLibrary: deps.watchLibrary ?? true,
+      imagePool: this.imagePool, reads: this.reads, watchLibrary: deps.watchLibrary ?? true, log: this.connectorLog,
       secret: (name, configured) => loadOrCreateSecret(config.dataDir, name, configured),
     });
     for (const p of [...built, ...(deps.providers ?? [])]) this.providers.register(p);

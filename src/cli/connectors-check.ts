@@ -90,6 +90,7 @@ export async function connectorsCommand(args: string[], configFrom: ConfigFrom):
   let opened: { hub: Hub; close(): Promise<void> } | null = null;
   let app: FastifyInstance | null = null;
   let removeSession: (() => Promise<void>) | null = null;
+  const hubLog: LogRecord[] = [];
   const t0 = performance.now();
   try {
     opened = await open(config);
@@ -98,7 +99,9 @@ export async function connectorsCommand(args: string[], configFrom: ConfigFrom):
       const hint = oauthConnectors().includes(id) ? `: set ${connectorEnvPrefix(id)}CLIENT_ID (and _CLIENT_SECRET)` : '';
       throw new UsageError(`no connector ${JSON.stringify(id)} is enabled${hint}; available: ${[...knownConnectors(), ...oauthConnectors()].join(', ')}`);
     }
-    app = await buildApp(hub, { logger: false });
+    // The hub's log of this run, kept in memory: a failed sign-in's cause (ECONNREFUSED, a 500, an
+    // answer that is not the DAM's) is logged there, while the form only says "could not be used".
+    app = await buildApp(hub, { logger: { level: 'info', stream: { write: (line: string) => hubLog.push(parseLogLine(line)) } } });
     const session = await throwawaySession(hub);
     removeSession = session.remove;
     const access = session.access;
@@ -106,7 +109,7 @@ export async function connectorsCommand(args: string[], configFrom: ConfigFrom):
     const deadline = Date.now() + timeoutSec * 1000;
 
     const signIn = await signInStep(app, hub, config, id, access, given, {
-      allowSecretArgs: values['allow-secret-args'] === true, open: values.open === true, deadline,
+      allowSecretArgs: values['allow-secret-args'] === true, open: values.open === true, deadline, hubLog,
       say: (line) => process.stderr.write(`${scrub(line)}\n`),
       secret: (v) => secrets.add(v),
     });
@@ -165,6 +168,8 @@ interface SignInOptions {
   allowSecretArgs: boolean;
   open: boolean;
   deadline: number;
+  /** The hub's log lines of this run, as they come. */
+  hubLog: LogRecord[];
   say(line: string): void;
   secret(value: string): void;
 }
@@ -172,6 +177,7 @@ interface SignInOptions {
 /** The DAM login through the connector's own sign-in: its form for form connectors, the browser for OAuth. */
 async function signInStep(app: FastifyInstance, hub: Hub, config: HubConfig, id: string, access: string, given: { values: Record<string, string>; fromArgs: Set<string> }, o: SignInOptions): Promise<{ result: CheckResult; tokens: { access: string; refresh: string | null } | null }> {
   const t0 = performance.now();
+  const logFrom = o.hubLog.length;
   const serverUrl = given.values.serverUrl ?? given.values.endpoint;
   const start = await app.inject({
     method: 'POST', url: `/api/v1/auth/login?provider=${encodeURIComponent(id)}&polling=true${serverUrl ? `&serverUrl=${encodeURIComponent(serverUrl)}` : ''}`,
@@ -196,10 +202,41 @@ async function signInStep(app: FastifyInstance, hub: Hub, config: HubConfig, id:
   } else {
     done = await oauthWait(app, config, redirect, state, o);
   }
-  if (!done.tokens) return { result: result('fail', done.error ?? 'the sign-in did not complete', done.answers), tokens: null };
+  if (!done.tokens) {
+    const cause = failureCause(o.hubLog.slice(logFrom), id);
+    return { result: result('fail', `${done.error ?? 'the sign-in did not complete'}${cause ? ` (${cause})` : ''}`, done.answers), tokens: null };
+  }
   o.secret(done.tokens.access);
   if (done.tokens.refresh) o.secret(done.tokens.refresh);
   return { result: result('pass', 'signed in through the connector\'s sign-in', done.answers), tokens: done.tokens };
+}
+
+/** One line of the hub's (pino) log. */
+interface LogRecord {
+  level?: number;
+  msg?: string;
+  connector?: string;
+  provider?: string;
+  details?: string;
+}
+
+function parseLogLine(line: string): LogRecord {
+  try {
+    return JSON.parse(line) as LogRecord;
+  } catch {
+    return { msg: line };
+  }
+}
+
+/**
+ * What the hub logged about a failed sign-in of connector `id`: the upstream it could not reach and
+ * why (src/providers/kit/http.ts), else the cause the form logged (src/providers/kit/signin-form.ts).
+ */
+function failureCause(log: LogRecord[], id: string): string | null {
+  const unreachable = log.find((r) => r.connector === id && r.msg);
+  if (unreachable) return unreachable.msg!;
+  const failed = log.find((r) => r.provider === id && r.msg === 'sign-in check failed' && r.details);
+  return failed?.details ?? null;
 }
 
 /** The checks' view of the hub: its routes through inject, downloads as a partner's server would fetch them. */

@@ -77,6 +77,7 @@ export async function usersCommand(args: string[]): Promise<number> {
     try {
       const acc = await addAccount(index, positionals[0]!, password, folders, Date.now());
       process.stdout.write(`added ${acc.name}${acc.folders.length ? ` (limited to ${acc.folders.join(', ')})` : ''}\n`);
+      for (const w of await unknownFolders(index, acc.folders)) process.stderr.write(`damhub: warning: ${w}\n`);
     } finally {
       await close();
     }
@@ -112,6 +113,26 @@ export async function usersCommand(args: string[]): Promise<number> {
     return 0;
   }
   throw new UsageError(`unknown users command ${JSON.stringify(sub ?? '')}`);
+}
+
+/**
+ * The folders of an account that the library index does not know, said (the account is added all
+ * the same: the folder may appear later). A misspelt folder used to give an account that sees
+ * nothing, in silence.
+ */
+async function unknownFolders(index: LibraryIndexStore, folders: string[]): Promise<string[]> {
+  if (!folders.length) return [];
+  if (!(await index.folder(''))) {
+    return [`the library of this data directory has not been indexed yet, so ${folders.join(', ')} could not be checked: the account sees only what is in ${folders.length > 1 ? 'these folders' : 'this folder'} once it is indexed (damhub index --library DIR, or a running hub)`];
+  }
+  const out: string[] = [];
+  for (const f of folders) {
+    if (await index.folder(f)) continue;
+    const top = (await index.childFolders('')).map((c) => c.path).sort();
+    const shown = top.length > 10 ? `${top.slice(0, 10).join(', ')}, …` : top.join(', ');
+    out.push(`folder ${f} is not in the library (its top folders: ${shown || 'none'}): the account sees nothing there until it exists and is indexed; folders are paths from the library root, e.g. projects/alpha`);
+  }
+  return out;
 }
 
 export async function indexCommand(args: string[]): Promise<number> {

@@ -76,6 +76,11 @@ export async function main(argv: string[]): Promise<number> {
   process.umask(0o077);
   try {
     const [cmd, ...rest] = argv;
+    // `damhub partners add --help`: every command and subcommand answers --help (or -h) with its usage.
+    if (cmd && COMMAND_USAGE[cmd] && asksForHelp(rest)) {
+      process.stdout.write(`${usageOf(cmd)}\n`);
+      return 0;
+    }
     // A DAMHUB_* variable no command reads is most likely a typo of one that matters (a metrics
     // token spelt DAMHUB_METRIC_TOKEN leaves /metrics open): said on stderr before anything starts.
     if (cmd && COMMAND_USAGE[cmd]) for (const w of unknownEnvWarnings(process.env)) process.stderr.write(`damhub: warning: ${w}\n`);
@@ -122,6 +127,28 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Whether a command line asks for help: --help or -h among its arguments (before a `--`, after which arguments are values). */
+function asksForHelp(args: string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
+
+/**
+ * The public URL as given (--public-url or DAMHUB_PUBLIC_URL), checked: the hub builds every
+ * redirect URI, media link and the OpenAPI server from it, and "notaurl" used to be taken as is.
+ */
+function publicUrlOf(value: string, source: string): string {
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    throw new UsageError(`${source} must be an absolute http(s) URL such as https://hub.example.com, got ${JSON.stringify(value)}`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new UsageError(`${source} must be an http(s) URL such as https://hub.example.com, got ${JSON.stringify(value)}`);
+  if (u.username || u.password || u.search || u.hash) throw new UsageError(`${source} must be the hub's address without credentials, query or fragment, got ${JSON.stringify(value)}`);
+  return value.replace(/\/+$/, '');
+}
+
 /** Flags win over environment variables, which win over defaults. */
 export function configFrom(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): HubConfig {
   // Only the names of src/cli/env-vars.ts can be read here: that list is also what the start-up
@@ -155,7 +182,7 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     oauthPkceSecret: read('DAMHUB_OAUTH_PKCE_SECRET') || null,
   };
   const publicUrl = pick('public-url', 'DAMHUB_PUBLIC_URL');
-  if (publicUrl) overrides.publicUrl = publicUrl.replace(/\/+$/, '');
+  if (publicUrl) overrides.publicUrl = publicUrlOf(publicUrl, values['public-url'] !== undefined ? '--public-url' : 'DAMHUB_PUBLIC_URL');
   const proxies = read('DAMHUB_TRUSTED_PROXIES');
   if (proxies) {
     try {
@@ -350,6 +377,8 @@ async function partnersCommand(args: string[]): Promise<number> {
       rateLimit: intFlag('rate-limit', values['rate-limit']),
       allowedOrigins: values.origin,
     }, defaultConfig().defaultPartnerRateLimitPerMin);
+    const plain = plainJwksUrl(input.jwksUrl);
+    if (plain) process.stderr.write(`damhub: warning: ${plain}\n`);
     const store = await openStore(values);
     try {
       const p = await store.partners.create(input, Date.now());
@@ -392,6 +421,19 @@ async function partnersCommand(args: string[]): Promise<number> {
     return 0;
   }
   throw new UsageError(`unknown partners command ${JSON.stringify(sub ?? '')}`);
+}
+
+/**
+ * A JWKS URL fetched over plain http, said: whoever is on the network path can replace the keys and
+ * sign tokens as the partner. On loopback (a partner on the same machine, development) it is not.
+ */
+function plainJwksUrl(url: string | null): string | null {
+  if (!url) return null;
+  const u = new URL(url);
+  if (u.protocol !== 'http:') return null;
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost' || host === '::1' || /^127\./.test(host)) return null;
+  return `the JWKS URL ${u.origin} is not https: anyone on the network path between the hub and ${u.host} can replace the partner's keys and sign tokens as it; use an https:// URL (plain http is accepted on loopback only, for development)`;
 }
 
 /** Which registration a conflicting `partners add` ran into, with what to do about it. */

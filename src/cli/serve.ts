@@ -1,7 +1,8 @@
+import net from 'node:net';
 import path from 'node:path';
 import { buildApp } from '../app.js';
 import { ensureDemoLibrary } from '../demo/library.js';
-import type { HubConfig } from '../config.js';
+import { defaultPublicUrl, type HubConfig } from '../config.js';
 import { openHub, type Hub } from '../hub.js';
 import { demoCleanCommand, ephemeralDemo, findDemoLeftovers, removeDemoLeftovers, type DemoState } from '../demo/leftovers.js';
 import { UsageError } from './args.js';
@@ -11,6 +12,21 @@ import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marke
 
 /** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
 export async function serve(config: HubConfig): Promise<number> {
+  // --port 0: the port is chosen now and held until the hub listens on it, so that the hub (its
+  // redirect URIs, media links, the demo page) and the start lines name the real port, not 0.
+  const reserved = config.port === 0 ? await reservePort(config.host).catch((e: unknown) => { throw listenError(e, config); }) : null;
+  if (reserved) {
+    const derived = config.publicUrl === defaultPublicUrl(config.host, 0);
+    config = { ...config, port: reserved.port, ...(derived ? { publicUrl: defaultPublicUrl(config.host, reserved.port) } : {}) };
+  }
+  try {
+    return await serveOn(config, reserved);
+  } finally {
+    await reserved?.release();
+  }
+}
+
+async function serveOn(config: HubConfig, reserved: Reservation | null): Promise<number> {
   // Before anything writes into it (the demo library below used to create it 0755).
   const note = ensurePrivateDir(config.dataDir);
   if (note) process.stderr.write(`damhub: ${note}\n`);
@@ -46,17 +62,21 @@ export async function serve(config: HubConfig): Promise<number> {
   for (const l of leftovers) process.stderr.write(`damhub: warning: demo mode left ${l} in this data directory; remove it with: ${demoCleanCommand(config)}\n`);
   const app = await buildApp(hub);
   let address: string;
+  // Fastify's own "Server listening at" line would be a raw JSON line among the start lines below,
+  // which say the same for people and scripts: it is not logged.
+  const level = app.log.level;
+  if (['trace', 'debug', 'info'].includes(level)) app.log.level = 'warn';
   try {
+    await reserved?.release();
     address = await app.listen({ host: config.host, port: config.port });
   } catch (e) {
     await app.close().catch(() => undefined);
     follower?.close();
     await hub.close().catch(() => undefined);
     throw listenError(e, config);
+  } finally {
+    app.log.level = level;
   }
-  // With --port 0 the real port is known only now; an unset public URL follows it.
-  const actualPort = Number(new URL(address).port);
-  if (config.port === 0 && actualPort) app.log.warn('listening on an ephemeral port; pass --public-url for correct redirect URIs');
 
   const sweep = setInterval(() => {
     hub.stores.sweep(hub.clock.now()).catch((e) => app.log.error({ err: e }, 'sweep failed'));
@@ -105,6 +125,7 @@ export async function serve(config: HubConfig): Promise<number> {
     config.demo ? `  demo page:      ${base}/demo` : null,
     config.libraryDir ? `  library:        ${config.libraryDir} (${(await library?.index.fileStates())?.size ?? 0} files indexed${library?.isIndexer === false ? ', another node is the indexer' : ''})` : null,
     config.demo && library ? `  library login:  ${DEMO_LIBRARY_ACCOUNT.name} / ${DEMO_LIBRARY_ACCOUNT.password}${ephemeral ? ' (removed with the demo partner when this hub stops)' : ''}` : null,
+    `  connectors:     ${connectorList(hub)}`,
     `  API reference:  ${base}/api/v1/docs`,
     `  OpenAPI:        ${base}/api/v1/openapi.json`,
     `  health:         ${base}/healthz  ${base}/readyz  ${base}/metrics${config.metricsToken ? ' (bearer DAMHUB_METRICS_TOKEN)' : ' (open; set DAMHUB_METRICS_TOKEN to protect it)'}`,
@@ -119,12 +140,51 @@ function demoState(hub: Hub): DemoState {
   return { dataDir: hub.config.dataDir, partners: hub.stores.partners, library: embeddedLibrary(hub.providers)?.index ?? null };
 }
 
+/** The enabled connectors of the start lines: their ids, the embedded library first; what enables more when there is only the library. */
+function connectorList(hub: Hub): string {
+  const ids = hub.providers.list().map((p) => p.descriptor.id);
+  if (!ids.length) return 'none (set DAMHUB_CONNECTORS, e.g. webdav,s3; docs/connectors.md)';
+  return ids.length === 1 && ids[0] === 'library' ? 'library (more with DAMHUB_CONNECTORS, e.g. webdav,s3; docs/connectors.md)' : ids.join(', ');
+}
+
+/**
+ * How to choose another port from where the hub was started. Under `npm start` (or another npm
+ * script) a bare `--port` is taken by npm as its own config ("Unknown cli config"): the flag goes
+ * after `--`, or the port in DAMHUB_PORT. `npx damhub` passes flags on, so `--port` is right there.
+ */
+export function portAdvice(port: number, env: NodeJS.ProcessEnv = process.env): string {
+  const script = env.npm_lifecycle_event;
+  if (script && script !== 'npx') {
+    const run = script === 'start' ? 'npm start' : `npm run ${script}`;
+    return `${run} -- --port ${port} (or DAMHUB_PORT=${port} ${run})`;
+  }
+  return `--port ${port}`;
+}
+
 /** What to do about a failed listen, in one line (Node's "listen EADDRINUSE: address already in use ::1:8080" says neither). */
 function listenError(e: unknown, config: HubConfig): Error {
   const code = (e as NodeJS.ErrnoException).code;
   const where = `${config.host}:${config.port}`;
-  if (code === 'EADDRINUSE') return new Error(`port ${config.port} on ${config.host} is in use (another damhub?): stop what listens on ${where} or choose another port with --port`);
-  if (code === 'EACCES') return new Error(`not allowed to listen on ${where}: choose a port above 1023 with --port`);
+  if (code === 'EADDRINUSE') return new Error(`port ${config.port} on ${config.host} is in use (another damhub?): stop what listens on ${where} or choose another port with ${portAdvice(config.port === 65535 ? 8081 : config.port + 1)}`);
+  if (code === 'EACCES') return new Error(`not allowed to listen on ${where}: choose a port above 1023 with ${portAdvice(8080)}`);
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new Error(`cannot listen on ${config.host}: it is not an address of this machine; choose another with --host`);
   return e as Error;
+}
+
+interface Reservation {
+  port: number;
+  /** Lets the port go, so that the hub can listen on it (again: a no-op). */
+  release(): Promise<void>;
+}
+
+/** A port the system chooses on `host`, held by a listening socket until released. */
+async function reservePort(host: string): Promise<Reservation> {
+  const holder = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    holder.once('error', reject);
+    holder.listen(0, host, () => resolve());
+  });
+  const port = (holder.address() as net.AddressInfo).port;
+  let released: Promise<void> | null = null;
+  return { port, release: () => (released ??= new Promise<void>((r) => holder.close(() => r()))) };
 }

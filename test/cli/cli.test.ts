@@ -26,6 +26,8 @@ function damhub(...args: string[]): Promise<Run> {
     const env = { ...process.env };
     delete env.DAMHUB_DATA_DIR;
     delete env.DAMHUB_ADMIN_KEY;
+    // As typed in a shell, not as run by the npm that may run the tests (its advice differs: src/cli/serve.ts).
+    delete env.npm_lifecycle_event;
     const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     // A `serve` that should have been refused would run forever: end it, and the test sees exit null.
     const limit = setTimeout(() => child.kill('SIGKILL'), 60_000);
@@ -396,7 +398,7 @@ describe('serve: a port in use', () => {
     try {
       const r = await damhub('serve', '--port', String(port), '--data', tmp());
       assert.equal(r.code, 1);
-      assert.equal(errorLine(r), `damhub: port ${port} on 127.0.0.1 is in use (another damhub?): stop what listens on 127.0.0.1:${port} or choose another port with --port`);
+      assert.equal(errorLine(r), `damhub: port ${port} on 127.0.0.1 is in use (another damhub?): stop what listens on 127.0.0.1:${port} or choose another port with --port ${port + 1}`);
       assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
     } finally {
       blocker.close();
@@ -438,5 +440,68 @@ describe('users passwd', () => {
     const r = await runCli(['users', 'remove', 'cyd', '--data', data]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, 'removed user cyd\n');
+  });
+});
+
+describe('inputs that used to be taken in silence (issue 29)', () => {
+  test('--public-url or DAMHUB_PUBLIC_URL that is not an absolute http(s) URL → exit 2, naming where it came from', async () => {
+    for (const bad of ['notaurl', 'ftp://hub.example.com', 'https://user:pw@hub.example.com', 'https://hub.example.com/?x=1']) {
+      const r = await damhub('serve', '--public-url', bad, '--port', '0', '--data', tmp());
+      assert.equal(r.code, 2, `${bad}: ${r.stderr}`);
+      assert.match(errorLine(r), /^damhub: --public-url must be /, bad);
+      assert.ok(r.stderr.includes(JSON.stringify(bad)), `names the value given: ${r.stderr}`);
+    }
+    const env = await runCli(['serve', '--port', '0', '--data', tmp()], { DAMHUB_PUBLIC_URL: 'hub.example.com' });
+    assert.equal(env.code, 2, env.stderr);
+    assert.match(env.stderr, /^damhub: DAMHUB_PUBLIC_URL must be an absolute http\(s\) URL such as https:\/\/hub\.example\.com, got "hub\.example\.com"$/m);
+  });
+
+  test('users add --folders with a folder the library does not have → added, with a warning naming it and the library\'s folders', async () => {
+    const data = tmp();
+    const lib = tmp();
+    for (const f of ['projects/alpha/a.txt', 'press/p.txt']) {
+      fs.mkdirSync(path.dirname(path.join(lib, f)), { recursive: true });
+      fs.writeFileSync(path.join(lib, f), 'text');
+    }
+    const unindexed = await runCli(['users', 'add', 'early', '--password-stdin', '--folders', 'projects', '--data', data], {}, 'early-password\n');
+    assert.equal(unindexed.code, 0, unindexed.stderr);
+    assert.match(unindexed.stderr, /^damhub: warning: the library of this data directory has not been indexed yet, so projects could not be checked/m);
+    assert.equal((await damhub('index', '--library', lib, '--data', data)).code, 0);
+    const r = await runCli(['users', 'add', 'ann', '--password-stdin', '--folders', 'DoesNotExist,projects/alpha', '--data', data], {}, 'ann-password-1\n');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^added ann \(limited to DoesNotExist, projects\/alpha\)$/m);
+    const warnings = r.stderr.trim().split('\n');
+    assert.equal(warnings.length, 1, r.stderr);
+    assert.match(warnings[0]!, /^damhub: warning: folder DoesNotExist is not in the library \(its top folders: press, projects\): the account sees nothing there/);
+    const fine = await runCli(['users', 'add', 'bob', '--password-stdin', '--folders', 'press', '--data', data], {}, 'bob-password-1\n');
+    assert.equal(fine.code, 0, fine.stderr);
+    assert.equal(fine.stderr, '', 'a folder the library has: no warning');
+  });
+
+  test('partners add --jwks-url over plain http → added, with a warning; https and loopback http are not warned about', async () => {
+    const data = tmp();
+    const plain = await damhub('partners', 'add', '--issuer', 'https://plain.example', '--jwks-url', 'http://keys.plain.example/jwks.json', '--data', data);
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.equal(JSON.parse(plain.stdout).jwksUrl, 'http://keys.plain.example/jwks.json');
+    assert.match(plain.stderr, /^damhub: warning: the JWKS URL http:\/\/keys\.plain\.example is not https: anyone on the network path .* can replace the partner's keys/m);
+    for (const [issuer, url] of [['https://tls.example', 'https://keys.tls.example/jwks.json'], ['https://dev.example', 'http://127.0.0.1:9000/jwks.json'], ['https://dev2.example', 'http://localhost:9000/jwks.json']]) {
+      const r = await damhub('partners', 'add', '--issuer', issuer!, '--jwks-url', url!, '--data', data);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stderr, '', `${url}: no warning`);
+    }
+  });
+
+  test('every command and subcommand answers --help and -h with its usage on stdout, exit 0', async () => {
+    const commands = [['serve'], ['partners', 'add'], ['partners', 'list'], ['partners', 'remove'], ['users', 'add'], ['users', 'passwd'], ['users', 'list'],
+      ['users', 'remove'], ['index'], ['keys', 'rotate'], ['migrate'], ['demo', 'clean'], ['mcp'], ['connectors', 'check'], ['connectors', 'check', 'webdav']];
+    for (const cmd of commands) {
+      for (const flag of ['--help', '-h']) {
+        const r = await damhub(...cmd, flag);
+        assert.equal(r.code, 0, `${cmd.join(' ')} ${flag}: ${r.stderr}`);
+        assert.equal(r.stderr, '', `${cmd.join(' ')} ${flag}`);
+        assert.match(r.stdout, new RegExp(`^usage:\n {2}damhub ${cmd[0]} `), `${cmd.join(' ')} ${flag}: ${r.stdout}`);
+        assert.ok(r.stdout.includes(`damhub ${cmd.slice(0, 2).join(' ')} `), `${cmd.join(' ')} ${flag}: ${r.stdout}`);
+      }
+    }
   });
 });

@@ -30,49 +30,82 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * The hub process npm started, found by its log: one request after the start lines, and the pid of
+ * the JSON line that logs it (npm and its shell are other processes).
+ */
+async function hubPid(out: () => string, port: number): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${port}/api/v1/auth/providers?find=hub-pid`);
+  await res.arrayBuffer();
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const m = /"pid":(\d+)[^\n]*"path":"\/api\/v1\/auth\/providers"/.exec(out());
+    if (m) return Number(m[1]);
+    assert.ok(Date.now() < deadline, `no request log line:\n${out()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Starts `cmd args` (npm start, npx damhub serve) on `port`, waits for the start lines, sends npm
+ * SIGTERM, and checks that the hub it started drained and exited with it.
+ */
+async function sigtermReachesTheHub(cmd: string, args: string[], port: number, env: NodeJS.ProcessEnv): Promise<void> {
+  const child = spawn(cmd, args, { cwd: REPO_ROOT, env: { ...process.env, DAMHUB_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  let pid: number | null = null;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${args.join(' ')} did not listen in 120 s:\n${out}`)), 120_000);
+      const check = () => {
+        if (/damhub listening on \S+\n/.test(out)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      child.stdout!.on('data', check);
+      child.once('exit', () => reject(new Error(`${args.join(' ')} exited before listening:\n${out}`)));
+    });
+    pid = await hubPid(() => out, port);
+    assert.notEqual(pid, child.pid, 'the hub is not npm itself');
+    assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+
+    child.kill('SIGTERM');
+    await exited;
+    // npm has returned; the hub it started must be gone too, and it must have drained.
+    for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(alive(pid), false, `the hub (pid ${pid}) outlived npm:\n${out}`);
+    assert.equal(await portOpen(port), false, 'nothing listens on the port any more');
+    assert.match(out, /shutting down: draining in-flight requests/);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    if (pid !== null && alive(pid)) process.kill(pid, 'SIGKILL');
+  }
+}
+
 describe('npm start', () => {
   test('SIGTERM to npm reaches the hub: it drains, exits, and leaves no process or open port behind', { skip: process.platform === 'win32' }, async () => {
     const port = await freePort();
-    const data = path.join(tmp(), 'data');
     const npmCli = process.env.npm_execpath;
     const [cmd, args] = npmCli ? [process.execPath, [npmCli, 'start']] : ['npm', ['start']];
-    const child = spawn(cmd, args, {
-      cwd: REPO_ROOT,
-      env: { ...process.env, DAMHUB_DATA_DIR: data, DAMHUB_PORT: String(port), DAMHUB_LOG_LEVEL: 'info', DAMHUB_START_SKIP_BUILD: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`npm start did not listen in 120 s:\n${out}`)), 120_000);
-        const check = () => {
-          if (/"msg":"Server listening/.test(out)) {
-            clearTimeout(timer);
-            resolve();
-          }
-        };
-        child.stdout!.on('data', check);
-        child.once('exit', () => reject(new Error(`npm start exited before listening:\n${out}`)));
-      });
-      const hubPid = Number(/"pid":(\d+)[^\n]*"msg":"Server listening/.exec(out)![1]);
-      assert.notEqual(hubPid, child.pid, 'the hub is not npm itself');
-      assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+    await sigtermReachesTheHub(cmd, args, port, { DAMHUB_DATA_DIR: path.join(tmp(), 'data'), DAMHUB_PORT: String(port), DAMHUB_START_SKIP_BUILD: '1' });
+  });
+});
 
-      child.kill('SIGTERM');
-      await exited;
-      // npm has returned; the hub it started must be gone too, and it must have drained.
-      for (let i = 0; i < 50 && alive(hubPid); i++) await new Promise((r) => setTimeout(r, 100));
-      assert.equal(alive(hubPid), false, `the hub (pid ${hubPid}) outlived npm:\n${out}`);
-      assert.equal(await portOpen(port), false, 'nothing listens on the port any more');
-      assert.match(out, /shutting down: draining in-flight requests/);
-    } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      const m = /"pid":(\d+)[^\n]*"msg":"Server listening/.exec(out);
-      if (m && alive(Number(m[1]))) process.kill(Number(m[1]), 'SIGKILL');
-    }
+describe('npx damhub serve', () => {
+  // Issue 29: npx runs the bin under `sh -c`, which died of the SIGTERM without passing it on; the
+  // hub was re-parented to pid 1 and went on answering /healthz. bin/damhub.js now watches for it.
+  test('SIGTERM to npx reaches the hub: it drains, exits, and leaves no process or open port behind', { skip: process.platform === 'win32' }, async () => {
+    const port = await freePort();
+    const npmCli = process.env.npm_execpath;
+    // --no: never install anything; from the repository's root npx runs the project's own bin.
+    const npxArgs = ['--no', 'damhub', 'serve', '--port', String(port), '--data', path.join(tmp(), 'data')];
+    const [cmd, args] = npmCli && fs.existsSync(path.join(path.dirname(npmCli), 'npx-cli.js'))
+      ? [process.execPath, [path.join(path.dirname(npmCli), 'npx-cli.js'), ...npxArgs]] : ['npx', npxArgs];
+    await sigtermReachesTheHub(cmd, args, port, {});
   });
 });
 

@@ -15,6 +15,7 @@ import type {
 } from '../contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
 import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
+import type { UpstreamLog } from './upstream-log.js';
 import { MediaGrants } from './media-grants.js';
 import { checkMediaLimits, type MediaLimitsConfig } from './media-limits.js';
 import { ReadSlots, ReadsBusy, type ReadSlot } from '../../net/read-slots.js';
@@ -60,6 +61,8 @@ export interface ConnectorDeps {
   reads?: ReadSlots;
   /** Rate limits of the media links (media-limits.ts); absent: none (unit tests of the kit). */
   mediaLimits?: MediaLimitsConfig;
+  /** The connectors' log (upstream-log.ts): unreachable upstreams are reported there. Absent: not reported (unit tests of the kit). */
+  log?: UpstreamLog;
 }
 
 export interface ThumbnailDeps {
@@ -175,7 +178,7 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
 
   return (deps) => {
     const settings: UpstreamSettings = { ...DEFAULT_UPSTREAM, ...spec.upstream, ...deps.upstream };
-    const http = new UpstreamClient(spec.id, settings, { clock: deps.clock, sleep: deps.sleep, random: deps.random, errorMessage: spec.errorMessage });
+    const http = new UpstreamClient(spec.id, settings, { clock: deps.clock, sleep: deps.sleep, random: deps.random, errorMessage: spec.errorMessage, log: deps.log });
     const grants = new MediaGrants(deps.keys, deps.clock);
     const base = deps.publicUrl.replace(/\/+$/, '');
     const thumbs = deps.thumbnails ?? { images: defaultImageWork(), cacheDir: null, ...DEFAULT_THUMBNAILS };

@@ -14,6 +14,7 @@ import type { Clock } from '../../clock.js';
 import { integrationError, isHubError, type HubError } from '../../errors.js';
 import { AddressPolicy } from '../../net/safe-fetch.js';
 import { CircuitBreakers, type BreakerOptions } from './breaker.js';
+import type { UpstreamLog } from './upstream-log.js';
 import { malformed, parseRetryAfter, statusError, unavailable, upstreamText } from './upstream-errors.js';
 
 export interface UpstreamSettings {
@@ -68,6 +69,8 @@ export interface UpstreamDeps {
   random?: () => number;
   /** Pulls the human message out of an error body (a JSON `message`, an XML `<Message>`). */
   errorMessage?: (body: string, contentType: string) => string;
+  /** Where an upstream that could not be reached is reported (upstream-log.ts); absent: nowhere (unit tests of the kit). */
+  log?: UpstreamLog;
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PROPFIND', 'SEARCH', 'REPORT']);
@@ -81,9 +84,14 @@ const RETRY_STATUSES = new Set([429, 502, 503, 504]);
 let undiciModule: Promise<typeof import('undici')> | null = null;
 const loadUndici = () => (undiciModule ??= import('undici'));
 
-const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+// Not unref'd: a caller awaits the retry. An unref'd back-off was the only thing left in the event
+// loop of `damhub connectors check` (no listening socket) after a refused connection, so the
+// process ran out of work and exited 0 with nothing printed, mid-check.
+const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 class Retryable extends Error {
+  /** Set when no answer came at all (refused, DNS, timeout, TLS, reset): reported once the call gives up. */
+  network: unknown = undefined;
   constructor(readonly error: HubError, readonly waitMs: number | null) {
     super(error.message);
   }
@@ -161,7 +169,10 @@ export class UpstreamClient {
         return await this.attempt(url, req, what);
       } catch (e) {
         if (!(e instanceof Retryable)) throw e;
-        if (attempt + 1 >= attempts || this.callSignal?.aborted) throw e.error;
+        if (attempt + 1 >= attempts || this.callSignal?.aborted) {
+          if (e.network !== undefined && !this.callSignal?.aborted) this.reportUnreachable(url, e.network, attempt + 1);
+          throw e.error;
+        }
         const backoff = this.random() * this.settings.retryBaseMs * 2 ** attempt;
         await this.sleep(e.waitMs ?? backoff);
         if (this.callSignal?.aborted) throw e.error; // abandoned during the back-off: no retry
@@ -180,7 +191,7 @@ export class UpstreamClient {
     timer.unref();
     this.callSignal?.addEventListener('abort', stop, { once: true });
     try {
-      return { status: res.status, headers: res.headers, text: await this.readCapped(res, what) };
+      return { status: res.status, headers: res.headers, text: await this.readCapped(res, what, new URL(req.url)) };
     } finally {
       clearTimeout(timer);
       this.callSignal?.removeEventListener('abort', stop);
@@ -236,7 +247,9 @@ export class UpstreamClient {
       // fail, and asking again gives the same answer.
       if (refusalOf(e)) throw networkError(this.providerId, what, e, this.settings.timeoutMs);
       this.breakers.failure(key);
-      throw new Retryable(networkError(this.providerId, what, e, this.settings.timeoutMs), null);
+      const retry = new Retryable(networkError(this.providerId, what, e, this.settings.timeoutMs), null);
+      retry.network = e;
+      throw retry;
     } finally {
       clearTimeout(timer);
       call?.removeEventListener('abort', abandon);
@@ -260,7 +273,7 @@ export class UpstreamClient {
     throw new Retryable(error, retryAfterSec !== undefined ? retryAfterSec * 1000 : null);
   }
 
-  private async readCapped(res: UpstreamResponse, what: string): Promise<string> {
+  private async readCapped(res: UpstreamResponse, what: string, url: URL): Promise<string> {
     const declared = Number(res.headers['content-length']);
     if (declared > this.settings.maxBodyBytes) {
       discard(res.body);
@@ -279,9 +292,21 @@ export class UpstreamClient {
       }
     } catch (e) {
       if (isHubError(e)) throw e;
+      if (!this.callSignal?.aborted) this.reportUnreachable(url, e, 1);
       throw networkError(this.providerId, what, e, this.settings.timeoutMs);
     }
     return Buffer.concat(chunks).toString('utf8');
+  }
+
+  /**
+   * One warn line for a call that got no answer, naming the connector, the host (with its port,
+   * never credentials, a path or a query) and the cause: the partner's user only reads "The asset
+   * library is unavailable", so this line is where an operator learns why.
+   */
+  private reportUnreachable(url: URL, e: unknown, attempts: number): void {
+    const cause = networkCause(e);
+    this.deps.log?.warn({ connector: this.providerId, host: url.host, cause: cause.code, attempts, ...(cause.code === 'timeout' ? { timeoutMs: this.settings.timeoutMs } : {}) },
+      `${this.providerId}: ${url.host} ${cause.text(this.settings.timeoutMs)}`);
   }
 }
 
@@ -315,9 +340,10 @@ async function readSome(body: Readable, max: number): Promise<string> {
  * the server URL, and "unavailable" would send them looking for an outage.
  */
 function addressRefused(provider: string, what: string, host: string, why: string): HubError {
-  return integrationError('integration-unavailable', provider, `${what}: refused to connect to ${host}: ${why} (allow it in the connector's allowHosts)`, {
+  // Named by its environment variable, the way an operator sets it (the config key is allowHosts).
+  return integrationError('integration-unavailable', provider, `${what}: refused to connect to ${host}: ${why} (allow it with DAMHUB_CONNECTOR_ALLOW_HOSTS)`, {
     status: 502,
-    message: `The server address is not allowed: ${why}. An administrator can allow it in the connector's allowHosts.`,
+    message: `The server address is not allowed: ${why}. An administrator can allow it with DAMHUB_CONNECTOR_ALLOW_HOSTS.`,
   });
 }
 
@@ -327,12 +353,29 @@ function refusalOf(e: unknown): { host: string; why: string } | undefined {
   return err?.refusal ?? err?.cause?.refusal;
 }
 
+type NetworkFailure = { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+
+function timedOut(err: NetworkFailure): boolean {
+  return err.name === 'TimeoutError' || err.name === 'AbortError'
+    || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' || err.code === 'UND_ERR_CONNECT_TIMEOUT';
+}
+
+/** Why no answer came, as a code for the log (`timeout`, or the system's: ECONNREFUSED, ENOTFOUND, a TLS code) and in words. */
+export function networkCause(e: unknown): { code: string; text(timeoutMs: number): string } {
+  const err = (e ?? {}) as NetworkFailure;
+  if (timedOut(err)) return { code: 'timeout', text: (ms) => `gave no answer within ${ms} ms` };
+  const code = err.code ?? err.cause?.code ?? 'unknown';
+  const said = err.cause?.message ?? err.message ?? String(e);
+  if (code === 'ECONNREFUSED') return { code, text: () => 'refused the connection (ECONNREFUSED): nothing listens there' };
+  if (code === 'ENOTFOUND' || code.startsWith('EAI_')) return { code, text: () => `could not be resolved in DNS (${code})` };
+  if (/^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code)) return { code, text: () => `failed the TLS handshake (${code}: ${said})` };
+  return { code, text: () => `could not be reached (${code}: ${said})` };
+}
+
 function networkError(provider: string, what: string, e: unknown, timeoutMs: number): HubError {
   if (isHubError(e)) return e;
-  const err = e as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError'
-    || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT' || err.code === 'UND_ERR_CONNECT_TIMEOUT';
-  if (timedOut) return unavailable(provider, `${what}: no answer within ${timeoutMs} ms`, { timeout: true });
+  const err = e as NetworkFailure;
+  if (timedOut(err)) return unavailable(provider, `${what}: no answer within ${timeoutMs} ms`, { timeout: true });
   const code = err.code ?? err.cause?.code;
   const refused = refusalOf(e);
   if (refused) return addressRefused(provider, what, refused.host, refused.why);

@@ -166,6 +166,12 @@ export function formSignInRoutes<C extends Record<string, unknown>>(app: Fastify
       result = await form.verify(values);
     } catch (e) {
       if (!isHubError(e) && !(e instanceof FormValueError)) throw e;
+      // The form tells the person a plain sentence; the cause (ECONNREFUSED, a 500, an answer that
+      // is not WebDAV) goes to the log, for the operator and for `damhub connectors check`'s report.
+      if (!(e instanceof FormValueError)) {
+        const refused = e.code === 'integration-auth-failed' || e.code === 'integration-forbidden';
+        req.log[refused ? 'info' : 'warn']({ provider: providerId, code: e.code, details: e.details }, 'sign-in check failed');
+      }
       if (attempt.lastForState) {
         await host.fail(state, 'too many failed sign-in attempts');
         return message(reply, w, 401, w.t('failedTitle'), w.t('tooManyFailed'), true);
