@@ -64,7 +64,8 @@ build_app() {
   # benchmarks or their compiled forms.
   mkdir -p "$out/bin" "$out/dist" "$out/src/demo" "$out/deploy" "$out/packages/client" "$out/packages/picker"
   cp package.json package-lock.json LICENSE README.md CHANGELOG.md "$out/"
-  cp bin/damhub.js "$out/bin/"
+  # The CLI and the module it imports (bin/start.js and bin/build-stamp.js are npm start's, which builds).
+  cp bin/damhub.js bin/orphan-watch.js "$out/bin/"
   cp -R dist/src "$out/dist/"
   cp -R src/demo/static "$out/src/demo/"
   for p in client picker; do

@@ -11,10 +11,12 @@
 // --list FILE: only the test files the list names (one path or folder under dist/test per line, #
 //   comments): .ci/run runs .ci/older-node-tests this way on the older Node.
 // FILE…: only these files.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { run } from 'node:test';
+import { spec } from 'node:test/reporters';
 import { fileURLToPath } from 'node:url';
+import { recordFileTimes, slowestFiles } from './test-durations.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
@@ -61,14 +63,18 @@ for (const f of ['test/durations.json', 'test-artifacts/test-durations.json']) {
 }
 files.sort((a, b) => (durations[b] ?? Infinity) - (durations[a] ?? Infinity));
 
-// --test-timeout also bounds each file as a whole (its own test at the top): ten minutes, a guard
+// Run through node:test's run() rather than `node --test FILES`: the command line sorts the files
+// by name, run() keeps this order. Each file is its own process, as with --test.
+const abort = new AbortController();
+for (const sig of ['SIGTERM', 'SIGINT']) process.once(sig, () => { process.exitCode = 1; abort.abort(); });
+// The timeout also bounds each file as a whole (its own test at the top): ten minutes, a guard
 // against a hang, long enough for the CLI files (a hundred real processes each) on a loaded machine.
-const child = spawn(process.execPath, [
-  '--test', `--test-concurrency=${concurrency}`, '--test-timeout=600000',
-  '--test-reporter=spec', '--test-reporter-destination=stdout',
-  '--test-reporter=./scripts/slowest-test-files.mjs', '--test-reporter-destination=stdout',
-  ...files,
-], { stdio: 'inherit' });
-// A CI runner's SIGTERM/SIGINT reaches the test runner (and, through it, the files it runs).
-for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => child.kill(sig));
-child.on('exit', (code, signal) => { process.exitCode = code ?? (signal ? 1 : 0); });
+const stream = run({ files, concurrency, timeout: 600_000, signal: abort.signal });
+stream.on('test:fail', () => { process.exitCode = 1; });
+const times = recordFileTimes(stream);
+// node:test/reporters' spec is a class on some versions and a ready-made transform on others.
+let reporter;
+try { reporter = new spec(); } catch { reporter = spec; }
+const output = stream.compose(reporter);
+output.pipe(process.stdout, { end: false });
+output.on('end', () => process.stdout.write(slowestFiles(times)));
