@@ -44,13 +44,15 @@ function testFiles(dir) {
 let files = testFiles('dist/test').sort();
 if (list) {
   const entries = fs.readFileSync(list, 'utf8').split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean);
+  // An entry names one file, or a folder and everything under it.
+  const names = (e, f) => f === e || f.startsWith(`${e.replace(/\/$/, '')}/`);
   for (const e of entries) {
-    if (!files.some((f) => f === e || f.startsWith(`${e.replace(/\/$/, '')}/`))) {
+    if (!files.some((f) => names(e, f))) {
       process.stderr.write(`scripts/test.mjs: ${list} names ${e}, which matches no test file\n`);
       process.exit(2);
     }
   }
-  files = files.filter((f) => entries.some((e) => f === e || f.startsWith(`${e.replace(/\/$/, '')}/`)));
+  files = files.filter((f) => entries.some((e) => names(e, f)));
 }
 if (only.length) files = only;
 
