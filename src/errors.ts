@@ -32,6 +32,18 @@ export const ERROR_CODES = {
   'hub-rate-limited': { status: 429, source: 'hub', message: 'Too many requests; try again later.' },
   'hub-internal-error': { status: 500, source: 'hub', message: 'Something went wrong on our side.' },
   'hub-unavailable': { status: 503, source: 'hub', message: 'The service is temporarily unavailable; try again.' },
+  // Writes (docs/writes.md). Raised by the hub's write engine and by connectors mapping their DAM's answers alike.
+  'asset-version-conflict': { status: 412, source: 'hub', message: 'Someone saved this asset since you opened it; reload it and try again.' },
+  'hub-precondition-required': { status: 428, source: 'hub', message: 'This change needs the version you read (If-Match).' },
+  'asset-locked': { status: 423, source: 'hub', message: 'This asset is locked by someone else.' },
+  'asset-name-invalid': { status: 400, source: 'hub', message: 'This name cannot be used.' },
+  'asset-exists': { status: 409, source: 'hub', message: 'Something with this name is already there.' },
+  'folder-not-empty': { status: 409, source: 'hub', message: 'The folder is not empty.' },
+  'writes-disabled': { status: 403, source: 'hub', message: 'Saving to the asset library is not enabled for this application.' },
+  'upload-expired': { status: 410, source: 'hub', message: 'This upload has expired; start it again.' },
+  'hub-unsupported-media-type': { status: 415, source: 'hub', message: 'This type of file cannot be uploaded here.' },
+  'hub-idempotency-key-reused': { status: 422, source: 'hub', message: 'This Idempotency-Key was already used for a different request.' },
+  'hub-idempotency-in-progress': { status: 409, source: 'hub', message: 'A request with this Idempotency-Key is still being processed; retry shortly.' },
   'integration-operation-failed': { status: 400, source: 'integration', message: 'The asset library rejected the request.' },
   'integration-auth-failed': { status: 401, source: 'integration', message: 'The asset library rejected the sign-in.' },
   'integration-forbidden': { status: 403, source: 'integration', message: 'You do not have permission to see this in the asset library.' },
@@ -39,6 +51,7 @@ export const ERROR_CODES = {
   'integration-not-available': { status: 404, source: 'integration', message: 'This rendition is not available.' },
   'integration-not-implemented': { status: 501, source: 'integration', message: 'This operation is not implemented for this asset library.' },
   'integration-not-supported': { status: 501, source: 'integration', message: 'This asset library does not support this operation.' },
+  'integration-storage-full': { status: 507, source: 'integration', message: 'The asset library has no room left for this file.' },
   'integration-unavailable': { status: 503, source: 'integration', message: 'The asset library is unavailable; try again later.' },
 } as const satisfies Record<string, CodeSpec>;
 

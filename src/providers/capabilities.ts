@@ -5,7 +5,9 @@
  * The providers listing, the 501 answers and the picker's affordances all read `capabilitiesOf`.
  */
 import { integrationError } from '../errors.js';
+import { lockedByOther } from './asset-state.js';
 import type { Provider, ProviderCapabilities, ProviderFeatures } from './contract.js';
+import type { Asset, FolderCapabilities } from './model.js';
 
 /** Capability → the operation that provides it. */
 export const OPERATIONS = {
@@ -14,7 +16,18 @@ export const OPERATIONS = {
   similarSearch: 'searchByImage',
   versions: 'versions',
   refresh: 'refresh',
+  // Writes (docs/writes.md).
+  upload: 'upload',
+  update: 'update',
+  rename: 'renameAsset',
+  move: 'moveAsset',
+  delete: 'deleteAsset',
+  folders: 'createFolder',
+  lock: 'lockAsset',
 } as const satisfies Record<string, keyof Provider>;
+
+/** Operations that come in pairs: implementing one without the other is a provider bug. */
+const PAIRED: [keyof Provider, keyof Provider][] = [['lockAsset', 'unlockAsset']];
 
 export type OperationCapability = keyof typeof OPERATIONS;
 
@@ -41,6 +54,9 @@ export function checkProvider(p: Provider): void {
   }
   const { defaultSize, maxSize } = p.descriptor.paging;
   if (!(defaultSize >= 1 && maxSize >= defaultSize)) throw new Error(`provider ${id}: paging sizes`);
+  for (const [a, b] of PAIRED) {
+    if ((typeof p[a] === 'function') !== (typeof p[b] === 'function')) throw new Error(`provider ${id}: ${a} and ${b} come together`);
+  }
 }
 
 type Op<K extends OperationCapability> = NonNullable<Provider[(typeof OPERATIONS)[K]]>;
@@ -53,4 +69,59 @@ export function operation<K extends OperationCapability>(p: Provider, cap: K, wh
   const fn = p[OPERATIONS[cap]] as Op<K> | undefined;
   if (typeof fn !== 'function') throw integrationError('integration-not-supported', p.descriptor.id, `${p.descriptor.name} does not support ${what}`);
   return (fn as (...a: unknown[]) => unknown).bind(p) as Op<K>;
+}
+
+/** What the account may do, as a provider states it on an asset (its permissions); absent: whatever it implements. */
+type AssetPermissions = NonNullable<Asset['capabilities']>;
+
+/**
+ * The capability fields of an asset as the client sees them: true exactly when the provider
+ * implements the operation, the partner has writes on (`writes`), and the account may do it on
+ * this asset (the provider's own statement, and no lock of someone else's). `uploadExtensions`:
+ * what a new version may be, the asset's own type (a new version keeps its name), when the
+ * operator's list (`allowed`, null: any) admits it.
+ */
+export function assetCapabilities(caps: ProviderCapabilities, writes: boolean, asset: Asset, allowed: readonly string[] | null): AssetPermissions {
+  const perm: Partial<AssetPermissions> = asset.capabilities ?? {};
+  const may = (implemented: boolean, stated: boolean | undefined) => writes && implemented && stated !== false;
+  const foreignLock = lockedByOther(asset);
+  const canUpdateAsset = may(caps.update, perm.canUpdateAsset) && !foreignLock;
+  const ext = extensionOf(asset.name);
+  return {
+    canDeleteAsset: may(caps.delete, perm.canDeleteAsset) && !foreignLock,
+    canUpdateAsset,
+    canLockAsset: may(caps.lock, perm.canLockAsset) && !asset.lockedBy,
+    canUnlockAsset: may(caps.lock, perm.canUnlockAsset) && !!asset.lockedBy && !foreignLock,
+    canRenameAsset: may(caps.rename, perm.canRenameAsset) && !foreignLock,
+    uploadExtensions: canUpdateAsset && ext && (allowed === null || allowed.includes(ext)) ? [ext] : [],
+  };
+}
+
+/** `assetCapabilities` applied to a copy of the asset (symbols kept). */
+export function withAssetCapabilities<T extends Asset>(caps: ProviderCapabilities, writes: boolean, asset: T, allowed: readonly string[] | null): T {
+  return { ...asset, capabilities: assetCapabilities(caps, writes, asset, allowed) };
+}
+
+/**
+ * A folder answer's capability fields, by the same rule: implemented, partner writes on, and the
+ * provider's statement for the folder (`stated`, absent: allowed). `uploadExtensions` (an addition
+ * to the seed's fields): the provider's list for the folder narrowed by the operator's, or absent
+ * when any type is taken.
+ */
+export function folderCapabilities(caps: ProviderCapabilities, writes: boolean, stated: Partial<FolderCapabilities> | undefined, extensions: readonly string[] | null): FolderCapabilities {
+  const may = (implemented: boolean, s: boolean | undefined) => writes && implemented && s !== false;
+  const out: FolderCapabilities = {
+    canDeleteFolder: may(caps.folders, stated?.canDeleteFolder),
+    canAddFolder: may(caps.folders, stated?.canAddFolder),
+    canAddAsset: may(caps.upload, stated?.canAddAsset),
+    canRenameFolder: may(caps.folders, stated?.canRenameFolder),
+  };
+  if (out.canAddAsset && extensions !== null) out.uploadExtensions = [...extensions];
+  return out;
+}
+
+/** A file name's extension, lower case, without the dot ('' for none). */
+export function extensionOf(name: string): string {
+  const dot = name.lastIndexOf('.');
+  return dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
 }

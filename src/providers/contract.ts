@@ -6,7 +6,8 @@
 import type { OutputSpec, ReferenceImage } from '../images/jobs.js';
 import type { FastifyInstance } from 'fastify';
 import type { ProviderCredentials } from '../auth/provider-tokens.js';
-import type { Asset, AssetPage, FolderPage, VersionList } from './model.js';
+import type { Readable } from 'node:stream';
+import type { Asset, AssetPage, Folder, FolderPage, VersionList } from './model.js';
 import type { SignInReservation, SignInSubject } from '../auth/signin-throttle.js';
 
 /**
@@ -46,6 +47,18 @@ export interface ProviderCapabilities extends ProviderFeatures {
   versions: boolean;
   /** The DAM connection can be renewed without a new login. */
   refresh: boolean;
+  // Writes (docs/writes.md): each true when the provider implements the operation.
+  /** New assets (POST /assets/upload, tus). */
+  upload: boolean;
+  /** New versions of an asset (POST /assets/update/{id}). */
+  update: boolean;
+  rename: boolean;
+  move: boolean;
+  delete: boolean;
+  /** Create, rename and delete folders. */
+  folders: boolean;
+  /** Lock and unlock assets. */
+  lock: boolean;
 }
 
 export interface ProviderDescriptor {
@@ -206,6 +219,41 @@ export interface MediaUrls {
   url(providerId: string, ref: MediaRef, bind: MediaBinding): string;
 }
 
+/**
+ * The bytes of a new asset or version, streamed: read once, in order, to the end or until the
+ * provider fails. The hub has checked the name, the declared length and the sniffed type against
+ * the limits before the provider sees it, and counts the bytes as they pass (a body longer than
+ * declared or than the limit errors the stream). A provider must not leave partial content
+ * visible when the stream errors (temp name then rename, an aborted multipart upload).
+ */
+export interface UploadBody {
+  stream: Readable;
+  /** The declared length (Content-Length, Upload-Length) when the client gave one. */
+  length: number | null;
+  /** The type from the file name (the hub's one MIME table, kit/mime.ts), else application/octet-stream. */
+  mimeType: string;
+}
+
+/** What to do when an upload's name is taken in its folder: refuse (409 asset-exists), keep both (a free name), or add a version. */
+export type ConflictMode = 'fail' | 'rename' | 'version';
+
+/**
+ * The client's precondition on a write. The hub has already compared `ifMatch` with the asset it
+ * read under the asset's write lock (src/content/asset-writes.ts), so of concurrent writers exactly
+ * one passes; `upstreamTag` is the DAM's own tag of that read (CONTENT_TAG), for a provider whose
+ * server has conditional writes, so that a change made outside the hub also fails the write.
+ */
+export interface WriteCondition {
+  ifMatch: string | null;
+  upstreamTag: string | null;
+}
+
+/** Where an asset or folder goes: a folder, and the name there (null: keep its name). */
+export interface WriteDestination {
+  parentId: string;
+  name: string | null;
+}
+
 export interface Provider {
   descriptor: ProviderDescriptor;
   /** Where the user's browser goes to sign in for this login state. */
@@ -252,4 +300,31 @@ export interface Provider {
    * unchanged; absent or null: every browse calls the provider.
    */
   viewVersion?(session: ProviderSession): string | null | Promise<string | null>;
+
+  // Write operations (docs/writes.md): each one present is a capability (capabilities.ts
+  // WRITE_OPERATIONS). The hub checks the partner's opt-in, names, limits, If-Match, locks and
+  // idempotency, and serialises writes to one asset, before any of these is called
+  // (src/content/asset-writes.ts); a provider reports what the account may do on each asset and
+  // folder in their `capabilities` (its permissions) and the hub ANDs that with what it implements.
+  /** A new asset in `parentId`; `created` false when `onConflict: 'version'` added a version to an existing one. */
+  upload?(session: ProviderSession, target: { parentId: string; name: string; onConflict: ConflictMode }, body: UploadBody): Promise<{ asset: Asset; created: boolean }>;
+  /** A new version of the asset's content (same id). */
+  update?(session: ProviderSession, assetId: string, body: UploadBody, cond: WriteCondition): Promise<Asset>;
+  renameAsset?(session: ProviderSession, assetId: string, name: string, cond: WriteCondition): Promise<Asset>;
+  /** Into another folder, renamed on the way when `to.name` is given. The answer may carry a new id (path-based providers). */
+  moveAsset?(session: ProviderSession, assetId: string, to: WriteDestination, cond: WriteCondition): Promise<Asset>;
+  deleteAsset?(session: ProviderSession, assetId: string, cond: WriteCondition): Promise<void>;
+  createFolder?(session: ProviderSession, parentId: string, name: string): Promise<Folder>;
+  /** Renames a folder (`to.name`) and/or moves it (`to.parentId` differs from its parent). */
+  updateFolder?(session: ProviderSession, folderId: string, to: { parentId: string | null; name: string | null }): Promise<Folder>;
+  /** `recursive: false` on a folder with content: 409 folder-not-empty. */
+  deleteFolder?(session: ProviderSession, folderId: string, opts: { recursive: boolean }): Promise<void>;
+  /** Locks the asset for this account; the answer carries `lockedBy`. */
+  lockAsset?(session: ProviderSession, assetId: string): Promise<Asset>;
+  unlockAsset?(session: ProviderSession, assetId: string): Promise<Asset>;
+  /**
+   * File extensions (lower case, no dot) the provider accepts in `folderId` (null: the root, or an
+   * asset's own folder), or null for any; the hub narrows them with DAMHUB_UPLOAD_EXTENSIONS.
+   */
+  uploadExtensions?(session: ProviderSession, folderId: string | null): string[] | null | Promise<string[] | null>;
 }

@@ -107,6 +107,18 @@ export const AssetSchema = Type.Object({
 
 export const FolderSchema = Type.Object({ id: Str, name: Str, relatedAssetId: OptStr }, { $id: 'Folder' });
 
+/**
+ * What the client may do in a folder (the seed's four fields). `uploadExtensions`, a hub addition:
+ * the file types an upload into it may have, present only when they are limited.
+ */
+export const FolderCapabilitiesSchema = Type.Object({
+  canDeleteFolder: Type.Boolean(),
+  canAddFolder: Type.Boolean(),
+  canAddAsset: Type.Boolean(),
+  canRenameFolder: Type.Boolean(),
+  uploadExtensions: Type.Optional(Type.Array(Str)),
+}, { $id: 'FolderCapabilities' });
+
 export const FilterSchema = Type.Object({
   id: Str,
   name: Str,
@@ -130,12 +142,12 @@ export const FolderResultSchema = Type.Object({
   id: Str,
   name: Str,
   ...listFields,
-  capabilities: Type.Object({ canDeleteFolder: Type.Boolean(), canAddFolder: Type.Boolean(), canAddAsset: Type.Boolean(), canRenameFolder: Type.Boolean() }),
+  capabilities: Type.Ref('FolderCapabilities'),
 }, { $id: 'FolderResult' });
 
 export const VersionsResultSchema = Type.Object({ id: Str, name: Str, versions: Type.Array(Type.Ref('Asset')) }, { $id: 'VersionsResult' });
 
-export const MODEL_SCHEMAS = [ConversionSchema, ExifSchema, IptcSchema, XmpSchema, ValueSchema, AssetSchema, FolderSchema, FilterSchema, SearchResultSchema, FolderResultSchema, VersionsResultSchema];
+export const MODEL_SCHEMAS = [ConversionSchema, ExifSchema, IptcSchema, XmpSchema, ValueSchema, AssetSchema, FolderSchema, FolderCapabilitiesSchema, FilterSchema, SearchResultSchema, FolderResultSchema, VersionsResultSchema];
 
 export type Conversion = Static<typeof ConversionSchema>;
 export type Exif = Static<typeof ExifSchema>;
@@ -160,9 +172,17 @@ export interface AssetPage {
   totalAssetsCount: number;
 }
 
+export type FolderCapabilities = Static<typeof FolderCapabilitiesSchema>;
+
 export interface FolderPage extends AssetPage {
   id: string;
   name: string;
+  /**
+   * What the account may do in this folder, as the provider states it (its permissions; absent
+   * fields: allowed). The hub answers these ANDed with what the provider implements and the
+   * partner's write opt-in (capabilities.ts folderCapabilities).
+   */
+  capabilities?: Partial<FolderCapabilities>;
 }
 
 export interface VersionList {

@@ -11,7 +11,7 @@ import { createPgPool, PgDurableStores, type PgOptions } from './postgres/index.
 import { createRedis, RedisShortLivedStores, type RedisStoreOptions } from './redis/index.js';
 import { SqliteStores } from './sqlite/index.js';
 import { ensurePrivateDir } from './private-files.js';
-import type { LoginStateStore, McpConnectionStore, SharedJwksCache, PartnerStore, RateLimitStore, ReplayStore, SessionStore, Stores, UserStore } from './types.js';
+import type { AuditStore, IdempotencyStore, LoginStateStore, McpConnectionStore, SharedJwksCache, PartnerStore, RateLimitStore, ReplayStore, SessionStore, Stores, UploadStore, UserStore, WriteLockStore } from './types.js';
 
 export class StoreConfigError extends Error {
   constructor(message: string) {
@@ -25,6 +25,10 @@ export interface ClusterOptions extends PgOptions, RedisStoreOptions {
   redisUrl: string;
 }
 
+function notYet(): unknown {
+  return new Proxy({}, { get: () => async () => { throw new Error('the write engine is not available in cluster mode yet'); } });
+}
+
 /** PostgreSQL + Redis behind the one Stores interface. */
 export class ClusterStores implements Stores {
   readonly partners: PartnerStore;
@@ -35,6 +39,11 @@ export class ClusterStores implements Stores {
   readonly rateLimits: RateLimitStore;
   readonly mcpConnections: McpConnectionStore;
   readonly jwksCache: SharedJwksCache;
+  // PLACEHOLDER (issue 30, replaced by the cluster stores work in this session): the write engine's state.
+  readonly writeLocks = notYet() as WriteLockStore;
+  readonly idempotency = notYet() as IdempotencyStore;
+  readonly audit = notYet() as AuditStore;
+  readonly uploads = notYet() as UploadStore;
   readonly pg: PgDurableStores;
   readonly redis: RedisShortLivedStores;
   private readonly events = new EventEmitter();

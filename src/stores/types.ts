@@ -18,11 +18,13 @@ export interface Partner {
   rateLimitPerMin: number;
   allowedOrigins: string[];
   enabled: boolean;
+  /** Whether the partner's users may write (docs/writes.md "Who may write"); off until the operator turns it on. */
+  writes: boolean;
   createdAt: number;
   updatedAt: number;
 }
 
-export type PartnerInput = Omit<Partner, 'id' | 'createdAt' | 'updatedAt'> & { id?: string };
+export type PartnerInput = Omit<Partner, 'id' | 'createdAt' | 'updatedAt' | 'writes'> & { id?: string; writes?: boolean };
 export type PartnerPatch = Partial<Omit<Partner, 'id' | 'createdAt' | 'updatedAt'>>;
 
 export interface PartnerStore {
@@ -211,6 +213,120 @@ export interface McpConnectionStore {
   importRows(rows: McpConnection[]): Promise<number>;
 }
 
+/**
+ * Named mutual exclusion across the nodes (docs/writes.md): the write engine holds the lock of an
+ * asset (or folder) while it checks If-Match and writes, so of concurrent writers exactly one wins
+ * on every backend. A lock expires after `ttlMs` unless renewed, so a node that dies mid-write does
+ * not hold it forever; `release` and `renew` act only with the token `acquire` returned.
+ */
+export interface WriteLockStore {
+  /** The lock's token, or null when another holder has it (the caller waits and tries again). */
+  acquire(key: string, ttlMs: number, now: number): Promise<string | null>;
+  /** false when the lock expired and someone else took it. */
+  renew(key: string, token: string, ttlMs: number, now: number): Promise<boolean>;
+  release(key: string, token: string): Promise<void>;
+}
+
+/** A finished request kept for Idempotency-Key replays: what was answered. */
+export interface IdempotentResponse {
+  status: number;
+  /** Response headers worth replaying (ETag, Location, Damhub-Asset-Id, content-type). */
+  headers: Record<string, string>;
+  /** The response body as sent (UTF-8 JSON, or empty). */
+  body: string;
+}
+
+export type IdempotencyClaim =
+  | { state: 'new' }
+  /** Claimed by a request still running (on any node). */
+  | { state: 'running'; fingerprint: string }
+  | { state: 'done'; fingerprint: string; response: IdempotentResponse };
+
+/**
+ * Idempotency-Key records (IETF httpapi draft "The Idempotency-Key HTTP Header Field"), scoped by
+ * partner + hub user (`scope`) so one user's key never answers another's request. `claim` is one
+ * atomic step: the first caller gets `new` and owns the key until `finish` (or `abandon`, when the
+ * request failed in a way a retry may repair); the others see `running` or `done`.
+ */
+export interface IdempotencyStore {
+  claim(scope: string, key: string, fingerprint: string, now: number, expiresAt: number): Promise<IdempotencyClaim>;
+  finish(scope: string, key: string, response: IdempotentResponse): Promise<void>;
+  abandon(scope: string, key: string): Promise<void>;
+}
+
+/** One write, as the audit keeps it (docs/writes.md "Audit"). */
+export interface AuditEntry {
+  /** Epoch ms. */
+  at: number;
+  requestId: string;
+  partnerId: string;
+  userId: string;
+  providerId: string;
+  /** The DAM account (its id as the provider names it), when known. */
+  accountId: string | null;
+  /** upload, update, rename, move, delete, create-folder, update-folder, delete-folder, lock, unlock. */
+  operation: string;
+  /** Asset or folder id before and after (a move or rename may change a path-based id). */
+  targetId: string | null;
+  targetIdAfter: string | null;
+  nameBefore: string | null;
+  nameAfter: string | null;
+  bytes: number | null;
+  /** 'ok', or the error code the client got. */
+  result: string;
+}
+
+export interface AuditQuery {
+  since: number;
+  until?: number;
+  partnerId?: string;
+  /** Newest first, at most this many (≤ 1000). */
+  limit: number;
+  /** Paging: entries strictly older than this (at, requestId) pair. */
+  before?: { at: number; requestId: string };
+}
+
+export interface AuditStore {
+  append(entry: AuditEntry): Promise<void>;
+  list(q: AuditQuery): Promise<AuditEntry[]>;
+  /** Removes entries older than `before` (the retention, DAMHUB_AUDIT_RETENTION). */
+  prune(before: number): Promise<number>;
+}
+
+/**
+ * An unfinished resumable (tus) upload, kept in the stores so that any node can continue it
+ * (cluster mode). The bytes live where `location` says (a part file under the shared data dir, or
+ * the provider's own upload session); the record says how far it got.
+ */
+export interface UploadRecord {
+  id: string;
+  partnerId: string;
+  userId: string;
+  providerId: string;
+  /** Upload-Length; null while deferred. */
+  length: number | null;
+  offset: number;
+  /** The parsed Upload-Metadata (parentId, name, onConflict, or assetId + ifMatch). */
+  metadata: Record<string, string>;
+  /** Where the received bytes are (opaque to the store). */
+  location: string;
+  createdAt: number;
+  expiresAt: number;
+  /** Set once the upload became an asset: the final answer, replayed to a repeated final PATCH. */
+  result: IdempotentResponse | null;
+}
+
+export interface UploadStore {
+  create(r: UploadRecord): Promise<void>;
+  get(id: string): Promise<UploadRecord | null>;
+  /** Compare-and-set on the offset: false when another request moved it meanwhile. */
+  advance(id: string, expectedOffset: number, offset: number): Promise<boolean>;
+  finish(id: string, result: IdempotentResponse): Promise<void>;
+  remove(id: string): Promise<boolean>;
+  /** Unfinished uploads past their expiry (for the sweeper to remove with their parts). */
+  expired(now: number, limit: number): Promise<UploadRecord[]>;
+}
+
 export interface Stores {
   partners: PartnerStore;
   users: UserStore;
@@ -220,6 +336,14 @@ export interface Stores {
   rateLimits: RateLimitStore;
   /** DAM connections held for MCP sessions (durable: SQLite, or PostgreSQL in cluster mode). */
   mcpConnections: McpConnectionStore;
+  /** Write locks (Redis in cluster mode). */
+  writeLocks: WriteLockStore;
+  /** Idempotency-Key records (durable: SQLite, or PostgreSQL in cluster mode). */
+  idempotency: IdempotencyStore;
+  /** The write audit (SQLite, or PostgreSQL in cluster mode). */
+  audit: AuditStore;
+  /** Unfinished tus uploads (SQLite, or PostgreSQL in cluster mode). */
+  uploads: UploadStore;
   /** Partner JWKS fetched by any node (cluster mode); absent: each node caches its own fetches. */
   jwksCache?: SharedJwksCache;
   /**

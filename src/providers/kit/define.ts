@@ -11,9 +11,10 @@ import type { KeyRing } from '../../auth/keys.js';
 import type { ProviderCredentials } from '../../auth/provider-tokens.js';
 import { hubError, integrationError } from '../../errors.js';
 import type {
-  ListOptions, LoginHost, LoginStart, Provider, ProviderDescriptor, ProviderFeatures, ProviderInfo, ProviderSession, SearchQuery,
+  ConflictMode, ListOptions, LoginHost, LoginStart, Provider, ProviderDescriptor, ProviderFeatures, ProviderInfo, ProviderSession, SearchQuery,
+  UploadBody, WriteCondition, WriteDestination,
 } from '../contract.js';
-import type { Asset, AssetPage, FolderPage, VersionList } from '../model.js';
+import type { Asset, AssetPage, Folder, FolderPage, VersionList } from '../model.js';
 import { DEFAULT_UPSTREAM, discard, UpstreamClient, type UpstreamResponse, type UpstreamSettings } from './http.js';
 import type { UpstreamLog } from './upstream-log.js';
 import { MediaGrants } from './media-grants.js';
@@ -140,7 +141,24 @@ export interface ConnectorHooks<C> {
    * relayed as is); null: none for this item, the hub makes one from `download`.
    */
   thumbnail?(req: ThumbnailRequest<C>): Promise<UpstreamResponse | null>;
+  // Writes (Provider's write operations, src/providers/contract.ts; each given hook is a capability).
+  upload?(ctx: CallContext<C>, target: { parentId: string; name: string; onConflict: ConflictMode }, body: UploadBody): Promise<{ asset: Asset; created: boolean }>;
+  update?(ctx: CallContext<C>, assetId: string, body: UploadBody, cond: WriteCondition): Promise<Asset>;
+  renameAsset?(ctx: CallContext<C>, assetId: string, name: string, cond: WriteCondition): Promise<Asset>;
+  moveAsset?(ctx: CallContext<C>, assetId: string, to: WriteDestination, cond: WriteCondition): Promise<Asset>;
+  deleteAsset?(ctx: CallContext<C>, assetId: string, cond: WriteCondition): Promise<void>;
+  createFolder?(ctx: CallContext<C>, parentId: string, name: string): Promise<Folder>;
+  updateFolder?(ctx: CallContext<C>, folderId: string, to: { parentId: string | null; name: string | null }): Promise<Folder>;
+  deleteFolder?(ctx: CallContext<C>, folderId: string, opts: { recursive: boolean }): Promise<void>;
+  lockAsset?(ctx: CallContext<C>, assetId: string): Promise<Asset>;
+  unlockAsset?(ctx: CallContext<C>, assetId: string): Promise<Asset>;
+  uploadExtensions?(ctx: CallContext<C>, folderId: string | null): string[] | null | Promise<string[] | null>;
 }
+
+/** The write hooks: each takes the call context where the Provider's operation takes the session. */
+const WRITE_HOOKS = [
+  'upload', 'update', 'renameAsset', 'moveAsset', 'deleteAsset', 'createFolder', 'updateFolder', 'deleteFolder', 'lockAsset', 'unlockAsset', 'uploadExtensions',
+] as const satisfies readonly (keyof ConnectorHooks<never> & keyof Provider)[];
 
 export interface ConnectorSpec<C extends ProviderCredentials> {
   id: string;
@@ -360,6 +378,10 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         : { asset: async () => { throw integrationError('integration-not-implemented', spec.id, `${spec.name}: reading one asset`); } }),
       ...(versions ? { versions: (s: ProviderSession, id: string, o: { withMaster: boolean; uiLocale: string }) => versions(ctx(s), id, o) } : {}),
     };
+    for (const name of WRITE_HOOKS) {
+      const hook = spec.hooks[name] as ((c: CallContext<C>, ...rest: unknown[]) => unknown) | undefined;
+      if (hook) (provider as unknown as Record<string, unknown>)[name] = (s: ProviderSession, ...rest: unknown[]) => hook.call(spec.hooks, ctx(s), ...rest);
+    }
     return provider;
   };
 }

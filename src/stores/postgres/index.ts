@@ -118,6 +118,7 @@ function toPartner(r: Row): Partner {
     rateLimitPerMin: r.rate_limit as number,
     allowedOrigins: r.allowed_origins as string[],
     enabled: r.enabled === true,
+    writes: r.writes === true,
     createdAt: r.created_at as number,
     updatedAt: r.updated_at as number,
   };

@@ -32,6 +32,8 @@ import {
 } from '../types.js';
 
 import { privateSqliteFile } from '../private-files.js';
+import { SqliteAudit, SqliteIdempotency, SqliteUploads, SqliteWriteLocks } from './writes.js';
+import type { AuditStore, IdempotencyStore, UploadStore, WriteLockStore } from '../types.js';
 
 type Row = Record<string, unknown>;
 
@@ -70,6 +72,7 @@ function toPartner(r: Row): Partner {
     rateLimitPerMin: r.rate_limit as number,
     allowedOrigins: JSON.parse(r.allowed_origins as string),
     enabled: r.enabled === 1,
+    writes: r.writes === 1,
     createdAt: r.created_at as number,
     updatedAt: r.updated_at as number,
   };
@@ -116,10 +119,10 @@ class SqlitePartners implements PartnerStore {
     try {
       this.db
         .prepare(
-          `INSERT INTO partners (id, name, issuer, audience, jwks_url, jwks, max_token_age, rate_limit, allowed_origins, enabled, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO partners (id, name, issuer, audience, jwks_url, jwks, max_token_age, rate_limit, allowed_origins, enabled, writes, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .run(id, p.name, p.issuer, p.audience, p.jwksUrl, p.jwks ? JSON.stringify(p.jwks) : null, p.maxTokenAgeSec, p.rateLimitPerMin, JSON.stringify(p.allowedOrigins), p.enabled ? 1 : 0, now, now);
+        .run(id, p.name, p.issuer, p.audience, p.jwksUrl, p.jwks ? JSON.stringify(p.jwks) : null, p.maxTokenAgeSec, p.rateLimitPerMin, JSON.stringify(p.allowedOrigins), p.enabled ? 1 : 0, p.writes ? 1 : 0, now, now);
     } catch (e) {
       if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new StoreConflictError(`a partner with id ${id} or issuer ${p.issuer} already exists`);
       throw e;
@@ -133,9 +136,9 @@ class SqlitePartners implements PartnerStore {
     try {
       this.db
         .prepare(
-          `UPDATE partners SET name=?, issuer=?, audience=?, jwks_url=?, jwks=?, max_token_age=?, rate_limit=?, allowed_origins=?, enabled=?, updated_at=? WHERE id=?`,
+          `UPDATE partners SET name=?, issuer=?, audience=?, jwks_url=?, jwks=?, max_token_age=?, rate_limit=?, allowed_origins=?, enabled=?, writes=?, updated_at=? WHERE id=?`,
         )
-        .run(n.name, n.issuer, n.audience, n.jwksUrl, n.jwks ? JSON.stringify(n.jwks) : null, n.maxTokenAgeSec, n.rateLimitPerMin, JSON.stringify(n.allowedOrigins), n.enabled ? 1 : 0, now, id);
+        .run(n.name, n.issuer, n.audience, n.jwksUrl, n.jwks ? JSON.stringify(n.jwks) : null, n.maxTokenAgeSec, n.rateLimitPerMin, JSON.stringify(n.allowedOrigins), n.enabled ? 1 : 0, n.writes ? 1 : 0, now, id);
     } catch (e) {
       if ((e as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT')) throw new StoreConflictError(`issuer ${n.issuer} is taken by another partner`);
       throw e;
@@ -372,6 +375,10 @@ export class SqliteStores implements Stores {
   readonly logins: LoginStateStore;
   readonly rateLimits: RateLimitStore;
   readonly mcpConnections: McpConnectionStore;
+  readonly writeLocks: WriteLockStore;
+  readonly idempotency: IdempotencyStore;
+  readonly audit: AuditStore;
+  readonly uploads: UploadStore;
 
   private readonly events = new EventEmitter();
 
@@ -384,6 +391,10 @@ export class SqliteStores implements Stores {
     this.logins = new SqliteLogins(db);
     this.rateLimits = new SqliteRateLimits(db);
     this.mcpConnections = new SqliteMcpConnections(db);
+    this.writeLocks = new SqliteWriteLocks(db);
+    this.idempotency = new SqliteIdempotency(db);
+    this.audit = new SqliteAudit(db);
+    this.uploads = new SqliteUploads(db);
   }
 
   static open(file: string): SqliteStores {
@@ -407,6 +418,8 @@ export class SqliteStores implements Stores {
       // A TAT at or before now is a full budget, the same as no row: keys named after guessed
       // account names (the sign-in throttle) must not pile up.
       this.db.prepare('DELETE FROM rate_limits WHERE tat <= ?').run(now);
+      this.db.prepare('DELETE FROM write_locks WHERE expires_at <= ?').run(now);
+      this.db.prepare('DELETE FROM idempotency_keys WHERE expires_at <= ?').run(now);
     })();
   }
 

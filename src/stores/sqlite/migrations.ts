@@ -90,4 +90,59 @@ export const MIGRATIONS: { version: number; sql: string }[] = [
     version: 4,
     sql: `ALTER TABLE login_states ADD COLUMN ui_locale TEXT;`,
   },
+  {
+    // Issue 30, the write engine: the partner opt-in, write locks, Idempotency-Key records, the
+    // write audit and unfinished tus uploads (docs/writes.md).
+    version: 5,
+    sql: `
+      ALTER TABLE partners ADD COLUMN writes INTEGER NOT NULL DEFAULT 0;
+      CREATE TABLE write_locks (
+        key TEXT PRIMARY KEY,
+        token TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE idempotency_keys (
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        status INTEGER,
+        headers TEXT,
+        body TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (scope, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX idempotency_keys_expiry ON idempotency_keys(expires_at);
+      CREATE TABLE audit_log (
+        at INTEGER NOT NULL,
+        request_id TEXT NOT NULL,
+        partner_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        provider_id TEXT NOT NULL,
+        account_id TEXT,
+        operation TEXT NOT NULL,
+        target_id TEXT,
+        target_id_after TEXT,
+        name_before TEXT,
+        name_after TEXT,
+        bytes INTEGER,
+        result TEXT NOT NULL
+      );
+      CREATE INDEX audit_log_at ON audit_log(at, request_id);
+      CREATE TABLE uploads (
+        id TEXT PRIMARY KEY,
+        partner_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        provider_id TEXT NOT NULL,
+        length INTEGER,
+        "offset" INTEGER NOT NULL,
+        metadata TEXT NOT NULL,
+        location TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        result TEXT
+      );
+      CREATE INDEX uploads_expiry ON uploads(expires_at);
+    `,
+  },
 ];
