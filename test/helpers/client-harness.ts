@@ -11,6 +11,7 @@ import { startTestHub, tempDir, type TestHub } from './hub.js';
 import { TestBrowser } from './browser.js';
 import { writeFiles, libraryOf } from './library.js';
 import type { Provider } from '../../src/providers/contract.js';
+import type { Partner } from '../../src/stores/types.js';
 
 export interface ClientHarness {
   t: TestHub;
@@ -35,7 +36,17 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startClientHarness(opts: { files?: Record<string, Buffer | string>; providers?: Provider[]; account?: { name: string; password: string } } = {}): Promise<ClientHarness> {
+export interface ClientHarnessOptions {
+  files?: Record<string, Buffer | string>;
+  providers?: Provider[];
+  account?: { name: string; password: string };
+  /** Partner fields beyond issuer and JWKS (e.g. `writes: true`). */
+  partner?: Partial<Partner>;
+  /** Runs after the hub started and before it listens: the last moment routes can be added. */
+  beforeListen?: (t: TestHub, origin: string) => void | Promise<void>;
+}
+
+export async function startClientHarness(opts: ClientHarnessOptions = {}): Promise<ClientHarness> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const root = opts.files ? tempDir('damhub-client-lib-') : null;
@@ -45,10 +56,11 @@ export async function startClientHarness(opts: { files?: Record<string, Buffer |
   const t = await startTestHub({
     config: { publicUrl: origin, userRateLimitPerMin: 0, ...(root ? { libraryDir: root } : {}) },
     providers: opts.providers,
-    partner: { issuer, jwks: { keys: [key.publicJwk as never] } },
+    partner: { ...opts.partner, issuer, jwks: { keys: [key.publicJwk as never] } },
   });
   await t.hub.start();
   if (root && opts.account) await addAccount(libraryOf(t.hub).index, opts.account.name, opts.account.password, [], t.clock.now());
+  await opts.beforeListen?.(t, origin);
   await t.app.listen({ port, host: '127.0.0.1' });
   const signer = createPartnerSigner({ privateKey: key.privateKeyPem, kid: key.kid, issuer, now: () => t.clock.now() });
   const h: ClientHarness = {

@@ -71,6 +71,14 @@ export class DamhubPicker extends HTMLElement {
   private focusAfter: FocusAfter = null;
   private readonly selected = new Map<string, Asset>();
   private detailId: string | null = null;
+  /** The asset the panel shows now: the list's summary, then the full answer. */
+  private detailAsset: Asset | null = null;
+  /**
+   * The panel renders twice (the summary, then the full asset) and each render replaces its
+   * content: the versions box and its button belong to the asset id and are carried into the
+   * second render, so a "Show versions" pressed in between loads into the panel on screen.
+   */
+  private versionsUi: { id: string; box: HTMLElement; button: HTMLButtonElement } | null = null;
   private observer: IntersectionObserver | null = null;
   private started = false;
   private built = false;
@@ -720,6 +728,8 @@ export class DamhubPicker extends HTMLElement {
   private closeDetail(refocus: boolean): void {
     const wasOpen = !this.els.detail.hidden;
     this.detailId = null;
+    this.detailAsset = null;
+    this.versionsUi = null;
     this.els.detail.hidden = true;
     if (refocus && wasOpen) (this.items()[this.focusIndex] ?? this.els.grid).focus();
   }
@@ -732,15 +742,18 @@ export class DamhubPicker extends HTMLElement {
   private async showDetail(summary: Asset): Promise<void> {
     const d = this.els.detail;
     this.detailId = summary.id;
+    this.versionsUi = null; // a new opening of the panel starts with the button, even for the same asset
     d.hidden = false;
     this.renderDetail(summary, true);
     if (this.isSheet()) d.querySelector<HTMLElement>('.close')?.focus();
     try {
       const full = await this.makeClient().asset(summary.id, { uiLocale: this.locale });
       if (this.detailId !== summary.id) return;
-      const refocus = d.contains(this.root.activeElement);
+      const active = this.root.activeElement as HTMLElement | null;
+      const refocus = !!active && d.contains(active);
       this.renderDetail(full, false);
-      if (refocus) d.querySelector<HTMLElement>('.close')?.focus();
+      // Moving the kept versions button or list out and back in blurred it: focus returns to it.
+      if (refocus) (active.isConnected && d.contains(active) ? active : d.querySelector<HTMLElement>('.close'))?.focus();
     } catch (err) {
       if (this.detailId === summary.id) this.fail(err, this.t('detailFail'), () => void this.showDetail(summary));
     }
@@ -755,9 +768,15 @@ export class DamhubPicker extends HTMLElement {
       [t('keywords'), a.keywords?.join(', ')], [t('copyright'), a.copyright], [t('folder'), a.parentPath],
     ];
     const canVersions = capabilitiesOf(this.provider).versions;
-    const versions = h('div', { class: 'versions' });
-    const versionsButton = h('button', { type: 'button', 'aria-expanded': 'false' }, t('showVersions'));
-    versionsButton.addEventListener('click', () => void this.loadVersions(a, versions, versionsButton));
+    this.detailAsset = a;
+    let ui = this.versionsUi;
+    if (!ui || ui.id !== a.id) {
+      const box = h('div', { class: 'versions' });
+      const button = h('button', { type: 'button', 'aria-expanded': 'false' }, t('showVersions'));
+      button.addEventListener('click', () => void this.loadVersions(a.id, box, button));
+      ui = this.versionsUi = { id: a.id, box, button };
+    }
+    const { box: versions, button: versionsButton } = ui;
     replace(this.els.detail,
       h('button', { type: 'button', class: 'close', 'aria-label': t('close'), onclick: () => this.closeDetail(true) }, '×'),
       h('h2', { id: 'detail-heading' }, a.name),
@@ -769,13 +788,15 @@ export class DamhubPicker extends HTMLElement {
     );
   }
 
-  private async loadVersions(a: Asset, box: HTMLElement, button: HTMLButtonElement): Promise<void> {
+  private async loadVersions(id: string, box: HTMLElement, button: HTMLButtonElement): Promise<void> {
     const t = this.t;
     button.disabled = true;
     replace(box, t('loadingVersions'));
     try {
-      const r = await this.makeClient().versions(a.id, { withMaster: true, uiLocale: this.locale });
-      if (this.detailId !== a.id) return;
+      const r = await this.makeClient().versions(id, { withMaster: true, uiLocale: this.locale });
+      if (this.detailId !== id || this.versionsUi?.box !== box) return;
+      // The full asset may have replaced the summary meanwhile: its displayVersion marks the current one.
+      const a: Asset = this.detailAsset?.id === id ? this.detailAsset : { id, name: r.name };
       button.setAttribute('aria-expanded', 'true');
       button.hidden = true;
       // "Version 2 (current): modified 25 Nov 2026, 14:30, 1.2 KB": a sentence, not a row of dots.
@@ -794,7 +815,7 @@ export class DamhubPicker extends HTMLElement {
     } catch (err) {
       button.disabled = false;
       replace(box);
-      this.fail(err, t('versionsFail'), () => void this.loadVersions(a, box, button));
+      this.fail(err, t('versionsFail'), () => void this.loadVersions(id, box, button));
     }
   }
 
