@@ -27,7 +27,12 @@ process.stdout.write([
   `  min+brotli:  ${brotli} bytes (${kb(brotli)})`,
   '',
 ].join('\n'));
+// The chunk the module imports on the first upload above the tus threshold (tus-js-client): not in the target, since a page loads it only then.
+const chunks = fs.readdirSync(path.dirname(file)).filter((f) => /^damhub-picker-tus-.*\.js$/.test(f));
+const chunkGzip = chunks.reduce((n, f) => n + zlib.gzipSync(fs.readFileSync(path.join(path.dirname(file), f)), { level: 9 }).length, 0);
+process.stdout.write(`  tus chunk${chunks.length === 1 ? '' : 's'} (loaded on the first resumable upload), min+gzip -9: ${chunkGzip} bytes (${kb(chunkGzip)})\n`);
 result('picker-min-gzip', gzip / 1024, 'KB', ['<=', TARGET_GZIP_BYTES / 1024]);
+result('picker-tus-chunk-min-gzip', chunkGzip / 1024, 'KB');
 result('picker-min', min.length / 1024, 'KB');
 result('picker-min-brotli', brotli / 1024, 'KB');
 reportResults();

@@ -1,12 +1,21 @@
 // Bundles <damhub-picker> and @damhub/client into one minified ES module the hub serves (and a partner can host).
+// tus-js-client, which @damhub/client imports only when a file crosses its upload threshold, is split
+// into a chunk beside it (damhub-picker-tus-*.js), loaded on the first large upload: a page that
+// never uploads one does not download it. Host the chunk in the same folder as the module.
 import { build } from 'esbuild';
+import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
+// Chunks of earlier builds have other hashes: start from an empty dist/ so only this build's are served.
+fs.rmSync(new URL('dist', import.meta.url), { recursive: true, force: true });
 await build({
   absWorkingDir: here,
   entryPoints: ['src/index.ts'],
-  outfile: 'dist/damhub-picker.js',
+  outdir: 'dist',
+  entryNames: 'damhub-picker',
+  chunkNames: 'damhub-picker-tus-[hash]',
+  splitting: true,
   bundle: true,
   format: 'esm',
   platform: 'browser',

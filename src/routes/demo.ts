@@ -23,8 +23,11 @@ export async function demoRoutes(app: FastifyInstance): Promise<void> {
   app.get('/demo/app.js', { schema: { hide: true } }, page('app.js', 'text/javascript; charset=utf-8'));
   app.get('/demo/style.css', { schema: { hide: true } }, page('style.css', 'text/css; charset=utf-8'));
   if (fs.existsSync(PICKER)) {
-    const bundle = fs.readFileSync(PICKER);
-    app.get('/demo/damhub-picker.js', { schema: { hide: true } }, async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(bundle));
+    // The module and the chunk it imports on the first large upload (tus-js-client), side by side.
+    for (const file of fs.readdirSync(path.dirname(PICKER)).filter((f) => /^damhub-picker[\w-]*\.js$/.test(f))) {
+      const bundle = fs.readFileSync(path.join(path.dirname(PICKER), file));
+      app.get(`/demo/${file}`, { schema: { hide: true } }, async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(bundle));
+    }
   } else {
     app.log.warn({ file: PICKER }, 'the picker bundle is missing (run npm run build): the demo page will not work');
   }

@@ -14,7 +14,7 @@ import { startClientHarness, type ClientHarness, type ClientHarnessOptions } fro
 import { REPO_ROOT } from './process.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
-const BUNDLE = path.join(REPO_ROOT, 'packages', 'picker', 'dist', 'damhub-picker.js');
+const DIST = path.join(REPO_ROOT, 'packages', 'picker', 'dist');
 
 const APP_JS = `
 const picker = document.querySelector('damhub-picker');
@@ -42,12 +42,16 @@ const escAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').
 
 export async function startPickerPage(opts: ClientHarnessOptions & { sub?: string; account: { name: string; password: string } }): Promise<PickerPageHarness> {
   let h!: ClientHarness;
-  const bundle = fs.readFileSync(BUNDLE);
+  // The module and its chunk (tus-js-client, imported on the first large upload).
+  const scripts = fs.readdirSync(DIST).filter((f) => /^damhub-picker[\w-]*\.js$/.test(f));
   h = await startClientHarness({
     ...opts,
     beforeListen(t, origin) {
       void origin;
-      t.app.get('/test-picker/damhub-picker.js', async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(bundle));
+      for (const file of scripts) {
+        const body = fs.readFileSync(path.join(DIST, file));
+        t.app.get(`/test-picker/${file}`, async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(body));
+      }
       t.app.get('/test-picker/app.js', async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(APP_JS));
       t.app.post('/test-picker/token', async () => ({ jwt: await h.signer({ sub: opts.sub ?? 'picker-user', email: `${opts.sub ?? 'picker-user'}@example.com`, name: 'Picker User' }) }));
       t.app.get('/test-picker/page', async (req, reply) => {

@@ -6,10 +6,13 @@
 import { defaultProvider } from './capabilities.js';
 import { abortReason, clientError, DamhubError, errorFromResponse, isRetryable, needsDamLogin, needsExchange, networkError, type Operation } from './errors.js';
 import type {
-  Asset, AssetQuery, CheckTokenResult, FolderQuery, FolderResult, ImageSearchQuery, LoginPoll, LoginStart, LoginStartQuery, ProviderInfoResult,
+  Asset, AssetQuery, CheckTokenResult, Folder, FolderQuery, FolderResult, ImageSearchQuery, LoginPoll, LoginStart, LoginStartQuery, ProviderInfoResult,
   ProviderList, SearchQuery, SearchResult, TokenPair, VersionsQuery, VersionsResult,
 } from './generated/types.js';
 import { assetsOf, paginate, type Paged } from './paging.js';
+import { tusUpload } from './tus.js';
+import { countingStream, nameOf, replayable, sizeOf, typeOf, type UploadSource } from './upload-source.js';
+import type { ConditionalWriteOptions, RemoveFolderOptions, UpdateOptions, UploadOptions, WriteOptions } from './writes.js';
 
 /** The hub session. `expiresAt` is epoch milliseconds on the client's clock. */
 export interface HubTokens {
@@ -74,6 +77,17 @@ export interface DamhubClientOptions {
   autoDamLogin?: boolean;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
+  /**
+   * Files larger than this go through the resumable tus upload (default 8 MiB); smaller ones in one
+   * plain POST. 0 sends every file through tus, Infinity none.
+   */
+  uploadThreshold?: number;
+  /** The size of one tus PATCH (default: a browser sends a Blob in one, resuming at the hub's offset; 8 MiB otherwise, which bounds memory). */
+  tusChunkSize?: number;
+  /** Waits before each retry of a tus request after a dropped connection or a 5xx (default 0, 1, 3, 5, 10 s). */
+  tusRetryDelays?: number[];
+  /** How often a write is sent again after a network error, 429, 502-504 or hub-idempotency-in-progress (default 3), with the same Idempotency-Key. */
+  writeRetries?: number;
 }
 
 export interface CallOptions {
@@ -130,13 +144,71 @@ export type ImageInput = string | { dataBase64: string } | { bytes: Uint8Array |
 type Query = Record<string, string | number | boolean | string[] | undefined | null>;
 
 interface RawRequest {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   query?: Query;
+  /** A JSON body. */
   body?: unknown;
+  /** A raw body (the bytes of an upload), sent with `contentType`. */
+  bytes?: Blob | Uint8Array;
+  contentType?: string;
+  /** Upload progress of `bytes`. */
+  onProgress?: (sent: number, total: number) => void;
+  /** The answer's headers, read before the body is parsed (ETag, Damhub-Asset-Id). */
+  onHeaders?: (headers: Headers, status: number) => void;
   headers?: Record<string, string>;
   signal?: AbortSignal;
   operation: Operation;
+}
+
+const MiB = 1024 * 1024;
+/** How many ETags the client remembers (the last one it saw per asset id, for `etagOf` and update's default If-Match). */
+const ETAG_MEMORY = 1000;
+
+/** A v4 UUID for Idempotency-Key: crypto.randomUUID where it exists (secure contexts, Node), else from getRandomValues. */
+export function newIdempotencyKey(): string {
+  const c = globalThis.crypto;
+  if (typeof c?.randomUUID === 'function') return c.randomUUID();
+  const b = c.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const hex = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * One upload through XMLHttpRequest, the only browser API that reports upload progress (fetch
+ * does not, and cannot stream a request body over HTTP/1.1). Answers a Response like fetch's.
+ */
+function xhrSend(url: URL, method: string, headers: Record<string, string>, body: Blob | Uint8Array, signal: AbortSignal | undefined, onProgress: (sent: number) => void): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open(method, url.href);
+    for (const [k, v] of Object.entries(headers)) xhr.setRequestHeader(k, v);
+    xhr.upload.onprogress = (e) => onProgress(e.loaded);
+    const onAbort = () => xhr.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const done = () => signal?.removeEventListener('abort', onAbort);
+    xhr.onload = () => {
+      done();
+      const h = new Headers();
+      for (const line of xhr.getAllResponseHeaders().trim().split(/[\r\n]+/)) {
+        const i = line.indexOf(':');
+        if (i > 0) h.append(line.slice(0, i).trim(), line.slice(i + 1).trim());
+      }
+      // A 204 cannot carry a body in a Response.
+      resolve(new Response(xhr.status === 204 || xhr.status === 205 ? null : xhr.responseText, { status: xhr.status, headers: h }));
+    };
+    xhr.onerror = () => {
+      done();
+      reject(new TypeError('the upload request failed'));
+    };
+    xhr.onabort = () => {
+      done();
+      reject(signal ? abortReason(signal) : new TypeError('the upload was aborted'));
+    };
+    xhr.send(body as XMLHttpRequestBodyInit);
+  });
 }
 
 const LOGIN_HORIZON_MS = 5 * 60_000;
@@ -320,6 +392,8 @@ export class DamhubClient {
   private readonly dam = new Map<string, DamConnection>();
   private readonly damInflight = new Map<string, Promise<DamConnection>>();
   private loading: Promise<void> | null = null;
+  /** The last ETag seen per asset id, oldest first (see etagOf). */
+  private readonly etags = new Map<string, string>();
 
   constructor(private readonly opts: DamhubClientOptions) {
     const base = opts.baseUrl.replace(/\/+$/, '');
@@ -382,7 +456,7 @@ export class DamhubClient {
       else url.searchParams.set(k, String(v));
     }
     const headers: Record<string, string> = { accept: 'application/json', ...this.opts.headers, ...r.headers };
-    let body: string | undefined;
+    let body: BodyInit | undefined;
     if (r.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(r.body);
@@ -390,7 +464,12 @@ export class DamhubClient {
     if (r.signal?.aborted) throw abortReason(r.signal);
     let res: Response;
     try {
-      res = await this.fetchImpl(url, { method: r.method, headers, body, signal: r.signal });
+      if (r.bytes) {
+        headers['content-type'] = r.contentType ?? 'application/octet-stream';
+        res = await this.sendBytes(url, r.method, headers, r.bytes, r.signal, r.onProgress);
+      } else {
+        res = await this.fetchImpl(url, { method: r.method, headers, body, signal: r.signal });
+      }
     } catch (e) {
       if (r.signal?.aborted) throw abortReason(r.signal);
       throw networkError(e, r.operation);
@@ -403,6 +482,7 @@ export class DamhubClient {
       throw networkError(e, r.operation);
     }
     if (!res.ok) throw errorFromResponse(res.status, text, res.headers, r.operation);
+    r.onHeaders?.(res.headers, res.status);
     if (!text) return undefined as T;
     const type = res.headers.get('content-type') ?? '';
     if (!/json/i.test(type)) return text as T;
@@ -414,11 +494,34 @@ export class DamhubClient {
   }
 
   /**
+   * The bytes of an upload, with progress where the runtime can tell it: XMLHttpRequest in a
+   * browser (unless a `fetch` was given), a counting stream with Node's fetch (it pulls the body
+   * as it sends), else one report at the end.
+   */
+  private async sendBytes(url: URL, method: string, headers: Record<string, string>, bytes: Blob | Uint8Array, signal: AbortSignal | undefined, onProgress?: (sent: number, total: number) => void): Promise<Response> {
+    const total = bytes instanceof Uint8Array ? bytes.byteLength : bytes.size;
+    const report = (n: number) => onProgress?.(Math.min(n, total), total);
+    report(0);
+    let res: Response;
+    if (typeof XMLHttpRequest === 'function') {
+      res = onProgress && !this.opts.fetch
+        ? await xhrSend(url, method, headers, bytes, signal, report)
+        : await this.fetchImpl(url, { method, headers, body: bytes as BodyInit, signal });
+    } else {
+      // Node: the declared length goes with the stream (the hub checks it before reading).
+      const body = onProgress ? countingStream(bytes, report) : (bytes as BodyInit);
+      res = await this.fetchImpl(url, { method, headers: { ...headers, 'content-length': String(total) }, body, signal, duplex: 'half' } as RequestInit);
+    }
+    if (res.ok) report(total);
+    return res;
+  }
+
+  /**
    * A call with the hub session (and for content calls the DAM connection): renews the access
    * token once on `hub-access-token-invalid`, refreshes the DAM connection once when the hub or
    * the DAM rejects it, and runs the DAM login when `autoDamLogin` is on.
    */
-  private async call<T>(r: Omit<RawRequest, 'headers'>, content: false | { provider?: string }): Promise<T> {
+  private async call<T>(r: RawRequest, content: false | { provider?: string }): Promise<T> {
     let hubRetried = false;
     let damRefreshed = false;
     let damLoggedIn = false;
@@ -427,7 +530,7 @@ export class DamhubClient {
     if (content && !providerId) throw clientError('client-no-dam-connection', 'no provider selected: run loginToDam(provider) first or pass {provider}', { operation: r.operation });
     for (;;) {
       const access = await this.tokens.accessToken(r.signal);
-      const headers: Record<string, string> = { authorization: `Bearer ${access}` };
+      const headers: Record<string, string> = { ...r.headers, authorization: `Bearer ${access}` };
       let conn: DamConnection | undefined;
       if (providerId) {
         try {
@@ -777,14 +880,181 @@ export class DamhubClient {
     return this.call({ method: 'POST', path: '/assets/search', operation: 'searchByImage', signal, query: q as Query, body: { dataBase64 } }, { provider });
   }
 
+  /** The asset's details. Its ETag (the answer's header) is remembered for `etagOf` and `update`. */
   asset(assetId: string, o: AssetQuery & ContentOptions = {}): Promise<Asset> {
     const { signal, provider, ...q } = o;
-    return this.call({ method: 'GET', path: `/assets/asset/${encodeURIComponent(assetId)}`, operation: 'asset', signal, query: q }, { provider });
+    return this.call({
+      method: 'GET', path: `/assets/asset/${encodeURIComponent(assetId)}`, operation: 'asset', signal, query: q,
+      onHeaders: (h) => this.rememberEtag(assetId, h.get('etag')),
+    }, { provider });
   }
 
   versions(assetId: string, o: VersionsQuery & ContentOptions = {}): Promise<VersionsResult> {
     const { signal, provider, ...q } = o;
     return this.call({ method: 'GET', path: `/assets/assetversions/${encodeURIComponent(assetId)}`, operation: 'versions', signal, query: q }, { provider });
+  }
+
+  // ── writes (docs/writes.md) ─────────────────────────────────────────────────────────────────
+  /**
+   * The ETag of an asset as this client last saw it (from `asset()`, an upload, an update, a
+   * rename, move, lock or unlock answer), else read now with `asset()`; `{refresh: true}` always
+   * reads it now. For If-Match, the ETag that matters is the one of the content the user edited:
+   * the remembered one, not a fresh one (a fresh one would overwrite what someone saved meanwhile).
+   */
+  async etagOf(assetId: string, o: ContentOptions & { refresh?: boolean } = {}): Promise<string | undefined> {
+    if (!o.refresh && this.etags.has(assetId)) return this.etags.get(assetId);
+    await this.asset(assetId, { signal: o.signal, provider: o.provider });
+    return this.etags.get(assetId);
+  }
+
+  private rememberEtag(assetId: string | null | undefined, etag: string | null | undefined): void {
+    if (!assetId || !etag) return;
+    this.etags.delete(assetId);
+    this.etags.set(assetId, etag);
+    if (this.etags.size > ETAG_MEMORY) this.etags.delete(this.etags.keys().next().value!);
+  }
+
+  /**
+   * A write call: one Idempotency-Key for every attempt; network errors, 429, 502-504 and
+   * hub-idempotency-in-progress are retried (the hub answers a repeated key with the first
+   * result, so a retry never writes twice). The answer's ETag is remembered for the asset.
+   */
+  private async write<T>(r: RawRequest, o: WriteOptions, assetId?: string): Promise<T> {
+    const key = o.idempotencyKey ?? newIdempotencyKey();
+    const retries = this.opts.writeRetries ?? 3;
+    const sleep = this.opts.sleep ?? defaultSleep;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.call<T>({
+          ...r, signal: o.signal, headers: { ...r.headers, 'idempotency-key': key },
+          onHeaders: (h, status) => {
+            this.rememberEtag(assetId ?? h.get('damhub-asset-id'), h.get('etag'));
+            r.onHeaders?.(h, status);
+          },
+        }, { provider: o.provider });
+      } catch (e) {
+        const again = isRetryable(e) || (e instanceof DamhubError && e.code === 'hub-idempotency-in-progress');
+        if (!again || attempt >= retries || o.signal?.aborted) throw e;
+        const wait = e instanceof DamhubError && e.retryAfterSec !== undefined ? e.retryAfterSec * 1000 : 250 * 2 ** attempt;
+        await sleep(Math.min(wait, 10_000), o.signal);
+      }
+    }
+  }
+
+  /**
+   * The bytes of an upload or update: one POST (raw body, any Content-Type) up to the client's
+   * `uploadThreshold`, tus above it (resumable; tus-js-client is loaded then, not before).
+   */
+  private async transfer(file: UploadSource, o: UploadOptions | UpdateOptions, plain: { path: string; query?: Query; headers?: Record<string, string>; operation: Operation; assetId?: string }, metadata: Record<string, string>): Promise<Asset> {
+    const size = sizeOf(file);
+    const threshold = this.opts.uploadThreshold ?? 8 * MiB;
+    if (!(o.resumable ?? size > threshold)) {
+      const bytes = await replayable(file);
+      return this.write<Asset>({ method: 'POST', path: plain.path, query: plain.query, headers: plain.headers, operation: plain.operation, bytes, contentType: typeOf(file), onProgress: o.onProgress }, o, plain.assetId);
+    }
+    await this.ready();
+    const providerId = o.provider ?? this.provider;
+    if (!providerId) throw clientError('client-no-dam-connection', 'no provider selected: run loginToDam(provider) first or pass {provider}', { operation: plain.operation });
+    let stale = '';
+    const browser = typeof XMLHttpRequest === 'function';
+    const done = await tusUpload({
+      endpoint: `${this.baseUrl}/uploads`,
+      source: file,
+      metadata,
+      operation: plain.operation,
+      headers: async () => {
+        const access = (stale = await this.tokens.accessToken(o.signal));
+        const conn = await this.usableDam(providerId, o.signal);
+        return { ...this.opts.headers, authorization: `Bearer ${access}`, 'provider-authorization': `Bearer ${conn.accessToken}` };
+      },
+      renew: async (e) => {
+        if (e.code === 'hub-access-token-invalid' || e.code === 'hub-access-token-missing') await this.tokens.renew(stale, o.signal);
+        else if (needsDamLogin(e)) await this.renewDam(providerId, this.dam.get(providerId)?.accessToken ?? '', o.signal);
+        return true;
+      },
+      onProgress: o.onProgress,
+      signal: o.signal,
+      chunkSize: this.opts.tusChunkSize ?? (browser ? Infinity : 8 * MiB),
+      retryDelays: this.opts.tusRetryDelays ?? [0, 1000, 3000, 5000, 10_000],
+    });
+    const id = done.header('damhub-asset-id') ?? plain.assetId;
+    this.rememberEtag(id, done.header('etag'));
+    if (done.body.trim()) return JSON.parse(done.body) as Asset;
+    // The final PATCH answers the Asset; should a server send only its id, read it.
+    if (!id) throw new DamhubError({ status: 200, kind: 'text', message: 'the upload finished without naming its asset', operation: plain.operation });
+    return this.asset(id, { signal: o.signal, provider: providerId });
+  }
+
+  /**
+   * Uploads a new asset into a folder. `file`: a Blob or File, bytes (a Buffer in Node), or
+   * `{stream, size}` (`fileSource(path)` of `@damhub/client/node`). The name is `name`, else the
+   * File's own. Answers the new Asset (or, with `onConflict: 'version'` onto an existing name,
+   * that asset one version later).
+   */
+  async upload(parentId: string, file: UploadSource, o: UploadOptions = {}): Promise<Asset> {
+    const name = o.name ?? nameOf(file);
+    if (!name) throw clientError('client-upload-name-missing', 'upload() needs {name}: only a File carries its own', { operation: 'upload' });
+    const onConflict = o.onConflict ?? 'fail';
+    return this.transfer(file, o, { path: '/assets/upload', query: { parentId, name, onConflict }, operation: 'upload' }, { parentId, name, onConflict });
+  }
+
+  /** A new version of an asset's content, if it is still at `ifMatch` (default: the ETag this client last saw for it). */
+  async update(assetId: string, file: UploadSource, o: UpdateOptions = {}): Promise<Asset> {
+    const ifMatch = o.ifMatch ?? this.etags.get(assetId);
+    // Without an ETag the hub answers 428 hub-precondition-required, which is the right error to throw.
+    const headers: Record<string, string> = ifMatch ? { 'if-match': ifMatch } : {};
+    const metadata: Record<string, string> = ifMatch ? { assetId, ifMatch } : { assetId };
+    return this.transfer(file, o, { path: `/assets/update/${encodeURIComponent(assetId)}`, headers, operation: 'update', assetId }, metadata);
+  }
+
+  private patchAsset(assetId: string, body: { name?: string; parentId?: string }, o: ConditionalWriteOptions, operation: Operation): Promise<Asset> {
+    return this.write<Asset>({
+      method: 'PATCH', path: `/assets/asset/${encodeURIComponent(assetId)}`, operation, body,
+      headers: o.ifMatch ? { 'if-match': o.ifMatch } : undefined,
+    }, o, assetId);
+  }
+
+  rename(assetId: string, name: string, o: ConditionalWriteOptions = {}): Promise<Asset> {
+    return this.patchAsset(assetId, { name }, o, 'rename');
+  }
+
+  move(assetId: string, parentId: string, o: ConditionalWriteOptions = {}): Promise<Asset> {
+    return this.patchAsset(assetId, { parentId }, o, 'move');
+  }
+
+  /** Deletes an asset (204). */
+  async remove(assetId: string, o: ConditionalWriteOptions = {}): Promise<void> {
+    await this.write<void>({
+      method: 'DELETE', path: `/assets/asset/${encodeURIComponent(assetId)}`, operation: 'remove',
+      headers: o.ifMatch ? { 'if-match': o.ifMatch } : undefined,
+    }, o);
+    this.etags.delete(assetId);
+  }
+
+  createFolder(parentId: string, name: string, o: WriteOptions = {}): Promise<Folder> {
+    return this.write<Folder>({ method: 'POST', path: '/assets/folder', operation: 'createFolder', body: { parentId, name } }, o);
+  }
+
+  renameFolder(folderId: string, name: string, o: WriteOptions = {}): Promise<Folder> {
+    return this.write<Folder>({ method: 'PATCH', path: `/assets/folder/${encodeURIComponent(folderId)}`, operation: 'renameFolder', body: { name } }, o);
+  }
+
+  moveFolder(folderId: string, parentId: string, o: WriteOptions = {}): Promise<Folder> {
+    return this.write<Folder>({ method: 'PATCH', path: `/assets/folder/${encodeURIComponent(folderId)}`, operation: 'moveFolder', body: { parentId } }, o);
+  }
+
+  /** Deletes a folder (204); one that is not empty only with `{recursive: true}` (else FolderNotEmptyError). */
+  async removeFolder(folderId: string, o: RemoveFolderOptions = {}): Promise<void> {
+    await this.write<void>({ method: 'DELETE', path: `/assets/folder/${encodeURIComponent(folderId)}`, operation: 'removeFolder', query: { recursive: o.recursive || undefined } }, o);
+  }
+
+  /** Locks the asset for this user: others get AssetLockedError (423) on writes until unlock(). */
+  lock(assetId: string, o: WriteOptions = {}): Promise<Asset> {
+    return this.write<Asset>({ method: 'POST', path: `/assets/lock/${encodeURIComponent(assetId)}`, operation: 'lock' }, o, assetId);
+  }
+
+  unlock(assetId: string, o: WriteOptions = {}): Promise<Asset> {
+    return this.write<Asset>({ method: 'DELETE', path: `/assets/lock/${encodeURIComponent(assetId)}`, operation: 'unlock' }, o, assetId);
   }
 
   // ── content: traversals ───────────────────────────────────────────────────────────────────

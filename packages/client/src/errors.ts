@@ -24,7 +24,8 @@ export type ErrorKind =
 export type Operation =
   | 'exchange' | 'checkToken' | 'hubRefresh' | 'logout' | 'providers' | 'providerInfo'
   | 'loginStart' | 'loginPoll' | 'damLogin' | 'damRefresh'
-  | 'browse' | 'search' | 'searchByImage' | 'asset' | 'versions' | 'request';
+  | 'browse' | 'search' | 'searchByImage' | 'asset' | 'versions' | 'request'
+  | 'upload' | 'update' | 'rename' | 'move' | 'remove' | 'createFolder' | 'renameFolder' | 'moveFolder' | 'removeFolder' | 'lock' | 'unlock';
 
 /** Codes the client raises itself (source `client`). */
 export type ClientErrorCode =
@@ -35,7 +36,18 @@ export type ClientErrorCode =
   | 'client-login-timeout'
   | 'client-no-dam-connection'
   | 'client-paging-loop'
-  | 'client-placeholder-unresolved';
+  | 'client-placeholder-unresolved'
+  /** upload() without a name: plain bytes and Blobs carry none (a File does). */
+  | 'client-upload-name-missing';
+
+/**
+ * The hub's codes of the write calls (docs/writes.md). Each has its own subclass of DamhubError
+ * below, so `catch (e) { if (e instanceof AssetVersionConflictError) … }` works, and `code` names it too.
+ */
+export type WriteErrorCode =
+  | 'asset-version-conflict' | 'hub-precondition-required' | 'asset-locked' | 'asset-name-invalid' | 'asset-exists'
+  | 'folder-not-empty' | 'writes-disabled' | 'upload-expired' | 'hub-unsupported-media-type' | 'hub-payload-too-large'
+  | 'hub-idempotency-key-reused' | 'hub-idempotency-in-progress' | 'integration-storage-full';
 
 export interface DamhubErrorInit {
   status: number;
@@ -97,12 +109,101 @@ export class DamhubError extends Error {
   }
 }
 
+/** 412: someone saved the asset since the ETag given in If-Match was read. */
+export class AssetVersionConflictError extends DamhubError {
+  /** The asset's ETag now (from the answer's ETag header, else from `details`): read the asset again, merge, update with it. */
+  readonly currentEtag: string | undefined;
+  constructor(init: DamhubErrorInit, currentEtag: string | undefined) {
+    super(init);
+    this.name = 'AssetVersionConflictError';
+    this.currentEtag = currentEtag;
+  }
+}
+
+/** 423: another user holds the asset's lock. */
+export class AssetLockedError extends DamhubError {
+  /** Who holds it, when the hub says. */
+  readonly lockedBy: string | undefined;
+  constructor(init: DamhubErrorInit, lockedBy: string | undefined) {
+    super(init);
+    this.name = 'AssetLockedError';
+    this.lockedBy = lockedBy;
+  }
+}
+
+/** 409 asset-exists: the folder holds that name already; upload again with onConflict `version` or `rename`. */
+export class AssetExistsError extends DamhubError {
+  override readonly name = 'AssetExistsError';
+}
+/** 409 folder-not-empty: removeFolder without `recursive`. */
+export class FolderNotEmptyError extends DamhubError {
+  override readonly name = 'FolderNotEmptyError';
+}
+/** 403 writes-disabled: the hub's operator has not allowed this partner to write. */
+export class WritesDisabledError extends DamhubError {
+  override readonly name = 'WritesDisabledError';
+}
+/** 400 asset-name-invalid: the name breaks a rule (the message names it). */
+export class AssetNameInvalidError extends DamhubError {
+  override readonly name = 'AssetNameInvalidError';
+}
+/** 428: update() without If-Match. */
+export class PreconditionRequiredError extends DamhubError {
+  override readonly name = 'PreconditionRequiredError';
+}
+/** 413 (the size limit) or 415 (the type is not accepted here), or 507 (the DAM is full). */
+export class UploadRefusedError extends DamhubError {
+  override readonly name = 'UploadRefusedError';
+}
+/** 410: a resumable upload waited too long and its parts were removed; start it again. */
+export class UploadExpiredError extends DamhubError {
+  override readonly name = 'UploadExpiredError';
+}
+/** 422: an Idempotency-Key came back with another request; 409 in-progress is retried by the client itself. */
+export class IdempotencyError extends DamhubError {
+  override readonly name = 'IdempotencyError';
+}
+
+/** The ETag in a 412's details: `current ETag "…"` (a weak W/"…" one too). */
+function etagInDetails(details: unknown): string | undefined {
+  if (typeof details !== 'string') return undefined;
+  return /current ETag (W\/"[^"]*"|"[^"]*")/.exec(details)?.[1];
+}
+
+/** `lockedBy` from the envelope, else from the message or details ("locked by …"). */
+function lockedByIn(body: unknown, details: unknown, message: string): string | undefined {
+  const e = (body as { error?: { lockedBy?: unknown } } | null)?.error;
+  if (e && typeof e.lockedBy === 'string') return e.lockedBy;
+  for (const t of [details, message]) {
+    const m = typeof t === 'string' ? /locked by ([^,;.)]+(?:\.[^,;.)\s]+)*)/i.exec(t) : null;
+    if (m) return m[1]!.trim();
+  }
+  return undefined;
+}
+
+/** The subclass for a write code (plain DamhubError for every other code). */
+function typed(init: DamhubErrorInit, headers: { get(name: string): string | null }): DamhubError {
+  switch (init.code) {
+    case 'asset-version-conflict': return new AssetVersionConflictError(init, headers.get('etag') ?? etagInDetails(init.details));
+    case 'asset-locked': return new AssetLockedError(init, lockedByIn(init.body, init.details, init.message));
+    case 'asset-exists': return new AssetExistsError(init);
+    case 'folder-not-empty': return new FolderNotEmptyError(init);
+    case 'writes-disabled': return new WritesDisabledError(init);
+    case 'asset-name-invalid': return new AssetNameInvalidError(init);
+    case 'hub-precondition-required': return new PreconditionRequiredError(init);
+    case 'hub-payload-too-large': case 'hub-unsupported-media-type': case 'integration-storage-full': return new UploadRefusedError(init);
+    case 'upload-expired': return new UploadExpiredError(init);
+    case 'hub-idempotency-key-reused': case 'hub-idempotency-in-progress': return new IdempotencyError(init);
+    default: return new DamhubError(init);
+  }
+}
+
 export function clientError(code: ClientErrorCode, message: string, extra: Partial<DamhubErrorInit> = {}): DamhubError {
   return new DamhubError({ status: 0, code, source: 'client', kind: 'client', message, ...extra });
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not found', 409: 'Conflict', 413: 'Payload too large', 429: 'Too many requests', 500: 'Internal server error', 501: 'Not implemented', 502: 'Bad gateway', 503: 'Service unavailable', 504: 'Gateway timeout' };
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not found', 409: 'Conflict', 410: 'Gone', 412: 'Precondition failed', 413: 'Payload too large', 415: 'Unsupported media type', 422: 'Unprocessable content', 423: 'Locked', 428: 'Precondition required', 429: 'Too many requests', 500: 'Internal server error', 501: 'Not implemented', 502: 'Bad gateway', 503: 'Service unavailable', 504: 'Gateway timeout' };
 
 /**
  * Normalises a non-2xx answer. `text` is the raw body; every shape is accepted and none throws.
@@ -134,7 +235,7 @@ export function errorFromResponse(status: number, text: string, headers: { get(n
   const message = str(e?.message) ?? (typeof b.error === 'string' ? str(b.error) : undefined) ?? topMessage ?? fallback;
   const details = e?.details ?? b.details;
   const envelope = Boolean(e && str(e.code));
-  return new DamhubError({
+  return typed({
     status: envelope && typeof e!.status === 'number' ? (e!.status as number) : status,
     code,
     source,
@@ -146,7 +247,7 @@ export function errorFromResponse(status: number, text: string, headers: { get(n
     operation,
     body,
     retryAfterSec,
-  });
+  }, headers);
 }
 
 export function networkError(cause: unknown, operation?: Operation): DamhubError {
