@@ -162,6 +162,16 @@ interface RawRequest {
 }
 
 const MiB = 1024 * 1024;
+
+/** Damhub-Asset-Id carries the id URL-encoded (an id may hold any character, a header may not). */
+function assetIdHeader(v: string | null): string | undefined {
+  if (!v) return undefined;
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
+}
 /** How many ETags the client remembers (the last one it saw per asset id, for `etagOf` and update's default If-Match). */
 const ETAG_MEMORY = 1000;
 
@@ -928,7 +938,7 @@ export class DamhubClient {
         return await this.call<T>({
           ...r, signal: o.signal, headers: { ...r.headers, 'idempotency-key': key },
           onHeaders: (h, status) => {
-            this.rememberEtag(assetId ?? h.get('damhub-asset-id'), h.get('etag'));
+            this.rememberEtag(assetId ?? assetIdHeader(h.get('damhub-asset-id')), h.get('etag'));
             r.onHeaders?.(h, status);
           },
         }, { provider: o.provider });
@@ -977,7 +987,7 @@ export class DamhubClient {
       chunkSize: this.opts.tusChunkSize ?? (browser ? Infinity : 8 * MiB),
       retryDelays: this.opts.tusRetryDelays ?? [0, 1000, 3000, 5000, 10_000],
     });
-    const id = done.header('damhub-asset-id') ?? plain.assetId;
+    const id = assetIdHeader(done.header('damhub-asset-id')) ?? plain.assetId;
     this.rememberEtag(id, done.header('etag'));
     if (done.body.trim()) return JSON.parse(done.body) as Asset;
     // The final PATCH answers the Asset; should a server send only its id, read it.

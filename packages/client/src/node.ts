@@ -1,9 +1,13 @@
 /**
  * @damhub/client/node: the partner's backend side. Signs the partner JWT a token exchange takes
  * (RS256, kid, iss/aud/sub/email, fresh iat and jti per call) and publishes the public key as a
- * JWKS. Built on node:crypto only; the private key never leaves the backend.
+ * JWKS. Built on node:crypto only; the private key never leaves the backend. `fileSource` hands a
+ * file on disk to upload()/update() as a stream with its length, never read whole into memory.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign, type KeyObject, type JsonWebKey } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { StreamSource } from './upload-source.js';
 
 export type PrivateKeyInput = string | Buffer | KeyObject | JsonWebKey;
 
@@ -110,4 +114,15 @@ export function generatePartnerKey(bits = 2048): { kid: string; privateKeyPem: s
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: bits });
   const kid = `k-${randomUUID().slice(0, 8)}`;
   return { kid, privateKeyPem: privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, publicJwk: publicJwk(privateKey, kid) };
+}
+
+/**
+ * A file on disk for `client.upload(folderId, await fileSource(p))` or `update()`: a read stream,
+ * its size (the hub checks the declared length), its base name and, when given, its media type.
+ * Large files go through tus one chunk at a time (the client's `tusChunkSize`).
+ */
+export async function fileSource(file: string, o: { name?: string; type?: string } = {}): Promise<StreamSource> {
+  const st = await fs.promises.stat(file);
+  if (!st.isFile()) throw new TypeError(`${file} is not a file`);
+  return { stream: fs.createReadStream(file), size: st.size, name: o.name ?? path.basename(file), type: o.type };
 }

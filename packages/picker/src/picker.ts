@@ -6,7 +6,7 @@
  */
 import {
   capabilitiesOf, DamhubClient, DamhubError, memoryStorage, webStorage,
-  type Asset, type Filter, type Folder, type FolderResult, type ProviderListItem, type SearchResult, type StateStorage,
+  type Asset, type ConflictMode, type Filter, type Folder, type FolderResult, type ProviderListItem, type SearchResult, type StateStorage,
 } from '@damhub/client';
 import { formatBytes, formatDate, h, replace } from './dom.js';
 import { pickLocale, translator, type Locale, type Translate } from './i18n.js';
@@ -33,6 +33,42 @@ export interface PickerSelectDetail {
   renditions: PickerRendition[];
 }
 
+/** What `damhub-destination` events carry (`mode="destination"`): where the user chose to save, and the name. */
+export interface PickerDestinationDetail {
+  provider: string;
+  folderId: string;
+  /** The folder's own name ("Home" for the root, in the picker's language). */
+  folderName: string;
+  /** The folders from the root down, by name: "/Photos/2026" ("/" for the root). */
+  folderPath: string;
+  /** The file name the user confirmed. */
+  name: string;
+}
+
+/** What `damhub-upload` events carry: one per file the picker uploaded (`upload` attribute). */
+export interface PickerUploadDetail {
+  provider: string;
+  folderId: string;
+  asset: Asset;
+  /** `version` when the user chose "New version" on a name that was taken, `rename` for "Keep both". */
+  onConflict: ConflictMode;
+}
+
+/** One file of the upload list. */
+interface UploadJob {
+  file: File;
+  provider: string;
+  folder: Folder;
+  row: HTMLLIElement;
+  progress: HTMLProgressElement;
+  state: HTMLElement;
+  actions: HTMLElement;
+  abort: AbortController | null;
+}
+
+/** How many files upload at once; the rest wait in the list. */
+const UPLOADS_AT_ONCE = 2;
+
 /** `rendition` is `original` or the name of the conversion delivered (the original when the asset lacks it). */
 export interface PickerRendition {
   id: string;
@@ -46,7 +82,7 @@ type FocusAfter = 'content' | { filter: string } | null;
 let sheet: CSSStyleSheet | null = null;
 
 export class DamhubPicker extends HTMLElement {
-  static observedAttributes = ['locale', 'types'];
+  static observedAttributes = ['locale', 'types', 'upload', 'mode'];
 
   /** Set a ready client instead of the `hub` / `token-url` attributes (e.g. to share its session). */
   client: DamhubClient | null = null;
@@ -82,6 +118,10 @@ export class DamhubPicker extends HTMLElement {
   private observer: IntersectionObserver | null = null;
   private started = false;
   private built = false;
+  /** The capabilities of the folder on screen (its first page's); null outside a folder view. */
+  private folderCaps: FolderResult['capabilities'] | null = null;
+  private readonly uploadQueue: { job: UploadJob; onConflict: ConflictMode }[] = [];
+  private uploadsRunning = 0;
 
   private readonly els = {
     wrap: h('div', { class: 'wrap' }),
@@ -107,6 +147,14 @@ export class DamhubPicker extends HTMLElement {
     count: h('span', { class: 'count', 'aria-live': 'polite' }),
     clear: h('button', { type: 'button', disabled: true }),
     insert: h('button', { type: 'button', class: 'primary', disabled: true }),
+    uploadButton: h('button', { type: 'button', class: 'upload', hidden: true }),
+    uploadFile: h('input', { type: 'file', multiple: true, hidden: true, tabindex: -1, 'aria-hidden': 'true' }),
+    uploads: h('ul', { class: 'uploads', hidden: true }),
+    destination: h('div', { class: 'destination', hidden: true }),
+    destName: h('input', { type: 'text', id: 'dest-name', autocomplete: 'off', spellcheck: 'false' }),
+    destLabel: h('label', { for: 'dest-name' }),
+    destWhere: h('span', { class: 'where' }),
+    destSave: h('button', { type: 'button', class: 'primary' }),
   };
 
   constructor() {
@@ -119,6 +167,16 @@ export class DamhubPicker extends HTMLElement {
 
   get multiple(): boolean {
     return this.hasAttribute('multiple');
+  }
+
+  /** `mode="destination"`: the user picks a folder (and a file name) to save into, instead of assets. */
+  get destinationMode(): boolean {
+    return this.getAttribute('mode') === 'destination';
+  }
+
+  /** `upload`: files dropped on the grid or chosen with "Upload files" go into the folder on screen. */
+  private get uploadOn(): boolean {
+    return this.hasAttribute('upload') && !this.destinationMode;
   }
 
   private get pageSize(): number | undefined {
@@ -143,6 +201,10 @@ export class DamhubPicker extends HTMLElement {
 
   attributeChangedCallback(name: string): void {
     if (!this.built) return;
+    if (name === 'upload' || name === 'mode') {
+      this.applyMode();
+      return;
+    }
     if (name === 'types') {
       this.items().forEach((el, i) => (this.allowed(this.assets[i]!) ? el.removeAttribute('aria-disabled') : el.setAttribute('aria-disabled', 'true')));
       return;
@@ -189,7 +251,33 @@ export class DamhubPicker extends HTMLElement {
     e.folders.setAttribute('aria-label', t('subfolders'));
     e.detail.setAttribute('aria-label', t('details'));
     e.clear.textContent = t('clear');
+    e.uploadButton.textContent = t('upload');
+    e.uploads.setAttribute('aria-label', t('uploads'));
+    e.destLabel.textContent = t('fileName');
+    e.destSave.textContent = t('saveHere');
+    e.destination.setAttribute('aria-label', t('destination'));
     this.updateSelection();
+    this.applyMode();
+  }
+
+  /** Shows what the mode and the folder on screen allow: the upload button, the destination bar or the selection footer. */
+  private applyMode(): void {
+    const e = this.els;
+    const inLibrary = !!this.provider;
+    e.uploadButton.hidden = !inLibrary || !this.canUploadHere();
+    e.destination.hidden = !inLibrary || !this.destinationMode;
+    e.footer.hidden = !inLibrary || this.destinationMode;
+    if (this.destinationMode) {
+      const folder = this.view.kind === 'folder' ? this.currentFolder() : null;
+      const can = !!folder && !!this.folderCaps?.canAddAsset;
+      e.destSave.disabled = !can || !e.destName.value.trim();
+      replace(e.destWhere, folder ? (can ? this.t('saveTo', { f: folder.name }) : this.folderCaps ? this.t('cannotSave', { f: folder.name }) : '') : this.t('chooseFolder'));
+    }
+  }
+
+  /** Uploads are offered in a folder view whose folder says `canAddAsset` (the hub's answer for this account). */
+  private canUploadHere(): boolean {
+    return this.uploadOn && !!this.provider && this.view.kind === 'folder' && !!this.folderCaps?.canAddAsset;
   }
 
   // ── set-up ──────────────────────────────────────────────────────────────────────────────────
@@ -233,9 +321,23 @@ export class DamhubPicker extends HTMLElement {
     });
     e.main.append(e.folders, e.grid, e.sentinel);
     this.wireDrop();
+    e.uploadButton.addEventListener('click', () => e.uploadFile.click());
+    e.uploadFile.addEventListener('change', () => {
+      const files = [...(e.uploadFile.files ?? [])];
+      e.uploadFile.value = '';
+      if (files.length) this.uploadFiles(files);
+    });
+    e.destName.value = this.getAttribute('name') ?? '';
+    e.destName.addEventListener('input', () => this.applyMode());
+    e.destName.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' && !e.destSave.disabled) this.emitDestination();
+    });
+    e.destSave.addEventListener('click', () => this.emitDestination());
+    e.destination.setAttribute('role', 'group');
+    e.destination.append(e.destWhere, h('span', { class: 'field' }, e.destLabel, e.destName), e.destSave);
     e.wrap.append(
-      h('div', { class: 'bar' }, e.who, e.search, e.imageButton, e.file, e.filtersButton, e.switchButton),
-      e.crumbs, e.error, e.status, e.content, e.footer,
+      h('div', { class: 'bar' }, e.who, e.search, e.imageButton, e.file, e.uploadButton, e.uploadFile, e.filtersButton, e.switchButton),
+      e.crumbs, e.error, e.status, e.uploads, e.content, e.footer, e.destination,
     );
     this.root.append(e.wrap);
     this.addEventListener('paste', (ev) => {
@@ -367,6 +469,7 @@ export class DamhubPicker extends HTMLElement {
     e.footer.hidden = !on;
     e.imageButton.hidden = !on || !this.canSearchByImage();
     e.filtersButton.hidden = !on;
+    this.applyMode();
   }
 
   private canSearchByImage(): boolean {
@@ -395,6 +498,8 @@ export class DamhubPicker extends HTMLElement {
     this.loading = false;
     this.closeDetail(false);
     this.clearError();
+    this.folderCaps = null;
+    this.applyMode();
     replace(e.grid);
     replace(e.folders);
     e.main.scrollTop = 0;
@@ -454,6 +559,10 @@ export class DamhubPicker extends HTMLElement {
           this.facets = page.filters ?? [];
           this.total = page.totalAssetsCount;
           this.renderFacets();
+          if (this.view.kind === 'folder') {
+            this.folderCaps = (page as FolderResult).capabilities ?? null;
+            this.applyMode();
+          }
         }
         this.renderFolders(page.folders);
         this.appendAssets(page.assets);
@@ -632,6 +741,11 @@ export class DamhubPicker extends HTMLElement {
     const a = this.assets[i];
     if (!a) return;
     this.setTabStop(i, true);
+    if (this.destinationMode) {
+      // Saving somewhere: an asset is not chosen, but its name can be taken as the file name (to save a new version of it, the partner uses update()).
+      void this.showDetail(a);
+      return;
+    }
     if (this.selected.has(a.id) && (this.multiple || !additive)) {
       if (this.multiple || this.selected.size === 1) this.selected.delete(a.id);
     } else if (!this.allowed(a)) {
@@ -825,7 +939,7 @@ export class DamhubPicker extends HTMLElement {
     // Any file is accepted for the drop, so a file that is not an image gets a message instead of the browser opening it.
     const hasFile = (ev: DragEvent) => [...(ev.dataTransfer?.items ?? [])].some((it) => it.kind === 'file');
     main.addEventListener('dragover', (ev) => {
-      if (!this.canSearchByImage() || !hasFile(ev)) return;
+      if (!(this.canUploadHere() || this.canSearchByImage()) || !hasFile(ev)) return;
       ev.preventDefault();
       main.classList.add('dragging');
     });
@@ -833,11 +947,162 @@ export class DamhubPicker extends HTMLElement {
     main.addEventListener('drop', (ev) => {
       main.classList.remove('dragging');
       const files = [...(ev.dataTransfer?.files ?? [])];
+      // With `upload` on, a drop on a folder that takes files uploads them; search by image stays on its button and paste.
+      if (files.length && this.canUploadHere()) {
+        ev.preventDefault();
+        this.uploadFiles(files);
+        return;
+      }
       if (!files.length || !this.canSearchByImage()) return;
       ev.preventDefault();
       const file = files.find((f) => f.type.startsWith('image/')) ?? files[0]!;
       this.searchByFile(file, file.name || this.t('dropped'));
     });
+  }
+
+  // ── upload (the `upload` attribute) ─────────────────────────────────────────────────────────
+  /** Files into the folder on screen: one row each in the upload list, at most UPLOADS_AT_ONCE running. */
+  private uploadFiles(files: File[]): void {
+    if (!this.canUploadHere() || !this.provider) return;
+    const folder = this.currentFolder();
+    for (const file of files) {
+      const progress = h('progress', { max: Math.max(1, file.size), value: 0, 'aria-label': this.t('uploading', { f: file.name }) });
+      const state = h('span', { class: 'ustate' }, this.t('waiting'));
+      const actions = h('span', { class: 'uactions' });
+      const row = h('li', { class: 'upload' }, h('span', { class: 'uname', title: file.name }, file.name), progress, state, actions);
+      const job: UploadJob = { file, provider: this.provider.id, folder, row, progress, state, actions, abort: null };
+      this.els.uploads.append(row);
+      this.uploadQueue.push({ job, onConflict: 'fail' });
+      this.setUploadActions(job, 'running');
+    }
+    this.els.uploads.hidden = false;
+    this.pumpUploads();
+  }
+
+  private pumpUploads(): void {
+    while (this.uploadsRunning < UPLOADS_AT_ONCE && this.uploadQueue.length) {
+      const next = this.uploadQueue.shift()!;
+      this.uploadsRunning++;
+      void this.runUpload(next.job, next.onConflict).finally(() => {
+        this.uploadsRunning--;
+        this.pumpUploads();
+      });
+    }
+  }
+
+  /** The buttons of a row: Cancel while it waits or runs; the conflict choice; Dismiss once it ended. */
+  private setUploadActions(job: UploadJob, what: 'running' | 'conflict' | 'ended'): void {
+    const t = this.t;
+    const f = job.file.name;
+    if (what === 'running') {
+      replace(job.actions, h('button', { type: 'button', 'aria-label': t('cancelUpload', { f }), onclick: () => this.cancelUpload(job) }, t('cancel')));
+    } else if (what === 'conflict') {
+      const retry = (mode: ConflictMode) => () => {
+        job.progress.value = 0;
+        job.progress.hidden = false;
+        replace(job.state, t('waiting'));
+        this.setUploadActions(job, 'running');
+        job.actions.querySelector('button')?.focus();
+        this.uploadQueue.push({ job, onConflict: mode });
+        this.pumpUploads();
+      };
+      replace(job.actions,
+        h('button', { type: 'button', class: 'primary', onclick: retry('version') }, t('newVersion')),
+        h('button', { type: 'button', onclick: retry('rename') }, t('keepBoth')),
+        h('button', { type: 'button', 'aria-label': t('cancelUpload', { f }), onclick: () => this.cancelUpload(job) }, t('cancel')));
+    } else {
+      replace(job.actions, h('button', { type: 'button', class: 'dismiss', 'aria-label': t('dismiss', { f }), onclick: () => this.dismissUpload(job) }, '×'));
+    }
+  }
+
+  private async runUpload(job: UploadJob, onConflict: ConflictMode): Promise<void> {
+    if (!job.row.isConnected || job.abort?.signal.aborted) return; // cancelled while waiting
+    const t = this.t;
+    const f = job.file.name;
+    job.abort = new AbortController();
+    replace(job.state, t('uploadingShort'));
+    try {
+      const asset = await this.makeClient().upload(job.folder.id, job.file, {
+        name: f, onConflict, signal: job.abort.signal, provider: job.provider,
+        onProgress: (sent, total) => {
+          job.progress.max = Math.max(1, total);
+          job.progress.value = sent;
+          replace(job.state, `${Math.floor((sent / Math.max(1, total)) * 100)} %`);
+        },
+      });
+      job.progress.value = job.progress.max;
+      replace(job.state, onConflict === 'version' ? t('uploadedVersion') : t('uploaded'));
+      this.setUploadActions(job, 'ended');
+      this.say(t('uploadedInto', { f: asset.name, d: job.folder.name }));
+      this.showUploaded(job, asset);
+      const detail: PickerUploadDetail = { provider: job.provider, folderId: job.folder.id, asset, onConflict };
+      this.dispatchEvent(new CustomEvent<PickerUploadDetail>('damhub-upload', { detail, bubbles: true, composed: true }));
+    } catch (err) {
+      if (job.abort.signal.aborted) return; // cancelUpload said so already
+      job.progress.hidden = true;
+      if (err instanceof DamhubError && err.code === 'asset-exists') {
+        replace(job.state, t('exists', { f }));
+        this.setUploadActions(job, 'conflict');
+        this.say(t('exists', { f }));
+        return;
+      }
+      const offline = err instanceof DamhubError && err.kind === 'network';
+      replace(job.state, h('span', { class: 'ufail' }, offline ? t('offline') : `${t('uploadFail')}: ${err instanceof Error ? err.message : String(err)}`));
+      this.setUploadActions(job, 'ended');
+      this.dispatchEvent(new CustomEvent('error', { detail: { error: err, context: t('uploadFail') }, bubbles: true, composed: true }));
+    } finally {
+      job.abort = null;
+    }
+  }
+
+  /** Cancel: a running upload is aborted (tus removes what the hub holds of it); the row goes. */
+  private cancelUpload(job: UploadJob): void {
+    job.abort?.abort();
+    const i = this.uploadQueue.findIndex((q) => q.job === job);
+    if (i >= 0) this.uploadQueue.splice(i, 1);
+    this.say(this.t('uploadCancelled', { f: job.file.name }));
+    this.dismissUpload(job);
+  }
+
+  private dismissUpload(job: UploadJob): void {
+    const hadFocus = job.row.contains(this.root.activeElement);
+    const neighbour = (job.row.nextElementSibling ?? job.row.previousElementSibling)?.querySelector('button') ?? null;
+    job.row.remove();
+    this.els.uploads.hidden = !this.els.uploads.childElementCount;
+    // The row with focus is gone: the next row's button takes it, else "Upload files", else the grid.
+    if (hadFocus) (neighbour ?? (this.els.uploadButton.hidden ? this.els.grid : this.els.uploadButton)).focus();
+  }
+
+  /** The uploaded asset in the grid, if its folder is still on screen: a new tile, or the tile of the asset it versioned. */
+  private showUploaded(job: UploadJob, asset: Asset): void {
+    if (this.view.kind !== 'folder' || this.view.id !== job.folder.id || this.provider?.id !== job.provider) return;
+    const i = this.assets.findIndex((a) => a.id === asset.id);
+    if (i >= 0) {
+      this.assets[i] = asset;
+      const old = this.items()[i];
+      const fresh = this.itemFor(asset, i);
+      if (old) {
+        fresh.setAttribute('tabindex', old.getAttribute('tabindex') ?? '-1');
+        old.replaceWith(fresh);
+      }
+      return;
+    }
+    this.total++;
+    this.appendAssets([asset]);
+    this.renderSentinel();
+  }
+
+  // ── destination (mode="destination") ───────────────────────────────────────────────────────
+  private emitDestination(): void {
+    if (!this.provider || this.view.kind !== 'folder' || !this.folderCaps?.canAddAsset) return;
+    const name = this.els.destName.value.trim();
+    if (!name) return;
+    const folder = this.currentFolder();
+    const detail: PickerDestinationDetail = {
+      provider: this.provider.id, folderId: folder.id, folderName: folder.name,
+      folderPath: `/${this.view.path.slice(1).map((f) => f.name).join('/')}`, name,
+    };
+    this.dispatchEvent(new CustomEvent<PickerDestinationDetail>('damhub-destination', { detail, bubbles: true, composed: true }));
   }
 
   // ── status and errors ──────────────────────────────────────────────────────────────────────
