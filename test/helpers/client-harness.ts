@@ -39,7 +39,8 @@ export async function freePort(): Promise<number> {
 export interface ClientHarnessOptions {
   files?: Record<string, Buffer | string>;
   providers?: Provider[];
-  account?: { name: string; password: string };
+  /** A library account; `writeFolders` as `damhub users add --write-folders` takes them ("/" for all). */
+  account?: { name: string; password: string; writeFolders?: string[] };
   /** Partner fields beyond issuer and JWKS (e.g. `writes: true`). */
   partner?: Partial<Partner>;
   /** Runs after the hub started and before it listens: the last moment routes can be added. */
@@ -59,7 +60,12 @@ export async function startClientHarness(opts: ClientHarnessOptions = {}): Promi
     partner: { ...opts.partner, issuer, jwks: { keys: [key.publicJwk as never] } },
   });
   await t.hub.start();
-  if (root && opts.account) await addAccount(libraryOf(t.hub).index, opts.account.name, opts.account.password, [], t.clock.now());
+  if (root && opts.account) {
+    // Write folders are addAccount's sixth argument (the library's write rights); spelled so that
+    // this helper compiles on either side of that change.
+    const add = addAccount as (...args: unknown[]) => ReturnType<typeof addAccount>;
+    await add(libraryOf(t.hub).index, opts.account.name, opts.account.password, [], t.clock.now(), { writeFolders: opts.account.writeFolders ?? [] });
+  }
   await opts.beforeListen?.(t, origin);
   await t.app.listen({ port, host: '127.0.0.1' });
   const signer = createPartnerSigner({ privateKey: key.privateKeyPem, kid: key.kid, issuer, now: () => t.clock.now() });

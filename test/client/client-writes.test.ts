@@ -1,0 +1,252 @@
+/**
+ * @damhub/client's write calls against the real hub and its embedded library over loopback HTTP
+ * (test/helpers/client-harness.ts): upload in one POST with progress, the three conflict modes,
+ * update with the remembered ETag and the typed 412 and 428, rename/move/remove, folders, locks
+ * between two library accounts, a partner without writes, an invalid name, and the client's own
+ * retries with one Idempotency-Key (an answer lost on the way writes nothing twice).
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import {
+  AssetExistsError, AssetLockedError, AssetNameInvalidError, AssetVersionConflictError, DamhubError, FolderNotEmptyError,
+  PreconditionRequiredError, WritesDisabledError, type DamhubClient,
+} from '@damhub/client';
+import { addAccount } from '../../src/providers/library/accounts.js';
+import { startClientHarness, type ClientHarness } from '../helpers/client-harness.js';
+import { libraryOf, solidJpeg } from '../helpers/library.js';
+
+const ACCOUNT = { name: 'writer', password: 'correct horse battery', writeFolders: ['/'] };
+const SECOND = { name: 'second', password: 'second horse battery' };
+let h: ClientHarness;
+
+before(async () => {
+  h = await startClientHarness({
+    files: { 'Photos/boat.jpg': await solidJpeg(40, 30, [10, 20, 30]), 'Docs/readme.md': '# read me\n' },
+    account: ACCOUNT,
+    partner: { writes: true },
+  });
+  const add = addAccount as (...args: unknown[]) => ReturnType<typeof addAccount>;
+  await add(libraryOf(h.t.hub).index, SECOND.name, SECOND.password, [], h.t.clock.now(), { writeFolders: ['/'] });
+});
+after(async () => {
+  await h?.close();
+});
+
+interface Sent {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  status: number;
+  replayed: boolean;
+}
+
+/** A fetch that records each request's method, path and headers and the answer's status. */
+function recorder(drop?: (s: Sent, n: number) => boolean) {
+  const sent: Sent[] = [];
+  const f = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const u = new URL(String(input instanceof Request ? input.url : input));
+    const headers = Object.fromEntries(Object.entries((init?.headers ?? {}) as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]));
+    const res = await fetch(input, init);
+    const s: Sent = { method: init?.method ?? 'GET', path: u.pathname.replace('/api/v1', ''), headers, status: res.status, replayed: res.headers.get('idempotent-replayed') === 'true' };
+    sent.push(s);
+    // The answer is lost on the way back (the write happened): what a dropped connection looks like to the client.
+    if (drop?.(s, sent.length)) {
+      await res.arrayBuffer();
+      throw new TypeError('fetch failed: socket hang up');
+    }
+    return res;
+  }) as typeof fetch;
+  return { sent, fetch: f, writes: () => sent.filter((s) => s.method !== 'GET') };
+}
+
+async function signedIn(sub: string, account: { name: string; password: string } = ACCOUNT, fetchImpl?: typeof fetch): Promise<DamhubClient> {
+  const c = h.client({ sub, fetch: fetchImpl, sleep: async () => undefined });
+  await c.signInWithPassword({ username: account.name, password: account.password });
+  return c;
+}
+
+async function folderId(c: DamhubClient, name: string, parent = 'root'): Promise<string> {
+  const f = (await c.folder(parent)).folders.find((x) => x.name === name);
+  assert.ok(f, `folder ${name} in ${parent}`);
+  return f.id;
+}
+
+const onDisk = (...p: string[]) => fs.readFileSync(path.join(h.root!, ...p));
+
+test('upload: a small file in one POST with progress; its ETag is remembered; the bytes are on disk', async () => {
+  const rec = recorder();
+  const c = await signedIn('up-user', ACCOUNT, rec.fetch);
+  const photos = await folderId(c, 'Photos');
+  const bytes = randomBytes(300_000);
+  const progress: [number, number][] = [];
+  const a = await c.upload(photos, bytes, { name: 'new.bin', onProgress: (s, t) => progress.push([s, t]) });
+  assert.equal(a.name, 'new.bin');
+  assert.deepEqual(onDisk('Photos', 'new.bin'), bytes);
+  // Node's fetch pulls the body in 64 KiB steps: several reports, never going back, ending at the total.
+  assert.ok(progress.length >= 4, JSON.stringify(progress));
+  assert.deepEqual(progress.at(-1), [300_000, 300_000]);
+  assert.ok(progress.every(([s], i) => i === 0 || s >= progress[i - 1]![0]));
+  const posts = rec.writes();
+  assert.equal(posts.length, 1);
+  assert.equal(posts[0]!.path, '/assets/upload');
+  assert.match(posts[0]!.headers['idempotency-key']!, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.equal(posts[0]!.headers['content-length'], '300000');
+  const etag = await c.etagOf(a.id);
+  assert.ok(etag, 'the upload answer carried an ETag');
+  assert.equal(rec.sent.filter((s) => s.path.startsWith('/assets/asset/')).length, 0, 'etagOf used the remembered ETag');
+  assert.equal(await c.etagOf(a.id, { refresh: true }), etag, 'GET /assets/asset answers the same ETag');
+
+  // A Blob, and a File-like Blob whose own name is used.
+  const blob = await c.upload(photos, new Blob(['blob bytes'], { type: 'text/plain' }), { name: 'blob.txt' });
+  assert.equal(onDisk('Photos', blob.name).toString(), 'blob bytes');
+  const file = await c.upload(photos, new File(['file bytes'], 'named by the file.txt', { type: 'text/plain' }));
+  assert.equal(file.name, 'named by the file.txt');
+  await assert.rejects(c.upload(photos, Buffer.from('x')), (e: DamhubError) => e.code === 'client-upload-name-missing');
+});
+
+test('upload conflicts: asset-exists is AssetExistsError; rename keeps both; version adds a version to the same asset', async () => {
+  const c = await signedIn('conflict-user');
+  const docs = await folderId(c, 'Docs');
+  const first = await c.upload(docs, Buffer.from('one'), { name: 'plan.txt' });
+  await assert.rejects(c.upload(docs, Buffer.from('two'), { name: 'plan.txt' }), (e: unknown) => {
+    assert.ok(e instanceof AssetExistsError, String(e));
+    assert.equal(e.status, 409);
+    assert.equal(e.code, 'asset-exists');
+    return true;
+  });
+  const both = await c.upload(docs, Buffer.from('two'), { name: 'plan.txt', onConflict: 'rename' });
+  assert.notEqual(both.name, 'plan.txt');
+  assert.notEqual(both.id, first.id);
+  assert.equal(onDisk('Docs', both.name).toString(), 'two');
+  const versioned = await c.upload(docs, Buffer.from('three'), { name: 'plan.txt', onConflict: 'version' });
+  assert.equal(versioned.id, first.id);
+  assert.equal(versioned.version, (first.version ?? 1) + 1);
+  assert.equal(onDisk('Docs', 'plan.txt').toString(), 'three');
+  assert.notEqual(await c.etagOf(first.id), undefined);
+});
+
+test('update: If-Match defaults to the ETag the client saw; someone saving in between is AssetVersionConflictError with the current ETag; none at all is 428', async () => {
+  const me = await signedIn('editor-1');
+  const other = await signedIn('editor-2', SECOND);
+  const docs = await folderId(me, 'Docs');
+  const a1 = await me.upload(docs, Buffer.from('v1'), { name: 'draft.txt' });
+  const a2 = await me.update(a1.id, Buffer.from('v2'));
+  assert.equal(a2.id, a1.id);
+  assert.equal(a2.version, (a1.version ?? 1) + 1);
+  assert.equal(onDisk('Docs', 'draft.txt').toString(), 'v2');
+
+  // The other user reads the asset and saves a version: my remembered ETag is now stale.
+  await other.update(a1.id, Buffer.from('v3 by the other'), { ifMatch: await other.etagOf(a1.id) });
+  const current = await other.etagOf(a1.id);
+  await assert.rejects(me.update(a1.id, Buffer.from('v3 by me')), (e: unknown) => {
+    assert.ok(e instanceof AssetVersionConflictError, String(e));
+    assert.equal(e.status, 412);
+    assert.equal(e.currentEtag, current);
+    return true;
+  });
+  assert.equal(onDisk('Docs', 'draft.txt').toString(), 'v3 by the other', 'the conflicting update wrote nothing');
+  // With the current ETag, the update goes through.
+  await me.update(a1.id, Buffer.from('v4 merged'), { ifMatch: current });
+  assert.equal(onDisk('Docs', 'draft.txt').toString(), 'v4 merged');
+
+  const fresh = await signedIn('editor-3');
+  await assert.rejects(fresh.update(a1.id, Buffer.from('blind')), (e: unknown) => e instanceof PreconditionRequiredError && e.status === 428);
+});
+
+test('retries: an answer lost on the way is sent again with the same Idempotency-Key, and the hub replays it instead of writing twice', async () => {
+  let dropped = 0;
+  const rec = recorder((s) => s.method !== 'GET' && dropped++ < 1);
+  const c = await signedIn('retry-user', ACCOUNT, rec.fetch);
+  const photos = await folderId(c, 'Photos');
+  const a = await c.upload(photos, Buffer.from('exactly once'), { name: 'once.txt' });
+  const posts = rec.writes();
+  assert.equal(posts.length, 2, 'sent twice');
+  assert.equal(posts[0]!.status, 201);
+  assert.equal(posts[1]!.headers['idempotency-key'], posts[0]!.headers['idempotency-key']);
+  assert.equal(posts[1]!.replayed, true, 'the second answer is the first one replayed');
+  const names = (await c.collectFolder(photos)).assets.map((x) => x.name).filter((n) => n.startsWith('once'));
+  assert.deepEqual(names, ['once.txt'], 'one asset, no "once (1).txt"');
+  assert.equal(a.name, 'once.txt');
+
+  // A JSON write too: one folder, not two.
+  dropped = 0;
+  rec.sent.length = 0;
+  const f = await c.createFolder('root', 'Made once');
+  assert.equal(rec.writes().length, 2);
+  assert.equal((await c.folder('root')).folders.filter((x) => x.name.startsWith('Made once')).length, 1);
+  assert.equal(f.name, 'Made once');
+
+  // A new call gets a new key; a caller's own key is sent as given.
+  rec.sent.length = 0;
+  dropped = 1;
+  await c.rename(a.id, 'once renamed.txt', { idempotencyKey: 'my-key-1' });
+  await c.rename(a.id, 'once renamed again.txt');
+  const [k1, k2] = rec.writes().map((s) => s.headers['idempotency-key']);
+  assert.equal(k1, 'my-key-1');
+  assert.notEqual(k2, k1);
+});
+
+test('rename, move, remove; folders: create, rename, move, remove (folder-not-empty without recursive)', async () => {
+  const c = await signedIn('organiser');
+  const docs = await folderId(c, 'Docs');
+  const a = await c.upload(docs, Buffer.from('notes'), { name: 'notes.txt' });
+  const renamed = await c.rename(a.id, 'notes 2026.txt', { ifMatch: await c.etagOf(a.id) });
+  assert.equal(renamed.name, 'notes 2026.txt');
+  assert.equal(onDisk('Docs', 'notes 2026.txt').toString(), 'notes');
+
+  const projects = await c.createFolder('root', 'Projects');
+  assert.equal(projects.name, 'Projects');
+  const sub = await c.createFolder(projects.id, 'Draft');
+  const projects2 = await c.renameFolder(projects.id, 'Projects 2026');
+  assert.equal(projects2.name, 'Projects 2026');
+  const moved = await c.move(renamed.id, projects2.id);
+  assert.equal(moved.name, 'notes 2026.txt');
+  assert.equal(onDisk('Projects 2026', 'notes 2026.txt').toString(), 'notes');
+  const archive = await c.createFolder('root', 'Archive');
+  const subMoved = await c.moveFolder((await folderId(c, 'Draft', projects2.id)) ?? sub.id, archive.id);
+  assert.equal(subMoved.name, 'Draft');
+  assert.ok(fs.existsSync(path.join(h.root!, 'Archive', 'Draft')));
+
+  await assert.rejects(c.removeFolder(projects2.id), (e: unknown) => e instanceof FolderNotEmptyError && e.status === 409);
+  await c.removeFolder(projects2.id, { recursive: true });
+  assert.equal(fs.existsSync(path.join(h.root!, 'Projects 2026')), false);
+
+  const gone = await c.upload(docs, Buffer.from('bye'), { name: 'bye.txt' });
+  await c.remove(gone.id);
+  assert.equal(fs.existsSync(path.join(h.root!, 'Docs', 'bye.txt')), false);
+  await assert.rejects(c.asset(gone.id), (e: DamhubError) => e.status === 404);
+});
+
+test('lock and unlock: while one account holds the lock, the other gets AssetLockedError naming it', async () => {
+  const me = await signedIn('locker');
+  const other = await signedIn('blocked', SECOND);
+  const docs = await folderId(me, 'Docs');
+  const a = await me.upload(docs, Buffer.from('locked content'), { name: 'locked.txt' });
+  const locked = await me.lock(a.id);
+  assert.ok(locked.lockedBy, 'the answer names who holds the lock');
+  await assert.rejects(other.rename(a.id, 'stolen.txt'), (e: unknown) => {
+    assert.ok(e instanceof AssetLockedError, String(e));
+    assert.equal(e.status, 423);
+    assert.ok(e.lockedBy, `lockedBy from ${JSON.stringify(e.details)}`);
+    return true;
+  });
+  await assert.rejects(other.update(a.id, Buffer.from('over it'), { ifMatch: await other.etagOf(a.id) }), AssetLockedError);
+  const unlocked = await me.unlock(a.id);
+  assert.equal(unlocked.lockedBy, undefined);
+  assert.equal((await other.rename(a.id, 'free.txt')).name, 'free.txt');
+});
+
+test('a partner without writes gets WritesDisabledError; an invalid name is AssetNameInvalidError', async () => {
+  const c = await signedIn('checker');
+  const docs = await folderId(c, 'Docs');
+  await assert.rejects(c.upload(docs, Buffer.from('x'), { name: 'a/b.txt' }), (e: unknown) => e instanceof AssetNameInvalidError && e.status === 400);
+  await h.t.hub.stores.partners.update(h.t.partner.id, { writes: false }, h.t.clock.now());
+  try {
+    await assert.rejects(c.createFolder('root', 'Nope'), (e: unknown) => e instanceof WritesDisabledError && e.status === 403);
+  } finally {
+    await h.t.hub.stores.partners.update(h.t.partner.id, { writes: true }, h.t.clock.now());
+  }
+});
