@@ -182,8 +182,9 @@ test('retries: an answer lost on the way is sent again with the same Idempotency
   // A new call gets a new key; a caller's own key is sent as given.
   rec.sent.length = 0;
   dropped = 1;
-  await c.rename(a.id, 'once renamed.txt', { idempotencyKey: 'my-key-1' });
-  await c.rename(a.id, 'once renamed again.txt');
+  // (A library asset's id is its path: a rename answers the new id.)
+  const r1 = await c.rename(a.id, 'once renamed.txt', { idempotencyKey: 'my-key-1' });
+  await c.rename(r1.id, 'once renamed again.txt');
   const [k1, k2] = rec.writes().map((s) => s.headers['idempotency-key']);
   assert.equal(k1, 'my-key-1');
   assert.notEqual(k2, k1);
