@@ -40,7 +40,7 @@ export interface PickerPageHarness {
 
 const escAttr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
-export async function startPickerPage(opts: ClientHarnessOptions & { sub?: string; account: { name: string; password: string } }): Promise<PickerPageHarness> {
+export async function startPickerPage(opts: ClientHarnessOptions & { sub?: string; account: { name: string; password: string; writeFolders?: string[] } }): Promise<PickerPageHarness> {
   let h!: ClientHarness;
   // The module and its chunk (tus-js-client, imported on the first large upload).
   const scripts = fs.readdirSync(DIST).filter((f) => /^damhub-picker[\w-]*\.js$/.test(f));
@@ -81,12 +81,13 @@ export async function startPickerPage(opts: ClientHarnessOptions & { sub?: strin
       const page = await context.newPage();
       await page.goto(url(attrs));
       const picker = page.locator('#picker');
-      const connect = picker.getByRole('button', { name: /Sign in to connect/ });
+      // By the form's structure, not its words: the page may be in any of the six languages.
+      const connect = picker.locator('.providers button').first();
       await connect.waitFor();
       const [popup] = await Promise.all([page.waitForEvent('popup'), connect.click()]);
-      await popup.getByLabel('User name').fill(account.name);
-      await popup.getByLabel('Password').fill(account.password);
-      await popup.getByRole('button', { name: 'Sign in' }).click();
+      await popup.locator('input[name="username"]').fill(account.name);
+      await popup.locator('input[name="password"]').fill(account.password);
+      await popup.locator('button.primary').click();
       await picker.locator('.crumbs button[aria-current="page"]').waitFor();
       return { page, picker };
     },
