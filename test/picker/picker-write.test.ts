@@ -196,7 +196,7 @@ test('upload conflict: the same name again offers New version / Keep both / Canc
 
     // Cancel on the choice: nothing written, the row goes.
     await dropFiles(picker, [{ name: 'harbor map.jpg', type: 'image/jpeg', base64: boats.toString('base64') }]);
-    const third = picker.getByRole('list', { name: 'Uploads' }).getByRole('listitem').filter({ hasText: /^harbor map\.jpg/ }).filter({ has: picker.getByRole('button', { name: 'Keep both' }) });
+    const third = picker.getByRole('list', { name: 'Uploads' }).getByRole('listitem').filter({ hasText: /^harbor map\.jpg/ }).filter({ has: page.getByRole('button', { name: 'Keep both' }) });
     await third.waitFor();
     await third.getByRole('button', { name: 'Cancel' }).click();
     await third.waitFor({ state: 'detached' });

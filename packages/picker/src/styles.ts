@@ -125,12 +125,12 @@ footer button { white-space: nowrap; flex: none; }
 .detail li + li { margin-top: .25rem; }
 .detail q { display: block; color: var(--_muted); }
 .uploads { list-style: none; margin: 0; padding: .3rem .8rem .5rem; display: grid; gap: .35rem; max-height: 11rem; overflow: auto; }
-.upload { display: grid; grid-template-columns: minmax(6rem, 14rem) minmax(5rem, 1fr) auto; grid-template-areas: "name bar actions" "state state actions"; gap: .1rem .6rem; align-items: center; padding: .35rem .5rem; border: 1px solid var(--_border); border-radius: calc(var(--_radius) / 2); background: var(--_surface); }
-.upload .uname { grid-area: name; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-weight: 600; }
-.upload progress { grid-area: bar; width: 100%; height: .6rem; accent-color: var(--_accent); }
-.upload .ustate { grid-area: state; color: var(--_muted); font-size: .9em; overflow-wrap: anywhere; }
-.upload .ufail { color: var(--_danger); }
-.upload .uactions { grid-area: actions; display: flex; flex-wrap: wrap; gap: .3rem; justify-content: flex-end; }
+.uploads > li { display: grid; grid-template-columns: minmax(6rem, 14rem) minmax(5rem, 1fr) auto; grid-template-areas: "name bar actions" "state state actions"; gap: .1rem .6rem; align-items: center; padding: .35rem .5rem; border: 1px solid var(--_border); border-radius: calc(var(--_radius) / 2); background: var(--_surface); }
+.uploads > li .uname { grid-area: name; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-weight: 600; }
+.uploads > li progress { grid-area: bar; width: 100%; height: .6rem; accent-color: var(--_accent); }
+.uploads > li .ustate { grid-area: state; color: var(--_muted); font-size: .9em; overflow-wrap: anywhere; }
+.uploads > li .ufail { color: var(--_danger); }
+.uploads > li .uactions { grid-area: actions; display: flex; flex-wrap: wrap; gap: .3rem; justify-content: flex-end; }
 .destination { display: flex; flex-wrap: wrap; gap: .5rem .8rem; align-items: center; padding: .6rem .8rem; border-top: 1px solid var(--_border); background: var(--_surface); }
 .destination .where { margin-right: auto; color: var(--_muted); min-width: 0; overflow-wrap: anywhere; }
 .destination .field { display: flex; gap: .4rem; align-items: center; }
@@ -147,7 +147,7 @@ footer button { white-space: nowrap; flex: none; }
   .grid { --_thumb: 96px; gap: .4rem; }
   footer { padding: .5rem; gap: .35rem; }
   .crumbs ol { padding: .3rem .5rem; }
-  .upload { grid-template-columns: 1fr auto; grid-template-areas: "name actions" "bar bar" "state state"; }
+  .uploads > li { grid-template-columns: 1fr auto; grid-template-areas: "name actions" "bar bar" "state state"; }
   .destination .field, .destination input { flex: 1 1 100%; width: auto; }
 }
 `;
