@@ -3,17 +3,22 @@
  * (test/helpers/client-harness.ts): upload in one POST with progress, the three conflict modes,
  * update with the remembered ETag and the typed 412 and 428, rename/move/remove, folders, locks
  * between two library accounts, a partner without writes, an invalid name, and the client's own
- * retries with one Idempotency-Key (an answer lost on the way writes nothing twice).
+ * retries with one Idempotency-Key (an answer lost on the way writes nothing twice); and above the
+ * threshold the resumable path (tus at /api/v1/uploads): a file streamed from disk, a new version,
+ * a conflict, a connection cut half-way that resumes, and an abort.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import {
   AssetExistsError, AssetLockedError, AssetNameInvalidError, AssetVersionConflictError, DamhubError, FolderNotEmptyError,
   PreconditionRequiredError, WritesDisabledError, type DamhubClient,
 } from '@damhub/client';
+import { fileSource } from '@damhub/client/node';
 import { addAccount } from '../../src/providers/library/accounts.js';
 import { startClientHarness, type ClientHarness } from '../helpers/client-harness.js';
 import { libraryOf, solidJpeg } from '../helpers/library.js';
@@ -250,4 +255,132 @@ test('a partner without writes gets WritesDisabledError; an invalid name is Asse
   } finally {
     await h.t.hub.stores.partners.update(h.t.partner.id, { writes: true }, h.t.clock.now());
   }
+});
+
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+function tempFile(bytes: Buffer, name: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'damhub-sdk-up-'));
+  const p = path.join(dir, name);
+  fs.writeFileSync(p, bytes);
+  return p;
+}
+
+test('resumable (tus) above the threshold: a file streamed from disk, a new version, a conflict; the plain POST below it', async () => {
+  const rec = recorder();
+  const c = h.client({ sub: 'tus-user', fetch: rec.fetch, sleep: async () => undefined, uploadThreshold: 1024 * 1024, tusChunkSize: 512 * 1024 });
+  await c.signInWithPassword({ username: ACCOUNT.name, password: ACCOUNT.password });
+  const photos = await folderId(c, 'Photos');
+  const big = randomBytes(3 * 1024 * 1024 + 123);
+  const progress: [number, number][] = [];
+  const a = await c.upload(photos, await fileSource(tempFile(big, 'big scan.tif')), { onProgress: (s, t) => progress.push([s, t]) });
+  assert.equal(a.name, 'big scan.tif', 'the name of the file on disk');
+  assert.equal(sha(onDisk('Photos', 'big scan.tif')), sha(big));
+  assert.deepEqual(progress.at(-1), [big.length, big.length]);
+  assert.ok(progress.length > 3);
+  assert.equal(rec.writes().length, 0, 'no plain POST: tus-js-client sent it (over node:http, not the fetch option)');
+  const etag = await c.etagOf(a.id);
+  assert.ok(etag);
+  assert.equal(await c.etagOf(a.id, { refresh: true }), etag, 'the final PATCH answered the same ETag as GET /assets/asset');
+
+  // A new version through tus, with the remembered ETag as If-Match.
+  const v2 = randomBytes(1024 * 1024 + 7);
+  const updated = await c.update(a.id, v2);
+  assert.equal(updated.version, (a.version ?? 1) + 1);
+  assert.equal(sha(onDisk('Photos', 'big scan.tif')), sha(v2));
+  // A stale If-Match is the same typed error as on the plain path.
+  const afterUpdate = await c.etagOf(a.id);
+  assert.notEqual(afterUpdate, etag, 'the update answered the new ETag');
+  await assert.rejects(c.update(a.id, randomBytes(1024 * 1024 + 1), { ifMatch: etag }), (e: unknown) => e instanceof AssetVersionConflictError && e.currentEtag === afterUpdate);
+  // The name is taken: AssetExistsError, and onConflict version goes through.
+  await assert.rejects(c.upload(photos, randomBytes(1024 * 1024 + 1), { name: 'big scan.tif' }), AssetExistsError);
+  const v3 = await c.upload(photos, new Blob([v2, v2]), { name: 'big scan.tif', onConflict: 'version' });
+  assert.equal(v3.id, a.id);
+
+  // Below the threshold the same call is one plain POST.
+  await c.upload(photos, randomBytes(1000), { name: 'small.bin' });
+  assert.deepEqual(rec.writes().map((w) => `${w.method} ${w.path}`), ['POST /assets/upload']);
+});
+
+/**
+ * A loopback TCP proxy in front of the hub that cuts the first connection carrying a tus PATCH once
+ * `cutAfter` bytes of it went through: a connection dropped mid-upload, as a train's Wi-Fi drops it.
+ */
+async function cuttingProxy(target: URL, cutAfter: number): Promise<{ url: string; patches: number; heads: number; cuts: number; close(): Promise<void> }> {
+  const state = { patches: 0, heads: 0, cuts: 0 };
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    let seen = 0;
+    let patching = false;
+    client.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('latin1');
+      const patchesHere = (text.match(/^PATCH \/api\/v1\/uploads\//gm) ?? []).length;
+      state.patches += patchesHere;
+      state.heads += (text.match(/^HEAD \/api\/v1\/uploads\//gm) ?? []).length;
+      if (patchesHere) patching = true;
+      if (patching) seen += chunk.length;
+      if (patching && state.cuts === 0 && seen > cutAfter) {
+        state.cuts++;
+        client.destroy();
+        upstream.destroy();
+        return;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (c: Buffer) => client.write(c));
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/api/v1`,
+    get patches() { return state.patches; },
+    get heads() { return state.heads; },
+    get cuts() { return state.cuts; },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+test('resumable: a connection cut half-way through the upload resumes from the hub\'s offset and completes with the right bytes', async () => {
+  const proxy = await cuttingProxy(new URL(h.origin), 1024 * 1024);
+  try {
+    const c = h.client({ sub: 'train-user', baseUrl: proxy.url, sleep: async () => undefined, uploadThreshold: 0, tusRetryDelays: [0, 50, 100] });
+    await c.signInWithPassword({ username: ACCOUNT.name, password: ACCOUNT.password });
+    const docs = await folderId(c, 'Docs');
+    const bytes = randomBytes(3 * 1024 * 1024);
+    const a = await c.upload(docs, bytes, { name: 'resumed.bin' });
+    assert.equal(proxy.cuts, 1, 'the connection was cut once');
+    assert.ok(proxy.patches >= 2, `the rest was sent again (${proxy.patches} PATCH requests)`);
+    assert.ok(proxy.heads >= 1, 'tus asked the hub for its offset');
+    assert.equal(sha(onDisk('Docs', 'resumed.bin')), sha(bytes));
+    assert.equal(a.name, 'resumed.bin');
+  } finally {
+    await proxy.close();
+  }
+});
+
+test('resumable: an abort stops the upload, removes it at the hub, and leaves no asset', async () => {
+  const c = h.client({ sub: 'abort-user', sleep: async () => undefined, uploadThreshold: 0, tusChunkSize: 256 * 1024 });
+  await c.signInWithPassword({ username: ACCOUNT.name, password: ACCOUNT.password });
+  const docs = await folderId(c, 'Docs');
+  const ac = new AbortController();
+  const p = c.upload(docs, randomBytes(4 * 1024 * 1024), {
+    name: 'aborted.bin', signal: ac.signal,
+    onProgress: (sent) => {
+      if (sent >= 1024 * 1024) ac.abort();
+    },
+  });
+  await assert.rejects(p, (e: Error) => e.name === 'AbortError');
+  assert.equal(fs.existsSync(path.join(h.root!, 'Docs', 'aborted.bin')), false);
+  assert.equal((await c.collectFolder(docs)).assets.some((x) => x.name === 'aborted.bin'), false);
 });

@@ -57,7 +57,7 @@ export async function startPickerPage(opts: ClientHarnessOptions & { sub?: strin
       t.app.get('/test-picker/page', async (req, reply) => {
         const attrs = Object.entries(req.query as Record<string, string>).map(([k, v]) => (v === '' ? ` ${escAttr(k)}` : ` ${escAttr(k)}="${escAttr(v)}"`)).join('');
         return reply.type('text/html; charset=utf-8').send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>picker test</title></head>
-<body style="margin:0;padding:16px;font:15px system-ui"><damhub-picker id="picker" token-url="/test-picker/token" persist="memory"${attrs} style="height:600px"></damhub-picker>
+<body style="margin:0;padding:16px;font:15px system-ui"><damhub-picker id="picker" token-url="/test-picker/token" persist="memory"${attrs}></damhub-picker>
 <script type="module" src="/test-picker/damhub-picker.js"></script><script type="module" src="/test-picker/app.js"></script></body></html>`);
       });
       return opts.beforeListen?.(t, origin);

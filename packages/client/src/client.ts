@@ -935,13 +935,17 @@ export class DamhubClient {
     const sleep = this.opts.sleep ?? defaultSleep;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.call<T>({
+        let etag: string | null = null;
+        const value = await this.call<T>({
           ...r, signal: o.signal, headers: { ...r.headers, 'idempotency-key': key },
           onHeaders: (h, status) => {
-            this.rememberEtag(assetId ?? assetIdHeader(h.get('damhub-asset-id')), h.get('etag'));
+            etag = h.get('etag');
             r.onHeaders?.(h, status);
           },
         }, { provider: o.provider });
+        // The asset the answer describes (an upload's new id is in its body).
+        this.rememberEtag(assetId ?? (value as { id?: string } | undefined)?.id, etag);
+        return value;
       } catch (e) {
         const again = isRetryable(e) || (e instanceof DamhubError && e.code === 'hub-idempotency-in-progress');
         if (!again || attempt >= retries || o.signal?.aborted) throw e;
@@ -987,10 +991,13 @@ export class DamhubClient {
       chunkSize: this.opts.tusChunkSize ?? (browser ? Infinity : 8 * MiB),
       retryDelays: this.opts.tusRetryDelays ?? [0, 1000, 3000, 5000, 10_000],
     });
+    if (done.body.trim()) {
+      const asset = JSON.parse(done.body) as Asset;
+      this.rememberEtag(asset.id, done.header('etag'));
+      return asset;
+    }
+    // The final PATCH answers the Asset; should a server send only its id, read it (which remembers its ETag).
     const id = assetIdHeader(done.header('damhub-asset-id')) ?? plain.assetId;
-    this.rememberEtag(id, done.header('etag'));
-    if (done.body.trim()) return JSON.parse(done.body) as Asset;
-    // The final PATCH answers the Asset; should a server send only its id, read it.
     if (!id) throw new DamhubError({ status: 200, kind: 'text', message: 'the upload finished without naming its asset', operation: plain.operation });
     return this.asset(id, { signal: o.signal, provider: providerId });
   }
