@@ -120,6 +120,14 @@ export interface TusFileSource {
  * dropped connection tus asks the server for its offset and resends from there, which is never
  * before the start of the chunk that was in flight.
  */
+/**
+ * tus-js-client measures a slice by `.size` (a Blob's), and Node's HTTP stack of it sets
+ * Content-Length from it: bytes get the property too.
+ */
+function sized(b: Uint8Array): Uint8Array & { size: number } {
+  return Object.assign(b, { size: b.byteLength });
+}
+
 export function tusFileSource(s: UploadSource, blobsAsBytes: boolean): TusFileSource {
   const size = sizeOf(s);
   if (isBlob(s)) {
@@ -127,14 +135,14 @@ export function tusFileSource(s: UploadSource, blobsAsBytes: boolean): TusFileSo
       size,
       async slice(start, end) {
         const part = s.slice(start, Math.min(end, size));
-        return { value: blobsAsBytes ? new Uint8Array(await part.arrayBuffer()) : part, done: end >= size };
+        return { value: blobsAsBytes ? sized(new Uint8Array(await part.arrayBuffer())) : part, done: end >= size };
       },
       close() {},
     };
   }
   if (!isStreamSource(s)) {
     const bytes = asBytes(s as ArrayBuffer | ArrayBufferView);
-    return { size, slice: async (start, end) => ({ value: bytes.subarray(start, Math.min(end, size)), done: end >= size }), close() {} };
+    return { size, slice: async (start, end) => ({ value: sized(bytes.subarray(start, Math.min(end, size))), done: end >= size }), close() {} };
   }
   const it = chunksOf(s.stream)[Symbol.asyncIterator]();
   let buf = new Uint8Array(0);
@@ -171,7 +179,7 @@ export function tusFileSource(s: UploadSource, blobsAsBytes: boolean): TusFileSo
         buf = joined;
       }
       if (start + buf.length < Math.min(end, size) && ended) throw new RangeError(`the stream ended after ${start + buf.length} of its declared ${size} bytes`);
-      return { value: buf.subarray(0, want), done: start + want >= size };
+      return { value: sized(buf.subarray(0, want)), done: start + want >= size };
     },
     close() {
       void it.return?.(undefined);
