@@ -23,16 +23,23 @@ const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 process.stdout.write([
   'packages/picker/dist/damhub-picker.js (minified, ES module, @damhub/client bundled in)',
   `  min:         ${min.length} bytes (${kb(min.length)})`,
-  `  min+gzip -9: ${gzip} bytes (${kb(gzip)})  target ≤ ${kb(TARGET_GZIP_BYTES)}: ${gzip <= TARGET_GZIP_BYTES ? 'met' : 'MISSED'}`,
+  `  min+gzip -9: ${gzip} bytes (${kb(gzip)})`,
   `  min+brotli:  ${brotli} bytes (${kb(brotli)})`,
   '',
 ].join('\n'));
-// The chunk the module imports on the first upload above the tus threshold (tus-js-client): not in the target, since a page loads it only then.
-const chunks = fs.readdirSync(path.dirname(file)).filter((f) => /^damhub-picker-tus-.*\.js$/.test(f));
-const chunkGzip = chunks.reduce((n, f) => n + zlib.gzipSync(fs.readFileSync(path.join(path.dirname(file), f)), { level: 9 }).length, 0);
-process.stdout.write(`  tus chunk${chunks.length === 1 ? '' : 's'} (loaded on the first resumable upload), min+gzip -9: ${chunkGzip} bytes (${kb(chunkGzip)})\n`);
-result('picker-min-gzip', gzip / 1024, 'KB', ['<=', TARGET_GZIP_BYTES / 1024]);
+// The chunks beside the module: the ones it imports statically load with it (and count in the
+// target); the one it imports on the first upload above the tus threshold (tus-js-client) loads
+// only then.
+const dir = path.dirname(file);
+const gz = (f: string) => zlib.gzipSync(fs.readFileSync(path.join(dir, f)), { level: 9 }).length;
+const staticChunks = [...min.toString('utf8').matchAll(/import\s*"\.\/(damhub-picker-chunk-[\w-]+\.js)"/g)].map((m) => m[1]!);
+const lazyChunks = fs.readdirSync(dir).filter((f) => /^damhub-picker-chunk-[\w-]+\.js$/.test(f) && !staticChunks.includes(f));
+const staticGzip = staticChunks.reduce((n, f) => n + gz(f), 0);
+const chunkGzip = lazyChunks.reduce((n, f) => n + gz(f), 0);
+process.stdout.write(`  + chunks it imports at load, min+gzip -9: ${staticGzip} bytes; loaded on the first resumable upload (tus-js-client): ${chunkGzip} bytes (${kb(chunkGzip)})\n`);
+result('picker-min-gzip', (gzip + staticGzip) / 1024, 'KB', ['<=', TARGET_GZIP_BYTES / 1024]);
 result('picker-tus-chunk-min-gzip', chunkGzip / 1024, 'KB');
 result('picker-min', min.length / 1024, 'KB');
 result('picker-min-brotli', brotli / 1024, 'KB');
+process.stdout.write(`  loaded at once, min+gzip -9: ${gzip + staticGzip} bytes (${kb(gzip + staticGzip)})  target ≤ ${kb(TARGET_GZIP_BYTES)}: ${gzip + staticGzip <= TARGET_GZIP_BYTES ? 'met' : 'MISSED'}\n`);
 reportResults();

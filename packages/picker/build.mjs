@@ -1,7 +1,8 @@
 // Bundles <damhub-picker> and @damhub/client into one minified ES module the hub serves (and a partner can host).
 // tus-js-client, which @damhub/client imports only when a file crosses its upload threshold, is split
-// into a chunk beside it (damhub-picker-tus-*.js), loaded on the first large upload: a page that
-// never uploads one does not download it. Host the chunk in the same folder as the module.
+// into a chunk beside it (damhub-picker-chunk-*.js), loaded on the first large upload: a page that
+// never uploads one does not download it. esbuild puts the helpers both share in a second, tiny
+// chunk the module imports. Host the chunks in the same folder as the module.
 import { build } from 'esbuild';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +15,7 @@ await build({
   entryPoints: ['src/index.ts'],
   outdir: 'dist',
   entryNames: 'damhub-picker',
-  chunkNames: 'damhub-picker-tus-[hash]',
+  chunkNames: 'damhub-picker-chunk-[hash]',
   splitting: true,
   bundle: true,
   format: 'esm',
