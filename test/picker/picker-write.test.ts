@@ -161,6 +161,39 @@ test('upload: drop two files, a progress bar each, both appear in the grid and o
   }
 });
 
+test('upload above the threshold: the picker loads the tus chunk on demand and the file goes through /api/v1/uploads', async () => {
+  const { page, picker } = await p.open({ upload: true });
+  try {
+    const scripts: string[] = [];
+    const tus: string[] = [];
+    page.on('request', (r) => {
+      const u = new URL(r.url());
+      if (/damhub-picker-chunk-/.test(u.pathname)) scripts.push(u.pathname);
+      if (u.pathname.startsWith('/api/v1/uploads')) tus.push(r.method());
+    });
+    await openFolder(picker, 'Notes');
+    const chunksBefore = scripts.length;
+    // 9 MiB, made in the page (the client's threshold is 8 MiB).
+    await picker.locator('.main').evaluate((main: any) => {
+      const g = globalThis as any;
+      const dt = new g.DataTransfer();
+      dt.items.add(new g.File([new Uint8Array(9 * 1024 * 1024).fill(42)], 'large.bin', { type: 'application/octet-stream' }));
+      main.dispatchEvent(new g.DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    });
+    const row = picker.getByRole('list', { name: 'Uploads' }).getByRole('listitem').filter({ hasText: 'large.bin' });
+    await row.getByText('Uploaded', { exact: true }).waitFor({ timeout: 60_000 });
+    await picker.getByRole('option', { name: /large\.bin/ }).waitFor();
+    assert.equal(chunksBefore, 0, 'the tus chunk is not loaded with the page');
+    assert.ok(scripts.length >= 1, 'the tus chunk was loaded for the large file');
+    assert.ok(tus.includes('POST') && tus.includes('PATCH'), `tus requests: ${tus.join(', ')}`);
+    const onDiskBytes = fs.readFileSync(onDisk('Notes', 'large.bin'));
+    assert.equal(onDiskBytes.length, 9 * 1024 * 1024);
+    assert.ok(onDiskBytes.every((b) => b === 42));
+  } finally {
+    await page.close();
+  }
+});
+
 test('upload conflict: the same name again offers New version / Keep both / Cancel, and each does what it says', async () => {
   const { page, picker } = await p.open({ upload: true });
   try {
