@@ -155,6 +155,9 @@ test('upload: drop two files, a progress bar each, both appear in the grid and o
     const events = await pickerEvents(page, 'damhub-upload');
     assert.deepEqual(events.map((e) => e.detail.asset.name).sort(), ['sunrise.jpg', 'survey.bin']);
     assert.ok(events.every((e) => e.detail.provider === 'library' && e.detail.onConflict === 'fail'));
+    // The filter counts follow: four assets, one of them not an image.
+    await picker.getByRole('checkbox', { name: /Other/ }).waitFor();
+    await picker.locator('.status', { hasText: 'Shown: 4 of 4' }).waitFor();
     await shot(page, '03-uploaded');
   } finally {
     await page.close();

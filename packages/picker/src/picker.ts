@@ -986,6 +986,7 @@ export class DamhubPicker extends HTMLElement {
       void this.runUpload(next.job, next.onConflict).finally(() => {
         this.uploadsRunning--;
         this.pumpUploads();
+        if (!this.uploadsRunning && !this.uploadQueue.length) void this.refreshFacets(next.job.folder.id);
       });
     }
   }
@@ -1090,6 +1091,27 @@ export class DamhubPicker extends HTMLElement {
     this.total++;
     this.appendAssets([asset]);
     this.renderSentinel();
+  }
+
+  /**
+   * Once a batch of uploads ended: the folder's filter counts and total again (one small page),
+   * since the new assets changed them. The grid keeps what it shows.
+   */
+  private async refreshFacets(folderId: string): Promise<void> {
+    if (this.view.kind !== 'folder' || this.view.id !== folderId) return;
+    const gen = this.generation;
+    try {
+      const page = await this.makeClient().folder(folderId, { size: 1, uiLocale: this.locale, filters: this.activeFilters.length ? this.activeFilters : undefined });
+      if (gen !== this.generation) return;
+      // A rebuilt checkbox would lose focus: leave the filters as they are while one has it.
+      if (this.els.facets.contains(this.root.activeElement)) return;
+      this.facets = page.filters ?? [];
+      this.total = Math.max(page.totalAssetsCount, this.assets.length);
+      this.renderFacets();
+      this.say(this.loadedText());
+    } catch {
+      /* the counts stay as they were; the uploads themselves succeeded */
+    }
   }
 
   // ── destination (mode="destination") ───────────────────────────────────────────────────────
