@@ -122,6 +122,8 @@ export class DamhubPicker extends HTMLElement {
   private folderCaps: FolderResult['capabilities'] | null = null;
   private readonly uploadQueue: { job: UploadJob; onConflict: ConflictMode }[] = [];
   private uploadsRunning = 0;
+  /** An upload of the current batch succeeded: the folder's counts changed. */
+  private uploadedSinceRefresh = false;
 
   private readonly els = {
     wrap: h('div', { class: 'wrap' }),
@@ -986,7 +988,10 @@ export class DamhubPicker extends HTMLElement {
       void this.runUpload(next.job, next.onConflict).finally(() => {
         this.uploadsRunning--;
         this.pumpUploads();
-        if (!this.uploadsRunning && !this.uploadQueue.length) void this.refreshFacets(next.job.folder.id);
+        if (!this.uploadsRunning && !this.uploadQueue.length && this.uploadedSinceRefresh) {
+          this.uploadedSinceRefresh = false;
+          void this.refreshFacets(next.job.folder.id);
+        }
       });
     }
   }
@@ -1034,6 +1039,7 @@ export class DamhubPicker extends HTMLElement {
       job.progress.value = job.progress.max;
       replace(job.state, onConflict === 'version' ? t('uploadedVersion') : t('uploaded'));
       this.setUploadActions(job, 'ended');
+      this.uploadedSinceRefresh = true;
       this.say(t('uploadedInto', { f: asset.name, d: job.folder.name }));
       this.showUploaded(job, asset);
       const detail: PickerUploadDetail = { provider: job.provider, folderId: job.folder.id, asset, onConflict };
@@ -1108,7 +1114,8 @@ export class DamhubPicker extends HTMLElement {
       this.facets = page.filters ?? [];
       this.total = Math.max(page.totalAssetsCount, this.assets.length);
       this.renderFacets();
-      this.say(this.loadedText());
+      // The status line keeps the last upload's message; the grid's set size follows the new total.
+      for (const el of this.items()) el.setAttribute('aria-setsize', String(Math.max(this.total, this.assets.length)));
     } catch {
       /* the counts stay as they were; the uploads themselves succeeded */
     }
