@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Locator, Page, Route } from 'playwright-core';
@@ -46,6 +47,18 @@ after(async () => {
 
 async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical findings on the page as it is. */
+async function seriousAxe(page: Page): Promise<{ id: string; nodes: string[] }[]> {
+  if (!(await page.evaluate(() => !!(globalThis as any).axe))) await page.evaluate(AXE);
+  const all = await page.evaluate(async () => {
+    const r = await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ['violations'] });
+    return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n: any) => JSON.stringify(n.target)) }));
+  });
+  return all.filter((v: { impact: string }) => v.impact === 'serious' || v.impact === 'critical');
 }
 
 async function openFolder(picker: Locator, name: string): Promise<void> {
@@ -159,6 +172,7 @@ test('upload: drop two files, a progress bar each, both appear in the grid and o
     await picker.getByRole('checkbox', { name: /Other/ }).waitFor();
     await page.waitForFunction(() => (globalThis as any).document.querySelector('#picker').shadowRoot.querySelector('.item').getAttribute('aria-setsize') === '4');
     await shot(page, '03-uploaded');
+    assert.deepEqual(await seriousAxe(page), [], 'the upload rows pass axe-core');
   } finally {
     await page.close();
   }
@@ -209,6 +223,7 @@ test('upload conflict: the same name again offers New version / Keep both / Canc
     await row.getByText('“harbor boats.jpg” already exists in this folder').waitFor();
     assert.deepEqual(await row.getByRole('button').allInnerTexts(), ['New version', 'Keep both', 'Cancel']);
     await shot(page, '04-conflict');
+    assert.deepEqual(await seriousAxe(page), [], 'the conflict choice passes axe-core');
     assert.deepEqual(fs.readFileSync(onDisk('Photos', 'harbor boats.jpg')), boats, 'nothing written yet');
 
     // New version: the same asset, its content replaced, one tile still.
@@ -300,6 +315,7 @@ test('upload affordances only where the folder says canAddAsset; mode="destinati
     assert.equal(await save.isDisabled(), true, 'no name, no save');
     await name.fill('Q4 report.pdf');
     await shot(d.page, '07-destination');
+    assert.deepEqual(await seriousAxe(d.page), [], 'the destination bar passes axe-core');
     await save.click();
     const [ev] = await pickerEvents(d.page, 'damhub-destination');
     assert.ok(ev, 'the event was sent');
