@@ -13,6 +13,7 @@ import path from 'node:path';
 import { describe, test, before, after } from 'node:test';
 import { gcra, gcraRefund } from '../../src/stores/gcra.js';
 import { importLegacyMcpConnections, LEGACY_MCP_FILE } from '../../src/stores/legacy-mcp-file.js';
+import { sweepStores } from '../../src/stores/sweep.js';
 import { StoreConflictError, type AuditEntry, type AuditQuery, type LoginState, type McpConnection, type PartnerInput, type Stores, type UploadRecord } from '../../src/stores/types.js';
 import { writeLegacyMcpFile } from './legacy-mcp.js';
 
@@ -660,6 +661,20 @@ export function storeSuite(name: string, factory: PairFactory): void {
       assert.equal(await a.audit.prune(base + 3), 0);
       await a.audit.prune(base + 11);
       assert.deepEqual(await list(b), []);
+    });
+
+    it('the periodic sweep prunes the audit past its retention (DAMHUB_AUDIT_RETENTION) and keeps the rest', async () => {
+      const now = T0 + 2000 * DAY;
+      const e = (at: number, requestId: string): AuditEntry => ({
+        at, requestId, partnerId: 'p-ret', userId: 'u', providerId: 'library', accountId: null, operation: 'delete',
+        targetId: '/x', targetIdAfter: null, nameBefore: 'x', nameAfter: null, bytes: null, result: 'ok',
+      });
+      for (const x of [e(now - 91 * DAY, 'gone'), e(now - 90 * DAY, 'edge'), e(now - 89 * DAY, 'kept'), e(now - 6 * DAY, 'recent')]) await a.audit.append(x);
+      const left = async () => (await b.audit.list({ since: now - 100 * DAY, partnerId: 'p-ret', limit: 10 })).map((x) => x.requestId);
+      assert.deepEqual(await sweepStores(b, now, 90), { auditPruned: 1 });
+      assert.deepEqual(await left(), ['recent', 'kept', 'edge'], 'exactly the retention is kept');
+      assert.deepEqual(await sweepStores(a, now, 5), { auditPruned: 3 });
+      assert.deepEqual(await left(), []);
     });
 
     it('uploads: create, read on the other node, advance (compare-and-set), finish, remove, expired', async () => {
