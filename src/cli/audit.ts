@@ -15,7 +15,6 @@ const COLUMNS = ['TIME', 'PARTNER', 'USER', 'PROVIDER', 'ACCOUNT', 'OPERATION', 
 function cell(v: string | number | null): string {
   if (v === null || v === '') return '-';
   const s = String(v);
-  // eslint-disable-next-line no-control-regex
   return /[\u0000-\u001f\u007f]/.test(s) ? JSON.stringify(s) : s;
 }
 
