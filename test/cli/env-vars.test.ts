@@ -163,6 +163,18 @@ async function librarySignIn(hub: Hub, start: Answer, username: string, password
   return (await openForm(hub, start))({ username, password });
 }
 
+/**
+ * A library DAM session of a partner allowed to write (the admin API's `writes`): the write
+ * engine's own checks (size, type) answer before the library's write folders are asked.
+ */
+async function writer(p: Partner): Promise<{ access: string; dam: string }> {
+  const list = await call(`${p.hub.url}/api/v1/admin/partners`, { token: ADMIN_KEY });
+  const id = (list.body as { id: string; issuer: string }[]).find((x) => x.issuer === p.issuer)!.id;
+  const on = await call(`${p.hub.url}/api/v1/admin/partners/${id}`, { method: 'PATCH', token: ADMIN_KEY, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ writes: true }) });
+  assert.equal(on.status, 200, JSON.stringify(on.body));
+  return damUser(p);
+}
+
 /** A library DAM token for a fresh hub user (account `alice`). */
 async function damUser(p: Partner): Promise<{ access: string; dam: string }> {
   const u = await p.user();
@@ -467,6 +479,18 @@ const ROWS: Record<string, Row> = {
     assert.ok(c.standIn.requests.filter((r) => r.url === '/jwks').length > before, 'the JWKS was fetched from DAMHUB_MCP_JWKS_URL');
   } },
 
+  DAMHUB_MAX_UPLOAD_BYTES: { group: 'core', value: '100', async check(c) {
+    const w = await writer(c.partner);
+    const r = await call(`${c.hub.url}/api/v1/assets/upload?parentId=root&name=big.txt`, { method: 'POST', token: w.access, headers: { 'provider-authorization': `Bearer ${w.dam}`, 'content-type': 'text/plain' }, body: 'x'.repeat(200) });
+    assert.equal(r.status, 413, JSON.stringify(r.body));
+    assert.match(r.body.error.details, /limit is 100 bytes \(DAMHUB_MAX_UPLOAD_BYTES\)/);
+  } },
+  DAMHUB_UPLOAD_EXTENSIONS: { group: 'core', value: 'png, .JPG', async check(c) {
+    const w = await writer(c.partner);
+    const r = await call(`${c.hub.url}/api/v1/assets/upload?parentId=root&name=notes.txt`, { method: 'POST', token: w.access, headers: { 'provider-authorization': `Bearer ${w.dam}`, 'content-type': 'text/plain' }, body: 'hi' });
+    assert.equal(r.status, 415, JSON.stringify(r.body));
+    assert.match(r.body.error.details, /allowed: \.png, \.jpg/);
+  } },
   DAMHUB_AUDIT_RETENTION: { group: 'core', value: ({ dirs }) => {
     // Two writes in the data dir's audit before the hub starts: three days old and an hour old.
     // The hub sweeps at start: with a retention of 2 days (default 90) the older one goes.
