@@ -269,7 +269,9 @@ export class UpstreamClient {
     try {
       const undici = await loadUndici();
       this.pool.agent ??= new undici.Agent(this.agentOptions);
-      res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
+      // undici's own head timer runs from the request's start and is refreshed only when the socket
+      // pushes back: a client uploading slowly would hit it mid-body. Off for a stream; `arm` covers the head.
+      res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal, ...(stream ? { headersTimeout: 0 } : {}) });
     } catch (e) {
       if (call?.aborted) throw this.abandoned(what);
       // The body failed (the client went away, the hub's byte count refused it): not the upstream's fault.
