@@ -94,6 +94,15 @@ function serverTag(e: DavEntry, cond: WriteCondition): string | undefined {
   return cond.upstreamTag ? strongTag(e.etag) : undefined;
 }
 
+/**
+ * Refuses at once a write onto a file locked by someone else, before any byte is sent (the server
+ * would answer the final MOVE 423 after the whole body). The server stays the judge: a lock it
+ * does not report is met by its 423.
+ */
+function notLockedByOther(ctx: Ctx, e: DavEntry | null): void {
+  if (e?.locks?.length && !ownLock(e, ctx.cred)) throw lockedError(`${e.path} is locked`, e);
+}
+
 /** The `If` list for `path` with this account's lock on `e` (none: no lock of ours). */
 function lockCond(ctx: Ctx, e: DavEntry | null, path: string, etag?: string): DavCondition['tagged'] {
   const token = e ? ownLock(e, ctx.cred)?.token : undefined;
@@ -186,6 +195,7 @@ async function upload(ctx: Ctx, target: { parentId: string; name: string; onConf
   // A version goes onto an existing file only: a folder of that name is a conflict, never replaced.
   const current = target.onConflict === 'version' ? await stat(ctx, final) : null;
   if (current?.collection) throw exists(final)();
+  notLockedByOther(ctx, current);
   const temp = await putTemp(ctx, folder, body);
   const created = await finishing(ctx, temp, async () => {
     if (target.onConflict === 'version') return (await replace(ctx, temp, final, current, undefined)).status === 201;
@@ -210,6 +220,7 @@ async function update(ctx: Ctx, assetId: string, body: UploadBody, cond: WriteCo
   const p = cleanPath(assetId);
   const current = await statFile(ctx, p);
   checkTag(current, cond);
+  notLockedByOther(ctx, current);
   const temp = await putTemp(ctx, parentOf(p), body);
   await finishing(ctx, temp, () => replace(ctx, temp, p, current, serverTag(current, cond)));
   return assetAt(ctx, p);

@@ -319,6 +319,14 @@ for (const [serverName, startDav] of SERVERS) {
         assert.equal((await p.unlockAsset!(alice, '/Locks/doc.txt')).lockedBy, undefined, 'unlocking an unlocked asset is a no-op');
         await p.update!(bob, '/Locks/doc.txt', body('bob now'), NO_COND);
         assert.equal(readFileSync(path.join(dav.root, 'Locks/doc.txt'), 'utf8'), 'bob now');
+        // The holder may rename and delete under the lock; a lock does not move with the file (RFC 4918 7.5).
+        await p.lockAsset!(alice, '/Locks/doc.txt');
+        const moved = await p.renameAsset!(alice, '/Locks/doc.txt', 'doc moved.txt', NO_COND);
+        assert.equal(moved.id, '/Locks/doc moved.txt');
+        assert.equal(moved.lockedBy, undefined);
+        await p.lockAsset!(alice, '/Locks/doc moved.txt');
+        await p.deleteAsset!(alice, '/Locks/doc moved.txt', NO_COND);
+        assert.ok(!(await davNames(dav, '/Locks')).includes('doc moved.txt'));
       });
 
       test('a lock taken by another WebDAV client names its owner; deleting its folder is asset-locked', async () => {
