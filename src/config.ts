@@ -168,6 +168,8 @@ export interface HubConfig {
   libraryLeaseSec: number;
   /** Cluster mode: the indexer's periodic rescan (a shared folder's changes may not reach its watcher); 0 disables. */
   libraryRescanSec: number;
+  /** How long the write audit keeps an entry (days, DAMHUB_AUDIT_RETENTION); older ones go with the periodic sweep. */
+  auditRetentionDays: number;
 }
 
 /** The public URL of a hub that was given none: where it listens. */
@@ -250,6 +252,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     connectors: {},
     libraryLeaseSec: 15,
     libraryRescanSec: 60,
+    auditRetentionDays: 90,
   };
   return { ...base, ...overrides };
 }

@@ -8,7 +8,7 @@
  */
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Agent } from 'undici';
 import type { Clock } from '../../clock.js';
 import { integrationError, isHubError, type HubError } from '../../errors.js';
@@ -47,7 +47,12 @@ export interface UpstreamRequest {
   method: string;
   url: string | URL;
   headers?: Record<string, string>;
-  body?: string | Buffer;
+  /**
+   * A stream (an upload's bytes) is sent as it is read and never retried: it cannot be read
+   * twice. The deadline then starts once it has been sent (a large body takes as long as it
+   * takes), and a stream that errors ends the call with its own error, not the upstream's.
+   */
+  body?: string | Buffer | Readable;
   /** Whether repeating the call is harmless; defaults from the method (GET, HEAD, OPTIONS, PROPFIND, SEARCH). */
   idempotent?: boolean;
   /** Statuses the caller handles itself (besides 2xx); others become integration errors. */
@@ -151,6 +156,17 @@ export class UpstreamClient {
     return view;
   }
 
+  /**
+   * This client without the call's signal: for clean-up that must run although the hub stopped
+   * waiting (a temp upload removed after the call was abandoned).
+   */
+  detached(): UpstreamClient {
+    if (this.callSignal === null) return this;
+    const view = Object.create(this) as UpstreamClient;
+    view.callSignal = null;
+    return view;
+  }
+
   /** The error for a call the hub stopped waiting for (nobody reads it; the caller had its 504). */
   private abandoned(what: string): HubError {
     return unavailable(this.providerId, `${what}: abandoned, the hub stopped waiting for the call`, { timeout: true });
@@ -162,7 +178,7 @@ export class UpstreamClient {
     const what = req.what ?? `${req.method} ${url.pathname}`;
     this.checkAddress(url, what);
     const idempotent = req.idempotent ?? SAFE_METHODS.has(req.method.toUpperCase());
-    const attempts = idempotent ? this.settings.retries + 1 : 1;
+    const attempts = idempotent && !(req.body instanceof Readable) ? this.settings.retries + 1 : 1;
     if (this.callSignal?.aborted) throw this.abandoned(what);
     for (let attempt = 0; ; attempt++) {
       try {
@@ -231,8 +247,21 @@ export class UpstreamClient {
     // The deadline covers the answer's head only; a streamed body (a download) may take longer,
     // bounded by the idle bodyTimeout between chunks.
     const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
-    timer.unref();
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      timer = setTimeout(() => ac.abort(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
+      timer.unref();
+    };
+    // A streamed body: the deadline is for the answer once the body is sent; its own failure is kept.
+    const stream = req.body instanceof Readable ? req.body : null;
+    let bodyError: unknown = null;
+    const onBodyError = (e: unknown) => {
+      bodyError ??= e ?? new Error('the body stream failed');
+    };
+    if (stream) {
+      stream.once('end', arm);
+      stream.once('error', onBodyError);
+    } else arm();
     const call = this.callSignal;
     const abandon = () => ac.abort(call!.reason);
     call?.addEventListener('abort', abandon, { once: true });
@@ -240,9 +269,13 @@ export class UpstreamClient {
     try {
       const undici = await loadUndici();
       this.pool.agent ??= new undici.Agent(this.agentOptions);
-      res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
+      // undici's own head timer runs from the request's start and is refreshed only when the socket
+      // pushes back: a client uploading slowly would hit it mid-body. Off for a stream; `arm` covers the head.
+      res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal, ...(stream ? { headersTimeout: 0 } : {}) });
     } catch (e) {
       if (call?.aborted) throw this.abandoned(what);
+      // The body failed (the client went away, the hub's byte count refused it): not the upstream's fault.
+      if (bodyError !== null || (stream && stream.errored)) throw bodyError ?? stream!.errored;
       // The address policy refused the resolved address: no connection was made, the host did not
       // fail, and asking again gives the same answer.
       if (refusalOf(e)) throw networkError(this.providerId, what, e, this.settings.timeoutMs);
@@ -252,6 +285,7 @@ export class UpstreamClient {
       throw retry;
     } finally {
       clearTimeout(timer);
+      stream?.off('end', arm);
       call?.removeEventListener('abort', abandon);
     }
     const status = res.statusCode;
