@@ -389,3 +389,16 @@ test('resumable: an abort stops the upload, removes it at the hub, and leaves no
   assert.equal(fs.existsSync(path.join(h.root!, 'Docs', 'aborted.bin')), false);
   assert.equal((await c.collectFolder(docs)).assets.some((x) => x.name === 'aborted.bin'), false);
 });
+
+test('a stream shorter than its declared size is refused by the client, on both paths, and nothing is written', async () => {
+  const c = h.client({ sub: 'short-user', sleep: async () => undefined, uploadThreshold: 64 * 1024 });
+  await c.signInWithPassword({ username: ACCOUNT.name, password: ACCOUNT.password });
+  const docs = await folderId(c, 'Docs');
+  async function* short(n: number) {
+    yield new Uint8Array(n);
+  }
+  await assert.rejects(c.upload(docs, { stream: short(1000), size: 2000, name: 'short-plain.bin' }), (e: Error) => e instanceof RangeError && /ended after 1000 of its declared 2000/.test(e.message));
+  await assert.rejects(c.upload(docs, { stream: short(100_000), size: 200_000, name: 'short-tus.bin' }), (e: Error) => e instanceof RangeError && /ended after 100000 of its declared 200000/.test(e.message));
+  const names = (await c.collectFolder(docs)).assets.map((a) => a.name);
+  assert.ok(!names.includes('short-plain.bin') && !names.includes('short-tus.bin'));
+});

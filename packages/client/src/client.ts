@@ -988,7 +988,8 @@ export class DamhubClient {
       },
       onProgress: o.onProgress,
       signal: o.signal,
-      chunkSize: this.opts.tusChunkSize ?? (browser ? Infinity : 8 * MiB),
+      // A browser sends a Blob from disk in one PATCH; bytes held in memory, streams and Node go in chunks.
+      chunkSize: this.opts.tusChunkSize ?? (browser && typeof Blob !== 'undefined' && file instanceof Blob ? Infinity : 8 * MiB),
       retryDelays: this.opts.tusRetryDelays ?? [0, 1000, 3000, 5000, 10_000],
     });
     if (done.body.trim()) {

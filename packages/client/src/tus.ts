@@ -45,8 +45,13 @@ interface TusResponse {
   getBody(): string;
 }
 
-/** A tus error as the DamhubError the rest of the client throws: the hub's envelope when it answered, a network error when it did not. */
-function toDamhubError(err: unknown, operation: Operation): DamhubError {
+/**
+ * A tus error as the DamhubError the rest of the client throws: the hub's envelope when it
+ * answered, a network error when a request got no answer. Anything else (a stream that yields
+ * another length than it declared) is thrown as it is.
+ */
+function toDamhubError(err: unknown, operation: Operation): DamhubError | Error {
+  if (!(err as { originalRequest?: unknown }).originalRequest) return err instanceof Error ? err : new Error(String(err));
   const res = (err as { originalResponse?: TusResponse | null }).originalResponse;
   if (res && res.getStatus() > 0) {
     return errorFromResponse(res.getStatus(), res.getBody() ?? '', { get: (n) => res.getHeader(n) ?? null }, operation);
@@ -86,7 +91,7 @@ export async function tusUpload(a: TusUploadArgs): Promise<TusResult> {
       onShouldRetry(err, attempt, options) {
         if (settled) return false;
         const status = err.originalResponse?.getStatus() ?? 0;
-        const e = toDamhubError(err, a.operation);
+        const e = toDamhubError(err, a.operation) as DamhubError;
         if (status === 401) {
           // The session expired mid-upload: renew it, then the same request goes again.
           renewing = a.renew(e).catch(() => false);
