@@ -57,6 +57,8 @@ function toDamhubError(err: unknown, operation: Operation): DamhubError | Error 
     return errorFromResponse(res.getStatus(), res.getBody() ?? '', { get: (n) => res.getHeader(n) ?? null }, operation);
   }
   const cause = (err as { causingError?: unknown }).causingError ?? err;
+  // The source's own refusal (upload-source.ts throws RangeError when a stream's length is not the declared one).
+  if (cause instanceof RangeError) return cause;
   return networkError(cause, operation);
 }
 
