@@ -112,6 +112,8 @@ export async function tusUpload(a: TusUploadArgs): Promise<TusResult> {
         if (settled) return;
         settled = true;
         a.signal?.removeEventListener('abort', onAbort);
+        // No later call resumes this upload (each call starts its own): let the hub drop its parts now.
+        if (upload.url) upload.abort(true).catch(() => undefined);
         reject(toDamhubError(err, a.operation));
       },
     });
