@@ -200,7 +200,7 @@ export const s3ConnectorWith = (opts: S3Options = {}) => defineProvider<S3Cred>(
       const name = key.split('/').at(-1)!;
       const oldestFirst = numbered(await listVersions(ctx.http, ctx.cred, key), { key, versionId: '', latest: true, size: h.size, etag: h.etag, modified: h.modified });
       const list = await Promise.all(oldestFirst.map(async (v, i) => {
-        const a = toAsset(v, await presignGet(ctx.cred, key, name, PRESIGN_SEC, ctx.now(), v.versionId && v.versionId !== 'null' ? v.versionId : undefined));
+        const a = tagAsset(toAsset(v, await presignGet(ctx.cred, key, name, PRESIGN_SEC, ctx.now(), v.versionId && v.versionId !== 'null' ? v.versionId : undefined)), { contentTag: v.etag });
         a.version = i + 1;
         a.displayVersion = i + 1;
         if (v.versionId) a.versionComment = `S3 version ${v.versionId}`;
