@@ -74,11 +74,15 @@ export function writeHooks(deps: WriteDeps): Pick<Required<ConnectorHooks<S3Cred
     if (p.objects.length === 0 && p.prefixes.length === 0) throw integrationError('integration-not-found', PROVIDER_ID, `no folder ${JSON.stringify(prefix)} in bucket ${ctx.cred.bucket}`);
   }
 
-  /** Whether a name is taken in a folder: by an object, or by a sub-folder of that name. */
-  async function taken(ctx: CallContext<S3Cred>, key: string): Promise<boolean> {
-    if (await headIfAny(ctx.http, ctx.cred, key)) return true;
+  /** Whether a sub-folder has this key's name (its prefix holds anything). */
+  async function isFolder(ctx: CallContext<S3Cred>, key: string): Promise<boolean> {
     const p = await listObjects(ctx.http, ctx.cred, { prefix: `${key}/`, delimiter: true, maxKeys: 1, token: null });
     return p.objects.length > 0 || p.prefixes.length > 0;
+  }
+
+  /** Whether a name is taken in a folder: by an object, or by a sub-folder of that name. */
+  async function taken(ctx: CallContext<S3Cred>, key: string): Promise<boolean> {
+    return (await headIfAny(ctx.http, ctx.cred, key)) !== null || isFolder(ctx, key);
   }
 
   /** Keeps an emptied folder: a marker where its prefix no longer holds anything. */
@@ -138,7 +142,7 @@ export function writeHooks(deps: WriteDeps): Pick<Required<ConnectorHooks<S3Cred
       await requireFolder(ctx, dir);
       let key = dir + target.name;
       const existing = await headIfAny(ctx.http, ctx.cred, key);
-      const folderThere = !existing && (await taken(ctx, key));
+      const folderThere = !existing && (await isFolder(ctx, key));
       if ((existing || folderThere) && target.onConflict === 'fail') throw hubError('asset-exists', `${JSON.stringify(key)} already exists in bucket ${ctx.cred.bucket}`);
       if (existing || folderThere) {
         if (target.onConflict === 'rename' || folderThere) key = dir + (await freeName(ctx, dir, target.name));
