@@ -9,16 +9,21 @@ import { integrationError } from '../../errors.js';
 import type { UploadBody } from '../contract.js';
 import type { UpstreamClient } from '../kit/http.js';
 import { PROVIDER_ID, type S3Cred } from './api.js';
-import { abortMultipartUpload, completeMultipartUpload, createMultipartUpload, putObject, uploadPart } from './writes-api.js';
+import { abortMultipartUpload, completeMultipartUpload, copyObject, createMultipartUpload, putObject, uploadPart, uploadPartCopy } from './writes-api.js';
 
 export interface BodyLimits {
   /** Bodies declared at most this long go in one streamed PutObject; longer or undeclared ones in parts. */
   putMaxBytes: number;
   /** Bytes of each part (S3 and Swift take at least 5 MiB for every part but the last). */
   partBytes: number;
+  /** Objects at most this large are copied in one CopyObject (S3's limit: 5 GiB); larger ones part by part. */
+  copyMaxBytes: number;
+  /** Bytes of each part of a copy part by part. */
+  copyPartBytes: number;
 }
 
-export const DEFAULT_BODY_LIMITS: BodyLimits = { putMaxBytes: 16 * 1024 * 1024, partBytes: 8 * 1024 * 1024 };
+const MIB = 1024 * 1024;
+export const DEFAULT_BODY_LIMITS: BodyLimits = { putMaxBytes: 16 * MIB, partBytes: 8 * MIB, copyMaxBytes: 5 * 1024 * MIB, copyPartBytes: 512 * MIB };
 
 /** Parts of one upload at most: Swift's s3api default (max_upload_part_num), below S3's 10,000. */
 export const MAX_PARTS = 1000;
@@ -55,6 +60,33 @@ export class PartReader {
     }
     if (n === 0 && this.ended) return null;
     return n === this.size ? part : part.subarray(0, n);
+  }
+}
+
+/** What a copy needs to know of its source: its size, and its type and metadata (a copy part by part does not carry them). */
+export interface CopySource {
+  key: string;
+  size: number;
+  etag?: string;
+  contentType?: string;
+  meta: Record<string, string>;
+}
+
+/**
+ * Copies an object within the bucket: one CopyObject, or above `copyMaxBytes` a multipart upload
+ * of UploadPartCopy ranges (aborted on any failure). Only while the source is still `ifMatch`.
+ */
+export async function copyWhole(http: UpstreamClient, c: S3Cred, from: CopySource, to: string, ifMatch: string | undefined, limits: BodyLimits): Promise<void> {
+  if (from.size <= limits.copyMaxBytes) return copyObject(http, c, from.key, to, { ifMatch });
+  const size = Math.max(limits.copyPartBytes, Math.ceil(from.size / MAX_PARTS));
+  const uploadId = await createMultipartUpload(http, c, to, { contentType: from.contentType ?? 'application/octet-stream', meta: from.meta });
+  try {
+    const etags: string[] = [];
+    for (let at = 0; at < from.size; at += size) etags.push(await uploadPartCopy(http, c, to, uploadId, etags.length + 1, from.key, [at, Math.min(from.size, at + size) - 1], ifMatch));
+    await completeMultipartUpload(http, c, to, uploadId, etags, {});
+  } catch (e) {
+    await abortMultipartUpload(http.detached(), c, to, uploadId).catch(() => undefined);
+    throw e;
   }
 }
 

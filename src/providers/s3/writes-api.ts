@@ -59,7 +59,7 @@ async function call(http: UpstreamClient, req: Parameters<UpstreamClient['text']
   const a = await http.text({ ...req, accept: [...WRITE_ACCEPT, ...(req.accept ?? [])] });
   if (a.status >= 300 && !req.accept?.includes(a.status)) throw writeFailure(a, req.what ?? req.method, pre);
   // CopyObject and CompleteMultipartUpload may fail after their 200 (the body is then an <Error>).
-  if (/<Error>/.test(a.text.slice(0, 512)) && !/<(CompleteMultipartUploadResult|CopyObjectResult)\b/.test(a.text)) {
+  if (/<Error>/.test(a.text.slice(0, 512)) && !/<(CompleteMultipartUploadResult|CopyObjectResult|CopyPartResult)\b/.test(a.text)) {
     throw writeFailure({ ...a, status: /InternalError|SlowDown/.test(a.text) ? 503 : 400 }, req.what ?? req.method, pre);
   }
   return a;
@@ -140,10 +140,27 @@ export async function abortMultipartUpload(http: UpstreamClient, c: S3Cred, key:
 
 /** CopyObject within the bucket, metadata and type kept; `ifMatch`: only if the source is still that content. */
 export async function copyObject(http: UpstreamClient, c: S3Cred, from: string, to: string, o: { ifMatch?: string } = {}): Promise<void> {
-  const extra: Record<string, string> = { 'x-amz-copy-source': `/${enc(c.bucket)}/${from.split('/').map(enc).join('/')}`, 'x-amz-metadata-directive': 'COPY' };
+  const extra: Record<string, string> = { 'x-amz-copy-source': copySource(c, from), 'x-amz-metadata-directive': 'COPY' };
   if (o.ifMatch) extra['x-amz-copy-source-if-match'] = o.ifMatch;
   const { url, headers } = await signed(c, 'PUT', to, {}, extra);
   await call(http, { method: 'PUT', url, headers, idempotent: true, what: `CopyObject ${c.bucket}/${from} to ${to}` }, 'changed');
+}
+
+const copySource = (c: S3Cred, from: string) => `/${enc(c.bucket)}/${from.split('/').map(enc).join('/')}`;
+
+/**
+ * UploadPartCopy: bytes `range` ([first, last]) of `from` as part `n`, only if `from` is still
+ * the content `ifMatch` names. The part's ETag.
+ */
+export async function uploadPartCopy(http: UpstreamClient, c: S3Cred, key: string, uploadId: string, n: number, from: string, range: [number, number], ifMatch: string | undefined): Promise<string> {
+  const extra: Record<string, string> = { 'x-amz-copy-source': copySource(c, from), 'x-amz-copy-source-range': `bytes=${range[0]}-${range[1]}` };
+  if (ifMatch) extra['x-amz-copy-source-if-match'] = ifMatch;
+  const what = `UploadPartCopy ${n} of ${c.bucket}/${key} from ${from}`;
+  const { url, headers } = await signed(c, 'PUT', key, { partNumber: String(n), uploadId }, extra);
+  const a = await call(http, { method: 'PUT', url, headers, idempotent: true, what }, 'changed');
+  const etag = /<ETag>([^<]*)<\/ETag>/.exec(a.text)?.[1]?.replace(/&quot;/g, '"');
+  if (!etag) throw statusError(PROVIDER_ID, what, 502, 'the answer carries no ETag');
+  return etag;
 }
 
 export async function deleteObject(http: UpstreamClient, c: S3Cred, key: string): Promise<void> {

@@ -18,9 +18,9 @@ import type { Asset, Folder } from '../model.js';
 import type { ConflictMode, UploadBody, WriteCondition, WriteDestination } from '../contract.js';
 import type { CallContext, ConnectorHooks } from '../kit/define.js';
 import { headObject, listObjects, PROVIDER_ID, type S3Cred, type S3Object } from './api.js';
-import { writeBody, type BodyLimits } from './body.js';
+import { copyWhole, writeBody, type BodyLimits } from './body.js';
 import { baseName, keyOf, parentOf, prefixOf, toFolder } from './mapping.js';
-import { copyObject, DELETE_BATCH, deleteObject, deleteObjects, headIfAny, probeConditionalWrites, putObject } from './writes-api.js';
+import { DELETE_BATCH, deleteObject, deleteObjects, headIfAny, probeConditionalWrites, putObject } from './writes-api.js';
 
 /** Keys a folder rename or move copies at most; above it the folder is refused before anything changes. */
 export const MAX_FOLDER_KEYS = 10_000;
@@ -92,13 +92,13 @@ export function writeHooks(deps: WriteDeps): Pick<Required<ConnectorHooks<S3Cred
     if (p.objects.length === 0 && p.prefixes.length === 0) await putObject(ctx.http, ctx.cred, prefix, Buffer.alloc(0), { contentType: FOLDER_MARKER_TYPE, length: 0 });
   }
 
-  /** Every key under a prefix (marker included), at most MAX_FOLDER_KEYS. */
-  async function keysUnder(ctx: CallContext<S3Cred>, prefix: string): Promise<string[]> {
-    const keys: string[] = [];
+  /** Every object under a prefix (marker included), at most MAX_FOLDER_KEYS. */
+  async function keysUnder(ctx: CallContext<S3Cred>, prefix: string): Promise<S3Object[]> {
+    const keys: S3Object[] = [];
     let token: string | null = null;
     do {
       const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter: false, maxKeys: 1000, token });
-      keys.push(...p.objects.map((o) => o.key));
+      keys.push(...p.objects);
       if (keys.length > MAX_FOLDER_KEYS) throw integrationError('integration-operation-failed', PROVIDER_ID, `more than ${MAX_FOLDER_KEYS} objects under ${JSON.stringify(prefix)}: too many to rename or move one by one`);
       token = p.next;
     } while (token);
@@ -116,15 +116,14 @@ export function writeHooks(deps: WriteDeps): Pick<Required<ConnectorHooks<S3Cred
     const key = keyOf(assetId);
     const to = toDir + name;
     const what = `moving ${key} to ${to}`;
-    const head = await headIfAny(ctx.http, ctx.cred, key);
-    if (!head) throw integrationError('integration-not-found', PROVIDER_ID, `no object ${JSON.stringify(key)} in bucket ${ctx.cred.bucket}`);
+    const head = await headObject(ctx.http, ctx.cred, key);
     if (to === key) return deps.readAsset(ctx, key);
     changedOutside(what, cond.upstreamTag, head.etag);
     await requireFolder(ctx, toDir);
     if (await taken(ctx, to)) throw hubError('asset-exists', `${what}: ${JSON.stringify(to)} is taken`);
     // The copy is only of the content the hub read (x-amz-copy-source-if-match, which Swift's
     // s3api honours too): changed in between, it fails with 412 → asset-version-conflict.
-    await copyObject(ctx.http, ctx.cred, key, to, { ifMatch: cond.upstreamTag ?? head.etag });
+    await copyWhole(ctx.http, ctx.cred, { key, ...head }, to, cond.upstreamTag ?? head.etag, deps.limits);
     try {
       await deleteObject(ctx.http, ctx.cred, key);
     } catch (e) {
@@ -215,15 +214,15 @@ export function writeHooks(deps: WriteDeps): Pick<Required<ConnectorHooks<S3Cred
       if (await taken(ctx, dst.slice(0, -1))) throw hubError('asset-exists', `${JSON.stringify(dst)} already exists in bucket ${ctx.cred.bucket}`);
       const copied: string[] = [];
       try {
-        await inPool(keys, COPY_CONCURRENCY, async (key) => {
-          await copyObject(ctx.http, ctx.cred, key, dst + key.slice(src.length));
-          copied.push(dst + key.slice(src.length));
+        await inPool(keys, COPY_CONCURRENCY, async (o) => {
+          await copyWhole(ctx.http, ctx.cred, o.size > deps.limits.copyMaxBytes ? { ...(await headObject(ctx.http, ctx.cred, o.key)), key: o.key } : { key: o.key, size: o.size, meta: {} }, dst + o.key.slice(src.length), undefined, deps.limits);
+          copied.push(dst + o.key.slice(src.length));
         });
       } catch (e) {
         await removeKeys({ ...ctx, http: ctx.http.detached() }, copied).catch(() => undefined);
         throw e;
       }
-      const failed = await removeKeys(ctx, keys);
+      const failed = await removeKeys(ctx, keys.map((o) => o.key));
       if (failed.length) {
         throw integrationError('integration-operation-failed', PROVIDER_ID,
           `the folder was copied to ${JSON.stringify(dst)}, but ${failed.length} of its ${keys.length} objects could not be removed from ${JSON.stringify(src)} (first: ${failed[0]!.key}: ${failed[0]!.reason})`);

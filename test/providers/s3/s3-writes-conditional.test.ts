@@ -57,6 +57,9 @@ const server = http.createServer(async (req, res) => {
   seen.push({ method: req.method!, path: key, query: u.searchParams, ifMatch: req.headers['if-match'] as string | undefined, ifNoneMatch: req.headers['if-none-match'] as string | undefined });
   const q = u.searchParams;
   if (req.method === 'GET' && q.has('versions')) return s3Error(res, 501, 'NotImplemented');
+  if (req.method === 'GET' && !key && (q.get('prefix') ?? '').startsWith('locked/') && !(q.get('prefix') ?? '').startsWith('locked/x')) {
+    return xml(res, 200, `<ListBucketResult><Name>media</Name><IsTruncated>false</IsTruncated><Contents><Key>locked/</Key><Size>0</Size><ETag>"d41d8cd98f00b204e9800998ecf8427e"</ETag></Contents></ListBucketResult>`);
+  }
   if (req.method === 'GET' && !key) {
     const prefix = q.get('prefix') ?? '';
     const keys = [...objects.keys()].filter((k) => k.startsWith(prefix)).sort();
@@ -97,6 +100,7 @@ const server = http.createServer(async (req, res) => {
     uploads.delete(q.get('uploadId')!);
     return res.writeHead(204).end();
   }
+  if (req.method === 'PUT' && key.startsWith('locked/')) return s3Error(res, 403, 'AccessDenied');
   if (req.method === 'PUT') {
     const failed = precondition(req, key);
     if (failed) return s3Error(res, failed, failed === 412 ? 'PreconditionFailed' : 'NoSuchKey');
@@ -179,4 +183,8 @@ test('multipart: the completion carries the condition; a part the server refuses
   assert.ok(seen.some((s) => s.method === 'DELETE' && s.path === 'broken.bin' && s.query.has('uploadId')), 'AbortMultipartUpload sent');
   assert.equal(uploads.size, 0, 'no upload left');
   assert.equal(objects.has('broken.bin'), false);
+});
+
+test('AccessDenied on a put is integration-forbidden', async () => {
+  await assert.rejects(p.upload!(session, { parentId: 'locked/', name: 'x.txt', onConflict: 'fail' }, bodyOf('x')), fails('integration-forbidden'));
 });

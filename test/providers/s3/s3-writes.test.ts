@@ -230,6 +230,28 @@ test('rename and move: copy then delete, the answer under its new id; taken name
   assert.equal(await exists('top.txt'), true);
 });
 
+test('an object above the single-copy limit is renamed by UploadPartCopy ranges, type and metadata kept; names of any script', async () => {
+  const big = bytes(70 * KIB, 13);
+  await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: 'Photos/large.bin', Body: big, ContentType: 'image/x-test', Metadata: { title: 'Large one' } }));
+  // Copies above 50 KiB go in parts of 20 KiB (S3's single-copy limit is 5 GiB).
+  const pc = s3ConnectorWith({ limits: { ...LIMITS, copyMaxBytes: 50 * KIB, copyPartBytes: 20 * KIB } })({ clock: new ManualClock(Date.now()), keys: KeyRing.generate(0), publicUrl: 'http://hub.test', upstream: { allowHosts: ['127.0.0.1'], timeoutMs: 10_000 } });
+  try {
+    const a = await pc.renameAsset!(session, 'Photos/large.bin', 'Été 2024 – 写真.bin', noCond);
+    assert.equal(a.id, 'Photos/Été 2024 – 写真.bin');
+    assert.ok((await read('Photos/Été 2024 – 写真.bin')).equals(big));
+    assert.equal(await exists('Photos/large.bin'), false);
+    const head = await s3.client.send(new HeadObjectCommand({ Bucket: s3.bucket, Key: 'Photos/Été 2024 – 写真.bin' }));
+    assert.equal(head.ContentType, 'image/x-test');
+    assert.equal(head.Metadata?.title, 'Large one');
+    assert.match(head.ETag!, /-4"$/, 'four ranges of at most 20 KiB');
+    assert.equal(a.title, 'Large one');
+    const uploads = await s3.client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
+    assert.deepEqual(uploads.Uploads ?? [], []);
+  } finally {
+    await pc.close();
+  }
+});
+
 test('delete: the object goes; its emptied folder stays (a marker); a missing key is integration-not-found', async () => {
   await p.deleteAsset!(session, 'Lone/only.txt', noCond);
   assert.equal(await exists('Lone/only.txt'), false);
