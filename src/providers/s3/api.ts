@@ -96,9 +96,10 @@ export async function signed(c: S3Cred, method: string, key: string | null, quer
   return { url: new URL(`${ep.origin}${path}${qs ? `?${qs}` : ''}`), headers: req.headers as Record<string, string> };
 }
 
-export async function listObjects(http: UpstreamClient, c: S3Cred, o: { prefix: string; delimiter: boolean; maxKeys: number; token: string | null }): Promise<ListPage> {
+export async function listObjects(http: UpstreamClient, c: S3Cred, o: { prefix: string; delimiter: boolean; maxKeys: number; token: string | null; startAfter?: string }): Promise<ListPage> {
   const query: Record<string, string> = { 'list-type': '2', 'max-keys': String(o.maxKeys), prefix: o.prefix };
   if (o.delimiter) query.delimiter = '/';
+  if (o.startAfter) query['start-after'] = o.startAfter;
   if (o.token) query['continuation-token'] = o.token;
   const { url, headers } = await signed(c, 'GET', null, query);
   const what = `ListObjectsV2 ${c.bucket}/${o.prefix}`;

@@ -157,7 +157,8 @@ export const s3ConnectorWith = (opts: S3Options = {}) => defineProvider<S3Cred>(
     async browse(ctx, folderId, opts): Promise<FolderPage> {
       const prefix = prefixOf(folderId);
       const name = prefix ? prefix.split('/').filter(Boolean).at(-1)! : ctx.cred.bucket;
-      const base = { id: folderId === 'root' ? 'root' : prefix, name, filters: [] };
+      // The bucket itself cannot be renamed or deleted through the hub (writes.ts refuses it).
+      const base = { id: folderId === 'root' ? 'root' : prefix, name, filters: [], ...(prefix ? {} : { capabilities: { canDeleteFolder: false, canRenameFolder: false } }) };
       if (opts.more !== null) {
         const c = readCursor(opts.more);
         const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter: true, maxKeys: opts.size, token: c.k });
@@ -174,7 +175,9 @@ export const s3ConnectorWith = (opts: S3Options = {}) => defineProvider<S3Cred>(
         for (const x of p.prefixes) if (prefixes.length < MAX_PREFIXES) prefixes.push(x);
       });
       if (prefix && total === 0 && prefixes.length === 0 && !marker) throw integrationError('integration-not-found', PROVIDER_ID, `no folder ${JSON.stringify(prefix)} in bucket ${ctx.cred.bucket}`);
-      const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter: true, maxKeys: opts.size, token: null });
+      // The folder's marker object ("prefix/") sorts before every key under it: starting after it
+      // keeps it from taking a place on the first page.
+      const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter: true, maxKeys: opts.size, token: null, startAfter: prefix || undefined });
       const objects = p.objects.filter((o) => o.key !== prefix);
       return { ...base, folders: prefixes.map(toFolder), assets: await assets(ctx, objects), totalAssetsCount: total, ...(p.next ? { more: JSON.stringify({ k: p.next, n: total }) } : {}) };
     },

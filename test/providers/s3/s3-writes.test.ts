@@ -109,6 +109,11 @@ test('capabilities: every write but lock (S3 has no locks), and any file type', 
   assert.deepEqual([caps.upload, caps.update, caps.rename, caps.move, caps.delete, caps.folders, caps.lock], [true, true, true, true, true, true, false]);
   assert.equal(p.lockAsset, undefined);
   assert.equal(await p.uploadExtensions!(session, 'Docs/'), null);
+  // The bucket root: content may be added, but it cannot be renamed or deleted.
+  const root = await p.browse!(session, 'root', { size: 1, more: null, filters: [], timeZone: null, dataLocale: null, uiLocale: 'en' });
+  assert.deepEqual(root.capabilities, { canDeleteFolder: false, canRenameFolder: false });
+  const docs = await p.browse!(session, 'Docs/', { size: 1, more: null, filters: [], timeZone: null, dataLocale: null, uiLocale: 'en' });
+  assert.equal(docs.capabilities, undefined);
 });
 
 test('upload: a new object streamed in one PutObject; the asset carries its ETag as content tag', async () => {
@@ -274,6 +279,13 @@ test('folders: create (a marker, browsable while empty), taken names, rename wit
   await assert.rejects(p.createFolder!(session, 'Docs/', 'notes.txt'), fails('asset-exists'));
   await assert.rejects(p.createFolder!(session, 'Nowhere/', 'X'), fails('integration-not-found'));
   await p.upload!(session, { parentId: 'Docs/Fresh/', name: 'in fresh.txt', onConflict: 'fail' }, bodyOf('fresh'));
+  await p.upload!(session, { parentId: 'Docs/Fresh/', name: 'second.txt', onConflict: 'fail' }, bodyOf('second'));
+  // The marker takes no place on a page: two pages of one asset each.
+  const first = await p.browse!(session, 'Docs/Fresh/', { size: 1, more: null, filters: [], timeZone: null, dataLocale: null, uiLocale: 'en' });
+  assert.deepEqual(first.assets.map((a) => a.name), ['in fresh.txt']);
+  assert.equal(first.totalAssetsCount, 2);
+  const next = await p.browse!(session, 'Docs/Fresh/', { size: 1, more: String(first.more), filters: [], timeZone: null, dataLocale: null, uiLocale: 'en' });
+  assert.deepEqual(next.assets.map((a) => a.name), ['second.txt']);
 
   const renamed = await p.updateFolder!(session, 'Team/', { parentId: null, name: 'Crew' });
   assert.deepEqual(renamed, { id: 'Crew/', name: 'Crew' });
