@@ -6,7 +6,8 @@
  * sub-prefixes), so totalAssetsCount is exact with bounded memory. Downloads are presigned URLs
  * straight to the bucket; one asset adds its object headers and, for images, metadata read from
  * the head of the object (the kit's imageHead). Image assets carry a hub thumbnail link (the kit
- * makes it from GetObject through the `download` hook).
+ * makes it from GetObject through the `download` hook). Writes (upload, new versions, rename,
+ * move, delete, folders; no locks) are in writes.ts; every asset carries its ETag as CONTENT_TAG.
  */
 import { integrationError } from '../../errors.js';
 import type { Asset, AssetPage, FolderPage } from '../model.js';
