@@ -28,19 +28,24 @@ export const DEFAULT_BODY_LIMITS: BodyLimits = { putMaxBytes: 16 * MIB, partByte
 /** Parts of one upload at most: Swift's s3api default (max_upload_part_num), below S3's 10,000. */
 export const MAX_PARTS = 1000;
 
-/** Consecutive parts of `size` bytes (the last may be shorter) read from a stream, one buffer at a time. */
+/**
+ * Consecutive parts of `size` bytes (the last may be shorter) read from a stream into one buffer,
+ * reused: memory is one part whatever the body's length, not as many as the collector has not
+ * freed yet. So a part must be done with (uploaded) before the next is asked for.
+ */
 export class PartReader {
   private readonly it: AsyncIterator<unknown>;
   private rest: Buffer | null = null;
   private ended = false;
+  private buf: Buffer | null = null;
 
   constructor(stream: Readable, readonly size: number) {
     this.it = stream[Symbol.asyncIterator]();
   }
 
-  /** The next part, or null when the stream has ended and every byte was handed out. */
+  /** The next part (valid until the next call), or null when the stream has ended and every byte was handed out. */
   async next(): Promise<Buffer | null> {
-    const part = Buffer.allocUnsafe(this.size);
+    const part = (this.buf ??= Buffer.allocUnsafe(this.size));
     let n = 0;
     const take = (b: Buffer) => {
       const k = Math.min(b.length, this.size - n);
