@@ -5,11 +5,11 @@
  * that ends within its first part goes as one PutObject of that part.
  */
 import type { Readable } from 'node:stream';
-import { integrationError } from '../../errors.js';
+import { integrationError, type HubError } from '../../errors.js';
 import type { UploadBody } from '../contract.js';
 import type { UpstreamClient } from '../kit/http.js';
 import { PROVIDER_ID, type S3Cred } from './api.js';
-import { abortMultipartUpload, completeMultipartUpload, copyObject, createMultipartUpload, putObject, uploadPart, uploadPartCopy } from './writes-api.js';
+import { abortMultipartUpload, bareEtag, completeMultipartUpload, copyObject, createMultipartUpload, headIfAny, putObject, uploadPart, uploadPartCopy } from './writes-api.js';
 
 export interface BodyLimits {
   /** Bodies declared at most this long go in one streamed PutObject; longer or undeclared ones in parts. */
@@ -82,12 +82,33 @@ export interface CopySource {
  * of UploadPartCopy ranges (aborted on any failure). Only while the source is still `ifMatch`.
  */
 export async function copyWhole(http: UpstreamClient, c: S3Cred, from: CopySource, to: string, ifMatch: string | undefined, limits: BodyLimits): Promise<void> {
-  if (from.size <= limits.copyMaxBytes) return copyObject(http, c, from.key, to, { ifMatch });
+  /**
+   * Swift's s3api compares x-amz-copy-source-if-match with the stored ETag, which for a multipart
+   * upload (an SLO) is not the "…-N" one S3 reports: it refuses a copy of unchanged content. On
+   * such a refusal the source's head says whether it really changed; if not, the copy goes
+   * without the condition (the head was the check).
+   */
+  let condition = ifMatch;
+  const guarded = async <T>(copy: (cond: string | undefined) => Promise<T>): Promise<T> => {
+    try {
+      return await copy(condition);
+    } catch (e) {
+      if (!condition || (e as HubError).code !== 'asset-version-conflict') throw e;
+      const now = await headIfAny(http, c, from.key);
+      if (!now || bareEtag(now.etag) !== bareEtag(condition)) throw e;
+      condition = undefined;
+      return copy(undefined);
+    }
+  };
+  if (from.size <= limits.copyMaxBytes) return guarded((cond) => copyObject(http, c, from.key, to, { ifMatch: cond }));
   const size = Math.max(limits.copyPartBytes, Math.ceil(from.size / MAX_PARTS));
   const uploadId = await createMultipartUpload(http, c, to, { contentType: from.contentType ?? 'application/octet-stream', meta: from.meta });
   try {
     const etags: string[] = [];
-    for (let at = 0; at < from.size; at += size) etags.push(await uploadPartCopy(http, c, to, uploadId, etags.length + 1, from.key, [at, Math.min(from.size, at + size) - 1], ifMatch));
+    for (let at = 0; at < from.size; at += size) {
+      const range: [number, number] = [at, Math.min(from.size, at + size) - 1];
+      etags.push(await guarded((cond) => uploadPartCopy(http, c, to, uploadId, etags.length + 1, from.key, range, cond)));
+    }
     await completeMultipartUpload(http, c, to, uploadId, etags, {});
   } catch (e) {
     await abortMultipartUpload(http.detached(), c, to, uploadId).catch(() => undefined);

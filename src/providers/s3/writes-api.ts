@@ -65,6 +65,9 @@ async function call(http: UpstreamClient, req: Parameters<UpstreamClient['text']
   return a;
 }
 
+/** An ETag compared as S3 means it (quotes and a weak prefix aside). */
+export const bareEtag = (etag: string | undefined | null) => (etag ?? '').replace(/^W\//, '').replace(/"/g, '');
+
 const header = (a: Answer, name: string): string | undefined => {
   const v = a.headers[name];
   return typeof v === 'string' ? v : undefined;

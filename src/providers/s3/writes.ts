@@ -20,7 +20,7 @@ import type { CallContext, ConnectorHooks } from '../kit/define.js';
 import { headObject, listObjects, PROVIDER_ID, type S3Cred, type S3Object } from './api.js';
 import { copyWhole, writeBody, type BodyLimits } from './body.js';
 import { baseName, keyOf, parentOf, prefixOf, toFolder } from './mapping.js';
-import { DELETE_BATCH, deleteObject, deleteObjects, headIfAny, probeConditionalWrites, putObject } from './writes-api.js';
+import { bareEtag, DELETE_BATCH, deleteObject, deleteObjects, headIfAny, probeConditionalWrites, putObject } from './writes-api.js';
 
 /** Keys a folder rename or move copies at most; above it the folder is refused before anything changes. */
 export const MAX_FOLDER_KEYS = 10_000;
@@ -37,11 +37,9 @@ export interface WriteDeps {
   readAsset(ctx: CallContext<S3Cred>, key: string): Promise<Asset>;
 }
 
-/** An ETag compared as S3 means it (quotes and a weak prefix aside). */
-const bare = (etag: string | undefined | null) => (etag ?? '').replace(/^W\//, '').replace(/"/g, '');
 
 function changedOutside(what: string, read: string | null, now: string | undefined): void {
-  if (read && now && bare(read) !== bare(now)) {
+  if (read && now && bareEtag(read) !== bareEtag(now)) {
     throw hubError('asset-version-conflict', `${what}: the object changed at the bucket since it was read (ETag ${now}, read ${read})`);
   }
 }

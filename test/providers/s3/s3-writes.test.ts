@@ -168,6 +168,12 @@ test('multipart: a body above the threshold goes in three parts read one at a ti
   assert.equal(r.asset.fileSize, body.length);
   assert.match(contentTagOf(r.asset)!, /-3"$/, 'a multipart ETag names its part count');
   assert.ok((await read('big.bin')).equals(body));
+  // A multipart object (an SLO in Swift) renames and deletes as any other.
+  const renamed = await p.renameAsset!(session, 'big.bin', 'big renamed.bin', noCond);
+  assert.ok((await read('big renamed.bin')).equals(body));
+  assert.equal(renamed.fileSize, body.length);
+  await p.deleteAsset!(session, 'big renamed.bin', noCond);
+  assert.equal(await exists('big renamed.bin'), false);
   // Undeclared length: parts too, and a small undeclared body is one PutObject of its only part.
   const undeclared = bytes(90 * KIB, 5);
   await p.upload!(session, { parentId: 'root', name: 'undeclared.bin', onConflict: 'fail' }, bodyOf(undeclared, false));
@@ -250,6 +256,14 @@ test('an object above the single-copy limit is renamed by UploadPartCopy ranges,
     assert.equal(head.Metadata?.title, 'Large one');
     assert.match(head.ETag!, /-4"$/, 'four ranges of at most 20 KiB');
     assert.equal(a.title, 'Large one');
+    // A multipart source (an SLO in Swift, whose copy conditions compare another ETag), copied
+    // part by part under the condition of the ETag read.
+    const up = await pc.upload!(session, { parentId: 'Photos/', name: 'parts.bin', onConflict: 'fail' }, bodyOf(big, true, 'application/octet-stream'));
+    assert.match(contentTagOf(up.asset)!, /-2"$/);
+    const moved = await pc.moveAsset!(session, 'Photos/parts.bin', { parentId: 'Docs/', name: null }, { ifMatch: null, upstreamTag: contentTagOf(up.asset) });
+    assert.equal(moved.id, 'Docs/parts.bin');
+    assert.ok((await read('Docs/parts.bin')).equals(big));
+    await assert.rejects(pc.moveAsset!(session, 'Docs/parts.bin', { parentId: 'root', name: null }, { ifMatch: null, upstreamTag: contentTagOf(up.asset) }), fails('asset-version-conflict'), 'the moved copy has another ETag');
     const uploads = await s3.client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
     assert.deepEqual(uploads.Uploads ?? [], []);
   } finally {
