@@ -130,6 +130,8 @@ export function partSizeFor(length: number | null, limits: BodyLimits): number {
 
 /** Writes `body` to `key`; the answer's ETag when the server gave one. */
 export async function writeBody(http: UpstreamClient, c: S3Cred, key: string, body: UploadBody, t: WriteTarget, limits: BodyLimits): Promise<{ etag?: string }> {
+  // An empty body goes as a buffer: undici refuses an empty iterable body on a busy connection.
+  if (body.length === 0) return putObject(http, c, key, Buffer.alloc(0), { ...t, length: 0 });
   if (body.length !== null && body.length <= limits.putMaxBytes) return putObject(http, c, key, body.stream, { ...t, length: body.length });
   const reader = new PartReader(body.stream, partSizeFor(body.length, limits));
   const first = (await reader.next()) ?? Buffer.alloc(0);

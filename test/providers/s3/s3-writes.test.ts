@@ -130,6 +130,12 @@ test('upload: a new object streamed in one PutObject; the asset carries its ETag
   // Listings carry the tag too, so an ETag read from a folder page is the asset's.
   const page = await p.browse!(session, 'Docs/', { size: 50, more: null, filters: [], timeZone: null, dataLocale: null, uiLocale: 'en' });
   assert.equal(contentTagOf(page.assets.find((a) => a.id === 'Docs/new file.txt')!), head.ETag);
+  // Empty files, declared or not.
+  for (const [name, declared] of [['empty.txt', true], ['empty undeclared.txt', false]] as const) {
+    const e = await p.upload!(session, { parentId: 'Docs/', name, onConflict: 'fail' }, bodyOf('', declared));
+    assert.equal(e.asset.fileSize, 0);
+    assert.equal((await read(`Docs/${name}`)).length, 0);
+  }
 });
 
 test('upload onto a taken name: fail → asset-exists (content untouched); rename → "name (2).ext", then (3)', async () => {
