@@ -39,7 +39,7 @@ const COMMAND_USAGE: Record<string, string> = {
   damhub partners remove ID [--data DIR]
 
   partners commands take --database-url URL --redis-url URL (or DATABASE_URL, REDIS_URL) in cluster mode.`,
-  users: `  damhub users add NAME [--password-stdin] [--folders PATH,...] [--data DIR] [--database-url URL]
+  users: `  damhub users add NAME [--password-stdin] [--folders PATH,...] [--write-folders PATH,...|/] [--data DIR] [--database-url URL]
   damhub users passwd NAME [--password-stdin] [--data DIR] [--database-url URL]
   damhub users list [--data DIR] [--database-url URL]
   damhub users remove NAME [--data DIR] [--database-url URL]`,
