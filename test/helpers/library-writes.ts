@@ -10,20 +10,40 @@ import { ManualClock } from '../../src/clock.js';
 import type { ListOptions, ProviderSession, UploadBody } from '../../src/providers/contract.js';
 import { addAccount } from '../../src/providers/library/accounts.js';
 import { LibraryProvider, type LibraryOptions } from '../../src/providers/library/provider.js';
+import { randomUUID } from 'node:crypto';
+import { PgLibraryIndex } from '../../src/providers/library/index/postgres.js';
+import { IndexerLease } from '../../src/providers/library/indexer-lease.js';
+import { libraryTestStores } from './cindex-env.js';
 import { tempDir } from './hub.js';
 
 export const LIST: ListOptions = { size: 50, more: null, filters: [], timeZone: null, dataLocale: null, uiLocale: 'en' };
 
-export function makeLibrary(root: string, dataDir: string, opts: Partial<LibraryOptions> = {}): LibraryProvider {
-  return new LibraryProvider({
+/**
+ * A provider over `root`. Its index is the SQLite file in `dataDir`, or, when a wrapper asked for
+ * the PostgreSQL index (cindex-env.ts), the shared database (closed with the provider). Not
+ * started: a test scans with rescan(), as the indexer would.
+ */
+export async function makeLibrary(root: string, dataDir: string, opts: Partial<LibraryOptions> = {}): Promise<LibraryProvider> {
+  const clock = new ManualClock(Date.UTC(2026, 10, 28, 6));
+  const stores = opts.sharedIndex ? undefined : await libraryTestStores();
+  const lib = new LibraryProvider({
     root,
     dataDir,
-    clock: new ManualClock(Date.UTC(2026, 10, 28, 6)),
+    clock,
     urls: { url: (pid, ref) => `http://hub.test/media/${pid}/${ref.assetId}/${ref.version}/${ref.rendition}` },
     watch: false,
     warn: () => undefined,
+    ...(stores ? { sharedIndex: { index: new PgLibraryIndex(stores.pg.pool), lease: new IndexerLease(stores.pg.pool, `test-${randomUUID()}`, clock) } } : {}),
     ...opts,
   });
+  if (stores) {
+    const close = lib.close.bind(lib);
+    lib.close = async () => {
+      await close();
+      await stores.close();
+    };
+  }
+  return lib;
 }
 
 /** A session of a new account of the library (password irrelevant here). */

@@ -3,6 +3,7 @@
  * folder (SQLite index): each one's effect on disk, in the index, in search and in the versions;
  * no temp file ever visible (a body that fails half-way, a full disk through the write seam);
  * conflict modes; folder-not-empty; write rights enforced and stated in capabilities; locks.
+ * test/library/postgres/library-writes-pg-index.test.ts runs it again over the PostgreSQL index.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -11,7 +12,6 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { contentTagOf, etagOf, lockedByOther } from '../../src/providers/asset-state.js';
 import type { ProviderSession, WriteCondition } from '../../src/providers/contract.js';
-import type { WriteFs } from '../../src/providers/library/disk.js';
 import type { LibraryProvider } from '../../src/providers/library/provider.js';
 import { assetIdFor, isSkippedName, WORK_PREFIX } from '../../src/providers/library/scanner.js';
 import { numbered } from '../../src/providers/library/writes.js';
@@ -44,8 +44,8 @@ before(async () => {
     'Open/Sub/deep.txt': 'deep',
     'Closed/shut.txt': 'shut',
   });
-  lib = makeLibrary(dirs.root, dirs.data);
-  await lib.start();
+  lib = await makeLibrary(dirs.root, dirs.data);
+  await lib.rescan();
   writer = await sessionOf(lib, 'writer', [], ['Open']);
   reader = await sessionOf(lib, 'reader', [], []);
   other = await sessionOf(lib, 'other', [], ['Open']);
@@ -344,51 +344,10 @@ describe('locks', () => {
   });
 });
 
-describe('the disk', () => {
-  test('a full disk (ENOSPC through the write seam) → integration-storage-full, and nothing left behind', async () => {
-    const full: WriteFs = {
-      async create(file) {
-        fs.writeFileSync(file, '');
-        let written = 0;
-        return {
-          async write(chunk) {
-            if (written + chunk.length > 1000) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-            fs.appendFileSync(file, chunk);
-            written += chunk.length;
-          },
-          async sync() {},
-          async close() {},
-        };
-      },
-    };
-    const denied: WriteFs = { create: async () => { throw Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES' }); } };
-    const quota: WriteFs = { create: async () => { throw Object.assign(new Error('EDQUOT: disk quota exceeded'), { code: 'EDQUOT' }); } };
-    const d = libraryDirs();
-    writeFiles(d.root, { 'In/a.txt': 'a' });
-    let n = 0;
-    for (const [wfs, expected] of [[full, 'integration-storage-full'], [quota, 'integration-storage-full'], [denied, 'integration-forbidden']] as const) {
-      const l = makeLibrary(d.root, d.data, { writeFs: wfs });
-      try {
-        await l.start();
-        const s = await sessionOf(l, `disk${++n}`, [], ['In']);
-        const before = everyName(d.root);
-        const e = await l.upload(s, { parentId: '/In', name: 'big.bin', onConflict: 'fail' }, body(Buffer.alloc(4096, 1))).catch((x: unknown) => x) as { code: string; status: number };
-        assert.equal(e.code, expected);
-        assert.equal(e.status, expected === 'integration-storage-full' ? 507 : 403);
-        await assert.rejects(l.update(s, assetIdFor('In/a.txt'), body(Buffer.alloc(4096, 2)), NO_COND), code(expected));
-        assert.deepEqual(everyName(d.root), before, 'no temp file left');
-        assert.equal(fs.readFileSync(path.join(d.root, 'In/a.txt'), 'utf8'), 'a');
-      } finally {
-        await l.close();
-      }
-    }
-  });
-
-  test('the scan never indexes the library\'s work names (an upload in progress)', async () => {
-    assert.equal(isSkippedName(`${WORK_PREFIX}upload-abc`), true);
-    fs.writeFileSync(path.join(dirs.root, 'Open', `${WORK_PREFIX}upload-inprogress`), 'partial');
-    await lib.rescan();
-    assert.ok(!(await names(writer, '/Open')).some((n) => n.startsWith('.')));
-    fs.rmSync(path.join(dirs.root, 'Open', `${WORK_PREFIX}upload-inprogress`));
-  });
+test('the scan never indexes the library\'s work names (an upload in progress)', async () => {
+  assert.equal(isSkippedName(`${WORK_PREFIX}upload-abc`), true);
+  fs.writeFileSync(path.join(dirs.root, 'Open', `${WORK_PREFIX}upload-inprogress`), 'partial');
+  await lib.rescan();
+  assert.ok(!(await names(writer, '/Open')).some((n) => n.startsWith('.')));
+  fs.rmSync(path.join(dirs.root, 'Open', `${WORK_PREFIX}upload-inprogress`));
 });

@@ -364,7 +364,7 @@ export class PgLibraryIndex implements LibraryIndexStore {
 
 /** JSONB arrives parsed; the shared mapper expects the SQLite store's JSON text. */
 function accountOf(r: Row): AccountRow {
-  return toAccount({ ...r, folders: JSON.stringify(r.folders) });
+  return toAccount({ ...r, folders: JSON.stringify(r.folders), write_folders: JSON.stringify(r.write_folders ?? []) });
 }
 
 /** Removes the asset whose `column` is `value`, logs the removal and drops its descriptor (inside the caller's transaction). */
