@@ -86,7 +86,7 @@ export async function usersCommand(args: string[]): Promise<number> {
       const acc = await addAccount(index, positionals[0]!, password, folders, Date.now(), { writeFolders });
       process.stdout.write(`added ${acc.name}${acc.folders.length ? ` (limited to ${acc.folders.join(', ')})` : ''}${acc.writeFolders.length ? `, may write in ${writeFoldersText(acc.writeFolders)}` : ''}\n`);
       for (const w of await unknownFolders(index, acc.folders)) process.stderr.write(`damhub: warning: ${w}\n`);
-      for (const w of await unknownFolders(index, acc.writeFolders.filter((f) => f !== ''))) process.stderr.write(`damhub: warning: ${w}\n`);
+      for (const w of await unknownFolders(index, acc.writeFolders.filter((f) => f !== ''), 'writes')) process.stderr.write(`damhub: warning: ${w}\n`);
       for (const w of acc.writeFolders) {
         if (acc.folders.length && !acc.folders.some((f) => isWithin(w, f))) process.stderr.write(`damhub: warning: write folder ${w || '/'} is outside the folders the account sees (${acc.folders.join(', ')}): it may not write there\n`);
       }
@@ -136,9 +136,11 @@ function writeFoldersText(folders: string[]): string {
  * the same: the folder may appear later). A misspelt folder used to give an account that sees
  * nothing, in silence.
  */
-async function unknownFolders(index: LibraryIndexStore, folders: string[]): Promise<string[]> {
+async function unknownFolders(index: LibraryIndexStore, folders: string[], does: 'sees' | 'writes' = 'sees'): Promise<string[]> {
   if (!folders.length) return [];
   if (!(await index.folder(''))) {
+    // Said once, for the folders it sees; write folders are checked the same way once indexed.
+    if (does === 'writes') return [];
     return [`the library of this data directory has not been indexed yet, so ${folders.join(', ')} could not be checked: the account sees only what is in ${folders.length > 1 ? 'these folders' : 'this folder'} once it is indexed (damhub index --library DIR, or a running hub)`];
   }
   const out: string[] = [];
@@ -146,7 +148,8 @@ async function unknownFolders(index: LibraryIndexStore, folders: string[]): Prom
     if (await index.folder(f)) continue;
     const top = (await index.childFolders('')).map((c) => c.path).sort();
     const shown = top.length > 10 ? `${top.slice(0, 10).join(', ')}, …` : top.join(', ');
-    out.push(`folder ${f} is not in the library (its top folders: ${shown || 'none'}): the account sees nothing there until it exists and is indexed; folders are paths from the library root, e.g. projects/alpha`);
+    const effect = does === 'sees' ? 'the account sees nothing there until it exists and is indexed' : 'the account writes there once it exists (made on disk or through the hub)';
+    out.push(`${does === 'sees' ? 'folder' : 'write folder'} ${f} is not in the library (its top folders: ${shown || 'none'}): ${effect}; folders are paths from the library root, e.g. projects/alpha`);
   }
   return out;
 }
