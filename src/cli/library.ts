@@ -113,7 +113,8 @@ export async function usersCommand(args: string[]): Promise<number> {
     const { index, close } = await openIndex(values);
     try {
       if (sub === 'list') {
-        for (const a of await index.listAccounts()) process.stdout.write(`${a.name}\t${a.folders.length ? a.folders.join(',') : '(whole library)'}\twrites: ${a.writeFolders.length ? writeFoldersText(a.writeFolders) : '(none)'}\n`);
+        // A third column only for accounts that may write: the two-column lines stay as they were.
+        for (const a of await index.listAccounts()) process.stdout.write(`${a.name}\t${a.folders.length ? a.folders.join(',') : '(whole library)'}${a.writeFolders.length ? `\twrites: ${writeFoldersText(a.writeFolders)}` : ''}\n`);
       } else {
         if (positionals.length !== 1) throw new UsageError('users remove takes one user name');
         if (!(await index.removeAccount(positionals[0]!))) throw new Error(`no user ${positionals[0]}: damhub users list shows the names`);
