@@ -15,6 +15,8 @@ import type { ProviderSession, WriteCondition } from '../../src/providers/contra
 import type { LibraryProvider } from '../../src/providers/library/provider.js';
 import { assetIdFor, isSkippedName, WORK_PREFIX } from '../../src/providers/library/scanner.js';
 import { numbered } from '../../src/providers/library/writes.js';
+import { LibraryIndex } from '../../src/providers/library/index/sqlite.js';
+import { SQLITE_INDEX_SCHEMA_VERSION } from '../../src/providers/library/index/sqlite-schema.js';
 import { solidJpeg, writeFiles } from '../helpers/library.js';
 import { body, everyName, failingBody, LIST, libraryDirs, makeLibrary, sessionOf } from '../helpers/library-writes.js';
 
@@ -102,6 +104,14 @@ describe('upload', () => {
     // onConflict version onto a free name is a plain new asset.
     const fresh = await lib.upload(writer, { parentId: '/Open', name: 'fresh.txt', onConflict: 'version' }, body('fresh'));
     assert.deepEqual([fresh.created, fresh.asset.version], [true, 1]);
+  });
+
+  test('two saves onto one name at once: both become versions, none is lost', async () => {
+    const first = await lib.upload(writer, { parentId: '/Open', name: 'race.txt', onConflict: 'fail' }, body('r0'));
+    const [x, y] = await Promise.all(['r1', 'r2'].map((b) => lib.upload(writer, { parentId: '/Open', name: 'race.txt', onConflict: 'version' }, body(b))));
+    assert.deepEqual([x!.asset.version, y!.asset.version].sort(), [2, 3]);
+    const all = await lib.versions(writer, first.asset.id, { withMaster: true, uiLocale: 'en' });
+    assert.deepEqual(all.versions.map((v) => v.downloadHashSha256).sort(), ['r0', 'r1', 'r2'].map(sha).sort());
   });
 
   test('a body that fails half-way leaves the folder and the index as they were', async () => {
@@ -350,4 +360,20 @@ test('the scan never indexes the library\'s work names (an upload in progress)',
   await lib.rescan();
   assert.ok(!(await names(writer, '/Open')).some((n) => n.startsWith('.')));
   fs.rmSync(path.join(dirs.root, 'Open', `${WORK_PREFIX}upload-inprogress`));
+});
+
+test('an index file from before writes (schema 3) gains write folders (none) and locks on open', () => {
+  const file = path.join(libraryDirs().data, 'old.sqlite');
+  const made = new LibraryIndex(file);
+  made.db.exec("DROP TABLE asset_locks; ALTER TABLE accounts DROP COLUMN write_folders; PRAGMA user_version = 3;");
+  made.db.prepare("INSERT INTO accounts (id, name, password_hash, folders, created_at) VALUES ('a1', 'olde', 'x', '[\"A\"]', 1)").run();
+  made.close();
+  const opened = new LibraryIndex(file);
+  try {
+    assert.equal(opened.db.pragma('user_version', { simple: true }), SQLITE_INDEX_SCHEMA_VERSION);
+    assert.deepEqual(opened.accountByName('olde'), { id: 'a1', name: 'olde', passwordHash: 'x', folders: ['A'], writeFolders: [], createdAt: 1 });
+    assert.deepEqual(opened.takeLock({ assetId: 'x'.repeat(22), accountId: 'a1', lockedBy: 'olde', lockedAt: 2 }).lockedBy, 'olde');
+  } finally {
+    opened.close();
+  }
 });

@@ -68,39 +68,42 @@ export class LibraryWrites {
     const dir = this.abs(folder);
     const temp = await writeBody(this.h.fs, dir, body.stream);
     try {
-      let rel = join(folder, target.name);
-      let created = true;
-      let intent: IndexIntent = { comment: `Uploaded by ${acc.name}` };
-      await this.mutex.run([rel], async () => {
-        if (target.onConflict === 'version') {
-          const stat = await fs.promises.lstat(this.abs(rel)).catch(() => null);
-          if (stat && !stat.isFile()) throw hubError('asset-exists', `/${rel} exists and is not a file`);
-          if (stat) {
-            const existing = await this.h.index.asset(assetIdFor(rel));
-            if (existing) requireUnlocked(await this.h.index.lock(existing.id), acc, `/${rel}`);
-            // Replaced in one step: readers see the old bytes or the new, never a mix.
-            await fs.promises.rename(temp.file, this.abs(rel)).catch((e) => { throw diskError(e, `saving /${rel}`); });
-            created = existing === null;
-            intent = existing ? { comment: `New version uploaded by ${acc.name}`, replaces: existing.version } : intent;
-            return;
-          }
-        }
-        if (await this.place(temp.file, rel)) return;
-        if (target.onConflict !== 'rename') throw hubError('asset-exists', `/${rel} already exists`);
-        for (let n = 2; n <= MAX_FREE_NAME; n++) {
-          const candidate = join(folder, numbered(target.name, n));
-          if (await this.place(temp.file, candidate)) {
-            rel = candidate;
-            return;
-          }
-        }
-        throw hubError('asset-exists', `no free name like ${target.name} in ${folder === '' ? 'the library root' : `/${folder}`}`);
+      // The file and its indexing under one hold of the name: a second save onto it waits until
+      // the first is a version, so no bytes are lost between a rename and its indexing.
+      return await this.mutex.run([join(folder, target.name)], async () => {
+        const placed = await this.placeUpload(acc, temp.file, folder, target);
+        await syncDir(dir);
+        return { asset: await this.indexed(session, acc, placed.rel, placed.intent), created: placed.created };
       });
-      await syncDir(dir);
-      return { asset: await this.indexed(session, acc, rel, intent), created };
     } finally {
       await fs.promises.rm(temp.file, { force: true });
     }
+  }
+
+  /** Gives an upload's temp file its name by the conflict mode; says where, and what the indexing should record. */
+  private async placeUpload(acc: AccountRow, temp: string, folder: string, target: { name: string; onConflict: ConflictMode }): Promise<{ rel: string; created: boolean; intent: IndexIntent }> {
+    const rel = join(folder, target.name);
+    const intent: IndexIntent = { comment: `Uploaded by ${acc.name}` };
+    if (target.onConflict === 'version') {
+      const stat = await fs.promises.lstat(this.abs(rel)).catch(() => null);
+      if (stat && !stat.isFile()) throw hubError('asset-exists', `/${rel} exists and is not a file`);
+      if (stat) {
+        const existing = await this.h.index.asset(assetIdFor(rel));
+        if (existing) requireUnlocked(await this.h.index.lock(existing.id), acc, `/${rel}`);
+        // Replaced in one step: readers see the old bytes or the new, never a mix.
+        await fs.promises.rename(temp, this.abs(rel)).catch((e) => { throw diskError(e, `saving /${rel}`); });
+        return existing
+          ? { rel, created: false, intent: { comment: `New version uploaded by ${acc.name}`, replaces: existing.version } }
+          : { rel, created: true, intent };
+      }
+    }
+    if (await this.place(temp, rel)) return { rel, created: true, intent };
+    if (target.onConflict !== 'rename') throw hubError('asset-exists', `/${rel} already exists`);
+    for (let n = 2; n <= MAX_FREE_NAME; n++) {
+      const candidate = join(folder, numbered(target.name, n));
+      if (await this.place(temp, candidate)) return { rel: candidate, created: true, intent };
+    }
+    throw hubError('asset-exists', `no free name like ${target.name} in ${folder === '' ? 'the library root' : `/${folder}`}`);
   }
 
   async update(session: ProviderSession, assetId: string, body: UploadBody, cond: WriteCondition): Promise<Asset> {
@@ -109,12 +112,12 @@ export class LibraryWrites {
     const dir = this.abs(row.folderPath);
     const temp = await writeBody(this.h.fs, dir, body.stream);
     try {
-      await this.mutex.run([row.relPath], async () => {
+      return await this.mutex.run([row.relPath], async () => {
         await this.unchangedOnDisk(row);
         await fs.promises.rename(temp.file, this.abs(row.relPath)).catch((e) => { throw diskError(e, `saving /${row.relPath}`); });
+        await syncDir(dir);
+        return this.indexed(session, acc, row.relPath, { comment: `New version uploaded by ${acc.name}`, replaces: row.version });
       });
-      await syncDir(dir);
-      return await this.indexed(session, acc, row.relPath, { comment: `New version uploaded by ${acc.name}`, replaces: row.version });
     } finally {
       await fs.promises.rm(temp.file, { force: true });
     }
