@@ -1,8 +1,8 @@
 /**
  * The library's writes when the disk refuses them, through the write seam (LibraryOptions.writeFs,
  * src/providers/library/disk.ts): a file system that fills up after 1000 bytes (ENOSPC), a quota
- * (EDQUOT), a permission refusal (EACCES). A seam rather than a real small file system: mounting
- * a tmpfs needs root, which a test run does not have everywhere.
+ * (EDQUOT), a permission refusal (EACCES), a disk too small for a declared length. A seam rather
+ * than a real small file system: mounting a tmpfs needs root, which a test run does not have everywhere.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -35,9 +35,11 @@ test('a full disk (ENOSPC through the write seam) → integration-storage-full, 
         async close() {},
       };
     },
+    // It does not know its free space: the write itself fails.
+    freeBytes: async () => null,
   };
-  const denied: WriteFs = { create: async () => { throw Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES' }); } };
-  const quota: WriteFs = { create: async () => { throw Object.assign(new Error('EDQUOT: disk quota exceeded'), { code: 'EDQUOT' }); } };
+  const denied: WriteFs = { create: async () => { throw Object.assign(new Error('EACCES: permission denied, open'), { code: 'EACCES' }); }, freeBytes: async () => null };
+  const quota: WriteFs = { create: async () => { throw Object.assign(new Error('EDQUOT: disk quota exceeded'), { code: 'EDQUOT' }); }, freeBytes: async () => null };
   const d = libraryDirs();
   writeFiles(d.root, { 'In/a.txt': 'a' });
   let n = 0;
@@ -56,5 +58,30 @@ test('a full disk (ENOSPC through the write seam) → integration-storage-full, 
     } finally {
       await l.close();
     }
+  }
+});
+
+test('a declared length the disk cannot hold is refused before the body is read', async () => {
+  let created = 0;
+  const small: WriteFs = {
+    create: async () => {
+      created++;
+      throw new Error('not reached');
+    },
+    freeBytes: async () => 1000,
+  };
+  const d = libraryDirs();
+  writeFiles(d.root, { 'In/a.txt': 'a' });
+  const l = await makeLibrary(d.root, d.data, { writeFs: small });
+  try {
+    await l.rescan();
+    const s = await sessionOf(l, 'roomy', [], ['In']);
+    const b = body(Buffer.alloc(4096, 1));
+    await assert.rejects(l.upload(s, { parentId: '/In', name: 'big.bin', onConflict: 'fail' }, b), code('integration-storage-full'));
+    assert.equal(b.stream.readableDidRead, false, 'not a byte read');
+    await assert.rejects(l.update(s, assetIdFor('In/a.txt'), body(Buffer.alloc(4096, 2)), NO_COND), code('integration-storage-full'));
+    assert.equal(created, 0);
+  } finally {
+    await l.close();
   }
 });

@@ -27,6 +27,8 @@ export interface WriteHandle {
 export interface WriteFs {
   /** Creates `file`, which must not exist yet, for writing. */
   create(file: string): Promise<WriteHandle>;
+  /** Bytes an unprivileged writer may still put in `dir`'s file system, or null when unknown. */
+  freeBytes(dir: string): Promise<number | null>;
 }
 
 export const nodeWriteFs: WriteFs = {
@@ -41,7 +43,28 @@ export const nodeWriteFs: WriteFs = {
       close: () => fh.close(),
     };
   },
+  async freeBytes(dir) {
+    try {
+      const s = await fs.promises.statfs(dir);
+      return s.bavail * s.bsize;
+    } catch {
+      return null;
+    }
+  },
 };
+
+/**
+ * Refuses (507) a body whose declared length the disk cannot hold, before a byte is read: a 2 GiB
+ * upload onto a nearly full disk fails at once rather than after the transfer. A body without a
+ * declared length, or a file system that does not say, is written and fails on ENOSPC if it must.
+ */
+export async function requireRoom(wfs: WriteFs, dir: string, length: number | null): Promise<void> {
+  if (length === null) return;
+  const free = await wfs.freeBytes(dir);
+  if (free !== null && length > free) {
+    throw integrationError('integration-storage-full', LIBRARY_ID, `the upload declares ${length} bytes; the library's disk has ${free} free`);
+  }
+}
 
 /** ENOSPC/EDQUOT → 507 integration-storage-full, EACCES/EPERM/EROFS → 403 integration-forbidden; anything else unchanged. */
 export function diskError(e: unknown, what: string): unknown {

@@ -16,7 +16,7 @@ import type { Clock } from '../../clock.js';
 import { hubError, integrationError, validationError } from '../../errors.js';
 import type { ConflictMode, ProviderSession, UploadBody, WriteCondition, WriteDestination } from '../contract.js';
 import type { Asset, Folder } from '../model.js';
-import { diskError, exists, placeNoClobber, syncDir, workName, writeBody, type WriteFs } from './disk.js';
+import { diskError, exists, placeNoClobber, requireRoom, syncDir, workName, writeBody, type WriteFs } from './disk.js';
 import type { AccountRow, AssetMove, AssetRow, LibraryIndexStore } from './index/contract.js';
 import { KeyedMutex, requireUnlocked } from './locks.js';
 import { isWithin } from './paths.js';
@@ -66,6 +66,7 @@ export class LibraryWrites {
     // Refused before the body is read, when it can be (it is checked again once the bytes are in).
     if (target.onConflict === 'fail' && (await exists(this.abs(join(folder, target.name))))) throw hubError('asset-exists', `/${join(folder, target.name)} already exists`);
     const dir = this.abs(folder);
+    await requireRoom(this.h.fs, dir, body.length);
     const temp = await writeBody(this.h.fs, dir, body.stream);
     try {
       // The file and its indexing under one hold of the name: a second save onto it waits until
@@ -110,6 +111,7 @@ export class LibraryWrites {
     const acc = await this.h.account(session);
     const row = await this.writableAsset(acc, assetId, cond);
     const dir = this.abs(row.folderPath);
+    await requireRoom(this.h.fs, dir, body.length);
     const temp = await writeBody(this.h.fs, dir, body.stream);
     try {
       return await this.mutex.run([row.relPath], async () => {
