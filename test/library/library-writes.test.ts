@@ -166,6 +166,20 @@ describe('update, rename, move, delete', () => {
     assert.equal(onDisk('Open/edited.txt').toString(), 'changed outside the hub');
   });
 
+  test('an edit outside the hub: a conditional rename or delete is a conflict; an unconditional rename moves it and indexes the change', async () => {
+    const { asset: a } = await lib.upload(writer, { parentId: '/Open', name: 'outside.txt', onConflict: 'fail' }, body('mine'));
+    fs.writeFileSync(path.join(dirs.root, 'Open/outside.txt'), 'theirs, longer');
+    await assert.rejects(lib.deleteAsset(writer, a.id, { ifMatch: etagOf(a), upstreamTag: contentTagOf(a) }), code('asset-version-conflict'));
+    const fresh = (await lib.asset(writer, a.id, { uiLocale: 'en', timeZone: null }))!;
+    fs.writeFileSync(path.join(dirs.root, 'Open/outside.txt'), 'theirs again, longer still');
+    await assert.rejects(lib.renameAsset(writer, a.id, 'inside.txt', { ifMatch: etagOf(fresh), upstreamTag: contentTagOf(fresh) }), code('asset-version-conflict'));
+    assert.ok(fs.existsSync(path.join(dirs.root, 'Open/outside.txt')), 'nothing moved');
+    fs.writeFileSync(path.join(dirs.root, 'Open/outside.txt'), 'and once more, with more bytes');
+    const r = await lib.renameAsset(writer, a.id, 'inside.txt', NO_COND);
+    assert.equal(r.downloadHashSha256, sha('and once more, with more bytes'));
+    assert.equal(r.version, 4);
+  });
+
   test('rename: a new id at the new path, with its versions, renditions and search terms; onto a taken name → asset-exists', async () => {
     const { asset: a } = await lib.upload(writer, { parentId: '/Open', name: 'giraffe.jpg', onConflict: 'fail' }, body(red));
     await lib.update(writer, a.id, body(blue), NO_COND);

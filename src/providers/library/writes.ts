@@ -140,17 +140,22 @@ export class LibraryWrites {
     requireWrite(acc, folder);
     const rel = join(folder, name);
     if (rel === row.relPath) return this.h.present(session, acc, row);
-    await this.mutex.run([row.relPath, rel], async () => {
-      await this.unchangedOnDisk(row);
-      if (!(await this.move(this.abs(row.relPath), this.abs(rel)))) throw hubError('asset-exists', `/${rel} already exists`);
-    });
-    await syncDir(this.abs(row.folderPath));
-    if (folder !== row.folderPath) await syncDir(this.abs(folder));
     const moved = relocated(row, rel, this.h.clock.now());
-    await this.h.index.relocate([{ from: row, to: moved }], null);
-    this.h.renditions.move(row.id, moved.id);
-    // A new extension may mean a new type: the file is read again under its new name (same bytes, same version).
-    if (moved.ext !== row.ext) await this.h.scanner.indexFile(rel, (w) => this.h.warn(`library file ${rel}: ${w}`));
+    await this.mutex.run([row.relPath, rel], async () => {
+      // With a condition, a file edited outside the hub since it was read is a conflict; without, it moves as it is.
+      if (guarded(cond)) await this.unchangedOnDisk(row);
+      if (!(await this.move(this.abs(row.relPath), this.abs(rel)))) throw hubError('asset-exists', `/${rel} already exists`);
+      await syncDir(this.abs(row.folderPath));
+      if (folder !== row.folderPath) await syncDir(this.abs(folder));
+      await this.h.index.relocate([{ from: row, to: moved }], null);
+      this.h.renditions.move(row.id, moved.id);
+      // A new extension may mean a new type, and an edit outside the hub new content: the file is
+      // read again under its new name (the same bytes keep their version).
+      const stat = await fs.promises.stat(this.abs(rel)).catch(() => null);
+      if (moved.ext !== row.ext || !stat || stat.size !== row.size || Math.floor(stat.mtimeMs) !== row.mtimeMs) {
+        await this.h.scanner.indexFile(rel, (w) => this.h.warn(`library file ${rel}: ${w}`));
+      }
+    });
     await this.h.similarity.refresh();
     return this.h.present(session, acc, (await this.h.index.asset(moved.id)) ?? moved);
   }
@@ -159,14 +164,15 @@ export class LibraryWrites {
     const acc = await this.h.account(session);
     const row = await this.writableAsset(acc, assetId, cond);
     await this.mutex.run([row.relPath], async () => {
+      if (guarded(cond)) await this.unchangedOnDisk(row);
       try {
         await fs.promises.unlink(this.abs(row.relPath));
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw diskError(e, `deleting /${row.relPath}`);
       }
+      await syncDir(this.abs(row.folderPath));
+      await this.h.index.dropAssets([row.id], []);
     });
-    await syncDir(this.abs(row.folderPath));
-    await this.h.index.dropAssets([row.id], []);
     this.h.renditions.remove(row.id);
     await this.h.similarity.refresh();
   }
@@ -383,6 +389,11 @@ export class LibraryWrites {
 function checkName(name: string): void {
   if (isSkippedName(name)) throw hubError('asset-name-invalid', `${JSON.stringify(name)}: names starting with "." are hidden files, which the library does not show`);
   if (name.includes('/') || name.includes('\\') || name.includes('\0') || name === '' || name === '..') throw hubError('asset-name-invalid', `${JSON.stringify(name)} is not a file name`);
+}
+
+/** Whether the client made the write conditional (If-Match): then an edit outside the hub since the read is a conflict. */
+function guarded(cond: WriteCondition): boolean {
+  return cond.ifMatch !== null || cond.upstreamTag !== null;
 }
 
 function join(folder: string, name: string): string {
