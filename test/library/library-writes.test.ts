@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { contentTagOf, etagOf, lockedByOther } from '../../src/providers/asset-state.js';
 import type { ProviderSession, WriteCondition } from '../../src/providers/contract.js';
@@ -281,6 +282,25 @@ describe('folders', () => {
     assert.ok(!fs.existsSync(path.join(dirs.root, 'Open/Empty')));
     await assert.rejects(lib.deleteFolder(writer, 'root', { recursive: true }), code('integration-forbidden'));
   });
+});
+
+test('a folder deleted while an upload into it runs: integration-not-found, and nothing left anywhere', async () => {
+  await lib.createFolder(writer, '/Open', 'Vanishing');
+  let deleting: Promise<unknown> | null = null;
+  // The body's first read deletes the folder (another account, recursive), then the bytes come.
+  const stream = new Readable({
+    read() {
+      deleting ??= lib.deleteFolder(other, '/Open/Vanishing', { recursive: true }).then(() => {
+        this.push(Buffer.from('late bytes'));
+        this.push(null);
+      }, (e: Error) => this.destroy(e));
+    },
+  });
+  await assert.rejects(lib.upload(writer, { parentId: '/Open/Vanishing', name: 'late.txt', onConflict: 'fail' }, { stream, length: null, mimeType: 'text/plain' }), code('integration-not-found'));
+  assert.ok(!fs.existsSync(path.join(dirs.root, 'Open/Vanishing')));
+  assert.deepEqual(everyName(path.join(dirs.root, 'Open')).filter((n) => n.split('/').pop()!.startsWith('.')), []);
+  assert.equal(await lib.index.folder('Open/Vanishing'), null);
+  assert.deepEqual(await search(writer, 'late'), []);
 });
 
 describe('write rights', () => {

@@ -66,9 +66,14 @@ export async function requireRoom(wfs: WriteFs, dir: string, length: number | nu
   }
 }
 
-/** ENOSPC/EDQUOT → 507 integration-storage-full, EACCES/EPERM/EROFS → 403 integration-forbidden; anything else unchanged. */
+/**
+ * ENOSPC/EDQUOT → 507 integration-storage-full, EACCES/EPERM/EROFS → 403 integration-forbidden,
+ * ENOENT → 404 integration-not-found (in a write, the folder or file was removed meanwhile: a folder
+ * deleted while an upload into it ran); anything else unchanged.
+ */
 export function diskError(e: unknown, what: string): unknown {
   const code = (e as NodeJS.ErrnoException | null)?.code;
+  if (code === 'ENOENT') return integrationError('integration-not-found', LIBRARY_ID, `${what}: the folder or file is no longer in the library`, { cause: e });
   if (code === 'ENOSPC' || code === 'EDQUOT') return integrationError('integration-storage-full', LIBRARY_ID, `${what}: the library's disk is full (${code})`, { cause: e });
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return integrationError('integration-forbidden', LIBRARY_ID, `${what}: the hub may not write there (${code})`, { cause: e });
   return e;
