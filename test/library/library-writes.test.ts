@@ -74,6 +74,7 @@ describe('upload', () => {
     assert.ok((await names(writer, '/Open')).includes('zebra.jpg'));
     assert.ok(lib.renditions.has(asset.id, 1, 'thumbnail'), 'the thumbnail is made');
     assert.deepEqual((await lib.index.descriptors().pending()).map((p) => p.id), [], 'the image descriptor is made');
+    assert.ok(lib.similarity.index.has(asset.id), 'and searchable by image on this node at once');
     assert.equal(contentTagOf(asset), `1:${sha(blue)}`);
     assert.notEqual(await lib.viewVersion(writer), view, 'cached browse pages drop');
     assert.deepEqual(everyName(path.join(dirs.root, 'Open')).filter((n) => n.startsWith('.')), [], 'no temp file left');
@@ -192,6 +193,7 @@ describe('update, rename, move, delete', () => {
     await assert.rejects(lib.asset(writer, a.id, { uiLocale: 'en', timeZone: null }), code('integration-not-found'));
     assert.deepEqual((await lib.versions(writer, r.id, { withMaster: false, uiLocale: 'en' })).versions.map((v) => v.downloadHashSha256), [sha(red)]);
     assert.ok(lib.renditions.has(r.id, 2, 'thumbnail'), 'renditions follow the new id');
+    assert.ok(lib.similarity.index.has(r.id) && !lib.similarity.index.has(a.id), 'so does the image descriptor');
     assert.deepEqual(await search(writer, 'okapi'), ['okapi.jpg']);
     assert.deepEqual(await search(writer, 'giraffe'), []);
     const before = everyName(dirs.root);

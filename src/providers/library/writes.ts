@@ -156,8 +156,9 @@ export class LibraryWrites {
         await this.h.scanner.indexFile(rel, (w) => this.h.warn(`library file ${rel}: ${w}`));
       }
     });
-    await this.h.similarity.refresh();
-    return this.h.present(session, acc, (await this.h.index.asset(moved.id)) ?? moved);
+    const now = await this.h.index.asset(moved.id);
+    await this.describe(now ? [now] : []);
+    return this.h.present(session, acc, now ?? moved);
   }
 
   async deleteAsset(session: ProviderSession, assetId: string, cond: WriteCondition): Promise<void> {
@@ -174,7 +175,7 @@ export class LibraryWrites {
       await this.h.index.dropAssets([row.id], []);
     });
     this.h.renditions.remove(row.id);
-    await this.h.similarity.refresh();
+    await this.describe([]);
   }
 
   async lockAsset(session: ProviderSession, assetId: string): Promise<Asset> {
@@ -244,7 +245,7 @@ export class LibraryWrites {
     const moves: AssetMove[] = assets.map((a) => ({ from: a, to: relocated(a, dest + a.relPath.slice(rel.length), now) }));
     await this.h.index.relocate(moves, { from: rel, to: dest });
     for (const m of moves) this.h.renditions.move(m.from.id, m.to.id);
-    await this.h.similarity.refresh();
+    await this.describe(moves.map((m) => m.to));
     return { id: `/${dest}`, name };
   }
 
@@ -281,7 +282,7 @@ export class LibraryWrites {
       await this.h.index.dropAssets(assets.map((a) => a.id), [rel]);
     }
     for (const a of assets) this.h.renditions.remove(a.id);
-    await this.h.similarity.refresh();
+    await this.describe([]);
   }
 
   // ── helpers ──────────────────────────────────────────────────────────────────────────────
@@ -375,10 +376,18 @@ export class LibraryWrites {
   /** Indexes what a write left at `rel` (as a scan would), describes its image, and answers it as the session sees it. */
   private async indexed(session: ProviderSession, acc: AccountRow, rel: string, intent: IndexIntent): Promise<Asset> {
     await this.h.scanner.indexFile(rel, (w) => this.h.warn(`library file ${rel} is indexed without renditions: ${w}`), intent);
-    await this.h.similarity.refresh();
     const row = await this.h.index.asset(assetIdFor(rel));
     if (!row) throw integrationError('integration-not-found', LIBRARY_ID, `/${rel} is no longer in the library`);
+    await this.describe([row]);
     return this.h.present(session, acc, row);
+  }
+
+  /**
+   * The image descriptors of what a write changed (search by image): the images among `rows` are
+   * described, and removals (dropped with their rows) are applied, on this node at once.
+   */
+  private async describe(rows: AssetRow[]): Promise<void> {
+    await this.h.similarity.describeWritten(rows.filter((r) => r.kind === 'image').map((r) => ({ id: r.id, folderPath: r.folderPath, version: r.version, blob: r.blob })));
   }
 }
 
