@@ -275,6 +275,11 @@ export class LibraryWrites {
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw diskError(e, `deleting /${rel}`);
       }
+      // Something put there between the look and the rename makes the folder not empty after all: it goes back.
+      if (!opts.recursive && (await fs.promises.readdir(trash, { withFileTypes: true }).catch(() => [])).some((e) => !isSkippedName(e.name) || !e.isFile())) {
+        await fs.promises.rename(trash, abs).catch(() => undefined);
+        throw hubError('folder-not-empty', `/${rel} is not empty: delete it with recursive=true, or empty it first`);
+      }
       await syncDir(this.abs(parentOf(rel)));
       await this.h.index.dropAssets(assets.map((a) => a.id), [rel]);
       await fs.promises.rm(trash, { recursive: true, force: true });
