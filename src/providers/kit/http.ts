@@ -8,7 +8,7 @@
  */
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Agent } from 'undici';
 import type { Clock } from '../../clock.js';
 import { integrationError, isHubError, type HubError } from '../../errors.js';
@@ -48,12 +48,13 @@ export interface UpstreamRequest {
   url: string | URL;
   headers?: Record<string, string>;
   /**
-   * A stream (an upload's bytes) is sent as it is read and never retried: it cannot be read
-   * twice. The deadline then starts once it has been sent (a large body takes as long as it
-   * takes), and a stream that errors ends the call with its own error, not the upstream's.
+   * A stream is sent as it is read (an upload): the call is never repeated (a stream cannot be
+   * replayed), the deadline runs from the last body chunk handed over (a long upload is not cut by
+   * a deadline meant for an answer's head), and an error of the stream itself (the client went
+   * away, the hub's byte count refused it) comes out as that error, not as the upstream's failure.
    */
   body?: string | Buffer | Readable;
-  /** Whether repeating the call is harmless; defaults from the method (GET, HEAD, OPTIONS, PROPFIND, SEARCH). */
+  /** Whether repeating the call is harmless; defaults from the method (GET, HEAD, OPTIONS, PROPFIND, SEARCH); never with a stream body. */
   idempotent?: boolean;
   /** Statuses the caller handles itself (besides 2xx); others become integration errors. */
   accept?: number[];
@@ -157,11 +158,12 @@ export class UpstreamClient {
   }
 
   /**
-   * This client without the call's signal: for clean-up that must run although the hub stopped
-   * waiting (a temp upload removed after the call was abandoned).
+   * This client without a call's signal: for clean-up that must go out even after the hub stopped
+   * waiting for the call (aborting a multipart upload whose client went away), bounded by the
+   * deadline of each attempt as any call.
    */
   detached(): UpstreamClient {
-    if (this.callSignal === null) return this;
+    if (!this.callSignal) return this;
     const view = Object.create(this) as UpstreamClient;
     view.callSignal = null;
     return view;
@@ -177,8 +179,9 @@ export class UpstreamClient {
     const url = typeof req.url === 'string' ? new URL(req.url) : req.url;
     const what = req.what ?? `${req.method} ${url.pathname}`;
     this.checkAddress(url, what);
-    const idempotent = req.idempotent ?? SAFE_METHODS.has(req.method.toUpperCase());
-    const attempts = idempotent && !(req.body instanceof Readable) ? this.settings.retries + 1 : 1;
+    const streamed = isStream(req.body);
+    const idempotent = !streamed && (req.idempotent ?? SAFE_METHODS.has(req.method.toUpperCase()));
+    const attempts = idempotent ? this.settings.retries + 1 : 1;
     if (this.callSignal?.aborted) throw this.abandoned(what);
     for (let attempt = 0; ; attempt++) {
       try {
@@ -247,35 +250,25 @@ export class UpstreamClient {
     // The deadline covers the answer's head only; a streamed body (a download) may take longer,
     // bounded by the idle bodyTimeout between chunks.
     const ac = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      timer = setTimeout(() => ac.abort(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
-      timer.unref();
-    };
-    // A streamed body: the deadline is for the answer once the body is sent; its own failure is kept.
-    const stream = req.body instanceof Readable ? req.body : null;
-    let bodyError: unknown = null;
-    const onBodyError = (e: unknown) => {
-      bodyError ??= e ?? new Error('the body stream failed');
-    };
-    if (stream) {
-      stream.once('end', arm);
-      stream.once('error', onBodyError);
-    } else arm();
+    const timer = setTimeout(() => ac.abort(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), this.settings.timeoutMs);
+    timer.unref();
     const call = this.callSignal;
     const abandon = () => ac.abort(call!.reason);
     call?.addEventListener('abort', abandon, { once: true });
+    // undici reads async iterables (its types name only streams): no stream in between to buffer ahead.
+    const sent = isStream(req.body) ? relay(req.body, () => timer.refresh()) : null;
     let res;
     try {
       const undici = await loadUndici();
       this.pool.agent ??= new undici.Agent(this.agentOptions);
       // undici's own head timer runs from the request's start and is refreshed only when the socket
-      // pushes back: a client uploading slowly would hit it mid-body. Off for a stream; `arm` covers the head.
-      res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal, ...(stream ? { headersTimeout: 0 } : {}) });
+      // pushes back: a client uploading slowly would hit it mid-body. Off for a stream: `timer`,
+      // refreshed by every chunk, bounds a stalled body and then the answer's head.
+      res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: sent ? (sent.body as unknown as Readable) : (req.body as string | Buffer | undefined), signal: ac.signal, ...(sent ? { headersTimeout: 0 } : {}) });
     } catch (e) {
       if (call?.aborted) throw this.abandoned(what);
-      // The body failed (the client went away, the hub's byte count refused it): not the upstream's fault.
-      if (bodyError !== null || (stream && stream.errored)) throw bodyError ?? stream!.errored;
+      // The body's own stream failed: the upstream did nothing wrong (no breaker failure, no retry).
+      if (sent?.failure) throw sent.failure.error;
       // The address policy refused the resolved address: no connection was made, the host did not
       // fail, and asking again gives the same answer.
       if (refusalOf(e)) throw networkError(this.providerId, what, e, this.settings.timeoutMs);
@@ -285,7 +278,6 @@ export class UpstreamClient {
       throw retry;
     } finally {
       clearTimeout(timer);
-      stream?.off('end', arm);
       call?.removeEventListener('abort', abandon);
     }
     const status = res.statusCode;
@@ -342,6 +334,28 @@ export class UpstreamClient {
     this.deps.log?.warn({ connector: this.providerId, host: url.host, cause: cause.code, attempts, ...(cause.code === 'timeout' ? { timeoutMs: this.settings.timeoutMs } : {}) },
       `${this.providerId}: ${url.host} ${cause.text(this.settings.timeoutMs)}`);
   }
+}
+
+const isStream = (b: unknown): b is Readable => typeof (b as Readable | undefined)?.pipe === 'function';
+
+/**
+ * A request body read from `stream` chunk by chunk (undici pulls it: memory stays one chunk),
+ * calling `progress` on each; `failure` holds the stream's own error once it failed.
+ */
+function relay(stream: Readable, progress: () => void): { body: AsyncIterable<Buffer>; failure: { error: unknown } | null } {
+  const out: { body: AsyncIterable<Buffer>; failure: { error: unknown } | null } = { body: undefined as never, failure: null };
+  out.body = (async function* () {
+    try {
+      for await (const chunk of stream) {
+        progress();
+        yield chunk as Buffer;
+      }
+    } catch (e) {
+      out.failure = { error: e };
+      throw e;
+    }
+  })();
+  return out;
 }
 
 /** Drops an answer's body; the abort this causes is expected, not an error to report. */
