@@ -33,8 +33,7 @@ before(async () => {
     account: ACCOUNT,
     partner: { writes: true },
   });
-  const add = addAccount as (...args: unknown[]) => ReturnType<typeof addAccount>;
-  await add(libraryOf(h.t.hub).index, SECOND.name, SECOND.password, [], h.t.clock.now(), { writeFolders: ['/'] });
+  await addAccount(libraryOf(h.t.hub).index, SECOND.name, SECOND.password, [], h.t.clock.now(), { writeFolders: ['/'] });
 });
 after(async () => {
   await h?.close();

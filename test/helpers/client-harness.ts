@@ -61,10 +61,7 @@ export async function startClientHarness(opts: ClientHarnessOptions = {}): Promi
   });
   await t.hub.start();
   if (root && opts.account) {
-    // Write folders are addAccount's sixth argument (the library's write rights); spelled so that
-    // this helper compiles on either side of that change.
-    const add = addAccount as (...args: unknown[]) => ReturnType<typeof addAccount>;
-    await add(libraryOf(t.hub).index, opts.account.name, opts.account.password, [], t.clock.now(), { writeFolders: opts.account.writeFolders ?? [] });
+    await addAccount(libraryOf(t.hub).index, opts.account.name, opts.account.password, [], t.clock.now(), { writeFolders: opts.account.writeFolders ?? [] });
   }
   await opts.beforeListen?.(t, origin);
   await t.app.listen({ port, host: '127.0.0.1' });

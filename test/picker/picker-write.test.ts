@@ -35,8 +35,7 @@ before(async () => {
       'Notes/readme.md': '# Notes\n',
     },
   });
-  const add = addAccount as (...args: unknown[]) => ReturnType<typeof addAccount>;
-  await add(libraryOf(p.h.t.hub).index, NOTES_ONLY.name, NOTES_ONLY.password, [], p.h.t.clock.now(), { writeFolders: ['Notes'] });
+  await addAccount(libraryOf(p.h.t.hub).index, NOTES_ONLY.name, NOTES_ONLY.password, [], p.h.t.clock.now(), { writeFolders: ['Notes'] });
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   fs.mkdirSync(ARTIFACTS, { recursive: true });
 });
