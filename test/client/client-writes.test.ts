@@ -200,6 +200,10 @@ test('rename, move, remove; folders: create, rename, move, remove (folder-not-em
   const a = await c.upload(docs, Buffer.from('notes'), { name: 'notes.txt' });
   const renamed = await c.rename(a.id, 'notes 2026.txt', { ifMatch: await c.etagOf(a.id) });
   assert.equal(renamed.name, 'notes 2026.txt');
+  // The ETag is remembered under the id the rename answered (a library asset's id is its path).
+  const before = await c.etagOf(renamed.id);
+  assert.ok(before);
+  assert.equal(await c.etagOf(renamed.id, { refresh: true }), before);
   assert.equal(onDisk('Docs', 'notes 2026.txt').toString(), 'notes');
 
   const projects = await c.createFolder('root', 'Projects');

@@ -943,8 +943,12 @@ export class DamhubClient {
             r.onHeaders?.(h, status);
           },
         }, { provider: o.provider });
-        // The asset the answer describes (an upload's new id is in its body).
-        this.rememberEtag(assetId ?? (value as { id?: string } | undefined)?.id, etag);
+        // The asset the answer describes: an upload's new id is in its body, and a rename or move
+        // may change the id (a library asset's id is its path), so the body's id wins.
+        const answered = (value as { id?: unknown } | undefined)?.id;
+        const id = typeof answered === 'string' ? answered : assetId;
+        if (assetId && id !== assetId) this.etags.delete(assetId);
+        this.rememberEtag(id, etag);
         return value;
       } catch (e) {
         const again = isRetryable(e) || (e instanceof DamhubError && e.code === 'hub-idempotency-in-progress');
