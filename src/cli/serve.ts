@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { buildApp } from '../app.js';
+import { uploadsOf } from '../routes/uploads.js';
 import { ensureDemoLibrary } from '../demo/library.js';
 import { defaultPublicUrl, type HubConfig } from '../config.js';
 import { openHub, type Hub } from '../hub.js';
@@ -80,6 +81,8 @@ async function serveOn(config: HubConfig, reserved: Reservation | null): Promise
 
   const sweep = setInterval(() => {
     hub.stores.sweep(hub.clock.now()).catch((e) => app.log.error({ err: e }, 'sweep failed'));
+    // Unfinished resumable uploads past DAMHUB_UPLOAD_EXPIRY, with their part files.
+    uploadsOf(hub).sweep().catch((e) => app.log.error({ err: e }, 'upload sweep failed'));
   }, 60_000);
   sweep.unref();
 
