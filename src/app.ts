@@ -21,6 +21,7 @@ import type { PageCache } from './content/page-cache.js';
 import { registerSecurityHeaders } from './http/security-headers.js';
 import { adminRoutes } from './routes/admin.js';
 import { assetRoutes } from './routes/assets.js';
+import { writeRoutes } from './routes/writes.js';
 import { authRoutes } from './routes/auth.js';
 import { assetOpsOf } from './routes/content.js';
 import { demoRoutes } from './routes/demo.js';
@@ -142,6 +143,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     await api.register(authRoutes);
     await api.register(systemRoutes);
     await api.register(assetRoutes);
+    await api.register(writeRoutes);
     await api.register(adminRoutes);
     await api.register(uploadRoutes);
     api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -138,6 +138,10 @@ export interface HubConfig {
   mediaRateLimitPerUserPerMin: number;
   /** Bytes of serialised browse pages kept for repeated requests (0 disables; src/content/page-cache.ts). */
   pageCacheBytes: number;
+  /** The largest upload or new version, in bytes (DAMHUB_MAX_UPLOAD_BYTES; docs/writes.md). */
+  maxUploadBytes: number;
+  /** File extensions uploads may have (lower case, no dot; DAMHUB_UPLOAD_EXTENSIONS), or null for whatever the provider takes. */
+  uploadExtensions: string[] | null;
   /**
    * A CLIP-style ONNX image model (a local file) for search by image in the embedded library;
    * null: the built-in descriptors alone (docs/image-search.md).
@@ -251,6 +255,8 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     mediaRateLimitPerLinkPerMin: 30,
     mediaRateLimitPerUserPerMin: 1200,
     pageCacheBytes: 32 * 1024 * 1024,
+    maxUploadBytes: 5 * 1024 * 1024 * 1024,
+    uploadExtensions: null,
     imageModel: null,
     imageModelWeight: 0.5,
     shutdownGraceMs: 10_000,

@@ -211,6 +211,17 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     if (!Number.isInteger(n) || n < 1) throw new UsageError(`${envName} must be a positive integer`);
     overrides[field] = n;
   }
+  const maxUpload = num('DAMHUB_MAX_UPLOAD_BYTES');
+  if (maxUpload !== undefined) {
+    if (!Number.isSafeInteger(maxUpload) || maxUpload < 1) throw new UsageError('DAMHUB_MAX_UPLOAD_BYTES must be a positive number of bytes');
+    overrides.maxUploadBytes = maxUpload;
+  }
+  const uploadExtensions = read('DAMHUB_UPLOAD_EXTENSIONS');
+  if (uploadExtensions !== undefined && uploadExtensions.trim() !== '') {
+    const list = uploadExtensions.split(',').map((e) => e.trim().replace(/^\./, '').toLowerCase()).filter(Boolean);
+    if (list.some((e) => !/^[a-z0-9][a-z0-9+_-]{0,15}$/.test(e))) throw new UsageError('DAMHUB_UPLOAD_EXTENSIONS must be a comma-separated list of file extensions, such as "jpg,png,pdf"');
+    overrides.uploadExtensions = list;
+  }
   const pageCacheMb = num('DAMHUB_PAGE_CACHE_MB');
   if (pageCacheMb !== undefined) overrides.pageCacheBytes = Math.round(pageCacheMb * 1024 * 1024);
   const grace = num('DAMHUB_REFRESH_GRACE');

@@ -13,7 +13,7 @@ import { integrationError, validationError } from '../errors.js';
 import { callOnSession, callProvider } from '../providers/deadline.js';
 import type { ListOptions, Provider, ProviderSession } from '../providers/contract.js';
 import type { Asset, AssetPage, FolderPage, VersionList } from '../providers/model.js';
-import { operation } from '../providers/capabilities.js';
+import { capabilitiesOf, folderCapabilities, operation, uploadExtensionsFor, withAssetCapabilities } from '../providers/capabilities.js';
 import { CursorSealer } from './cursors.js';
 import { decodeImageReference, decodeReference, referenceBytes, type ReferenceDeps } from './image-reference.js';
 import { PageCache } from './page-cache.js';
@@ -52,6 +52,8 @@ export interface AssetOpsDeps {
   /** Reference images of search by image, and the MCP tools' thumbnails. */
   references: ReferenceDeps;
   pages: FolderPages;
+  /** DAMHUB_UPLOAD_EXTENSIONS (null: any): what the folder answers' uploadExtensions are narrowed to. */
+  uploadExtensions: readonly string[] | null;
 }
 
 /** A browsed page: from the cache its bytes only; from the provider the page, and its bytes when they were made for the cache. */
@@ -138,13 +140,13 @@ export class AssetOps {
     const viewVersion = provider.viewVersion?.bind(provider);
     const version = pages.cache.enabled && viewVersion ? await this.onSession(provider, dam, async (s) => viewVersion(s), 'any') : null;
     const key = version === null ? null : PageCache.key([
-      dam.userId, provider.descriptor.id, version, id, opts.size, q.more ?? null,
+      dam.userId, provider.descriptor.id, version, dam.writes ? 'w' : 'r', id, opts.size, q.more ?? null,
       opts.filters, opts.timeZone, opts.dataLocale, opts.uiLocale, pages.validity(),
     ]);
     const hit = key === null ? undefined : pages.cache.get(key);
     if (hit) return { page: null, body: hit };
     await this.assembly.turn(signal);
-    const page = this.sealPage(await this.onSession(provider, dam, (s) => browse(s, id, opts)), binding);
+    const page = await this.presentFolder(dam, provider, id, this.sealPage(await this.onSession(provider, dam, (s) => browse(s, id, opts)), binding));
     if (key === null) return { page, body: null };
     const body = pages.serialize(page);
     pages.cache.set(key, body);
@@ -158,7 +160,7 @@ export class AssetOps {
     const parentId = s.parentId ? idParam(s.parentId, 'parentId') : null;
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['search', query, parentId]);
     await this.assembly.turn(signal);
-    return this.sealPage(await this.onSession(provider, dam, (s) => search(s, { query, parentId }, opts)), binding);
+    return this.presentPage(dam, provider, this.sealPage(await this.onSession(provider, dam, (s) => search(s, { query, parentId }, opts)), binding));
   }
 
   /**
@@ -172,14 +174,14 @@ export class AssetOps {
     const bytes = await referenceBytes(reference, this.deps.references, signal);
     const { opts, binding } = this.listOptions(dam.userId, provider, q, ['image', CursorSealer.binding([bytes.toString('base64')])]);
     const outputs = provider.referenceOutputs?.() ?? [];
-    return this.sealPage(await this.onSession(provider, dam, async (s) => {
+    return this.presentPage(dam, provider, this.sealPage(await this.onSession(provider, dam, async (s) => {
       const stop = signal && s.signal ? AbortSignal.any([s.signal, signal]) : (s.signal ?? signal);
       // The pool's fair share is per partner + hub user: one account looping costly references
       // waits behind its own jobs, not in front of everybody else's.
       const owner = JSON.stringify([dam.partnerId, dam.userId]);
       const image = await decodeReference(bytes, this.deps.references, { outputs, signal: stop, owner });
       return searchByImage(s, image, opts);
-    }), binding);
+    }), binding));
   }
 
   /** The bytes of an image reference, decoded and verified (the MCP tools' thumbnails). */
@@ -194,14 +196,37 @@ export class AssetOps {
     const id = idParam(assetId, 'assetId');
     if (q.timeZone && !validTimeZone(q.timeZone)) throw validationError(`timeZone ${JSON.stringify(q.timeZone)} is not an IANA time zone name`);
     // The client leaving ends the call as the deadline does (a connector's head read of the original).
-    return this.onSession(provider, dam, (s) => asset(signal && s.signal ? { ...s, signal: AbortSignal.any([s.signal, signal]) } : s, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
+    const a = await this.onSession(provider, dam, (s) => asset(signal && s.signal ? { ...s, signal: AbortSignal.any([s.signal, signal]) } : s, id, { uiLocale: q.uiLocale ?? 'en', timeZone: q.timeZone ?? null }));
+    return this.presentAsset(dam, provider, a);
   }
 
   async versions(dam: ProviderSession, assetId: string, q: { withMaster?: boolean; uiLocale?: string }): Promise<VersionList> {
     const provider = this.providerOf(dam);
     const versions = operation(provider, 'versions', 'asset versions');
     const id = idParam(assetId, 'assetId');
-    return this.onSession(provider, dam, (s) => versions(s, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
+    const list = await this.onSession(provider, dam, (s) => versions(s, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
+    // Old versions are history: nothing can be done to them but reading.
+    return { ...list, versions: list.versions.map((v) => this.presentAsset({ ...dam, writes: false }, provider, v)) };
+  }
+
+  /**
+   * An asset as this session sees it: its capability fields true exactly when the provider
+   * implements the operation, the partner writes, and the provider says the account may
+   * (capabilities.ts assetCapabilities). Its ETag: etagOf (src/providers/asset-state.ts).
+   */
+  presentAsset<T extends Asset>(dam: ProviderSession, provider: Provider, a: T): T {
+    return withAssetCapabilities(capabilitiesOf(provider), dam.writes === true, a, this.deps.uploadExtensions);
+  }
+
+  private presentPage<T extends AssetPage>(dam: ProviderSession, provider: Provider, page: T): T {
+    return { ...page, assets: page.assets.map((a) => this.presentAsset(dam, provider, a)) };
+  }
+
+  /** A folder page with its assets' and its own capability fields as this session sees them. */
+  private async presentFolder(dam: ProviderSession, provider: Provider, folderId: string, page: FolderPage): Promise<FolderPage> {
+    const caps = capabilitiesOf(provider);
+    const extensions = dam.writes && caps.upload ? await this.onSession(provider, dam, (s) => uploadExtensionsFor(provider, s, folderId, this.deps.uploadExtensions), 'any') : null;
+    return { ...this.presentPage(dam, provider, page), capabilities: folderCapabilities(caps, dam.writes === true, page.capabilities, extensions) };
   }
 }
 

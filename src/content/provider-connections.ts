@@ -31,7 +31,8 @@ export class ProviderConnections {
   ) {}
 
   /** provider-authorization → the DAM connection of this hub user. */
-  async open(header: string | undefined, who: { userId: string; partnerId: string }): Promise<ProviderSession> {
+  /** `who.writes`: the partner's write opt-in, carried on the session (ProviderSession.writes). */
+  async open(header: string | undefined, who: { userId: string; partnerId: string; writes?: boolean }): Promise<ProviderSession> {
     const token = bearer(header);
     if (!token) throw hubError('provider-access-token-missing', 'send "provider-authorization: Bearer <DAM token>" from the DAM login (POST /auth/login)');
     const c = await this.tokens.open(token, DAM_ACCESS_TYP).catch((e) => {
@@ -39,7 +40,7 @@ export class ProviderConnections {
     });
     if (c.sub !== who.userId || c.pid !== who.partnerId) throw hubError('provider-access-token-invalid', 'the provider token was issued to another user');
     if (!this.providers.get(c.prv)) throw hubError('provider-access-token-invalid', `the provider ${c.prv} of this token is no longer served`);
-    return { providerId: c.prv, userId: c.sub, partnerId: c.pid, credentials: c.cred };
+    return { providerId: c.prv, userId: c.sub, partnerId: c.pid, credentials: c.cred, writes: who.writes === true };
   }
 
   /** GET /auth/refreshToken with a DAM refresh token: a new DAM connection token. */

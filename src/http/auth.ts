@@ -134,6 +134,6 @@ const checks: { admin: AsyncCheck; access: CallbackCheck; content: AsyncCheck } 
       applyRateLimitHeaders(reply, d);
     }
     const auth = req.headers['provider-authorization'];
-    req.dam = await hub.connections.open(Array.isArray(auth) ? auth[0] : auth, { userId: principal.user.id, partnerId: principal.partner.id });
+    req.dam = await hub.connections.open(Array.isArray(auth) ? auth[0] : auth, { userId: principal.user.id, partnerId: principal.partner.id, writes: principal.partner.writes });
   },
 };

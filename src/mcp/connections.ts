@@ -73,7 +73,7 @@ export class McpConnections {
     const row = await this.store.get(id.user.id, providerId);
     // Removed between the two reads (by the user's other call, on any node).
     if (!row?.accessToken) throw notConnected(name, providerId, null);
-    const who = { userId: id.user.id, partnerId: id.partner.id };
+    const who = { userId: id.user.id, partnerId: id.partner.id, writes: id.partner.writes };
     try {
       return await this.hub.connections.open(`Bearer ${row.accessToken}`, who);
     } catch (e) {
@@ -92,7 +92,7 @@ export class McpConnections {
    * own renewal the DAM refused because the winner's had already used the refresh credentials.
    */
   private async renew(id: McpIdentity, name: string, providerId: string, expired: string, refreshToken: string): Promise<ProviderSession> {
-    const who = { userId: id.user.id, partnerId: id.partner.id };
+    const who = { userId: id.user.id, partnerId: id.partner.id, writes: id.partner.writes };
     const replaced = async (): Promise<string | null> => {
       const now = await this.store.get(id.user.id, providerId);
       return now?.accessToken && now.accessToken !== expired ? now.accessToken : null;

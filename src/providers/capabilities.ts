@@ -6,7 +6,7 @@
  */
 import { integrationError } from '../errors.js';
 import { lockedByOther } from './asset-state.js';
-import type { Provider, ProviderCapabilities, ProviderFeatures } from './contract.js';
+import type { Provider, ProviderCapabilities, ProviderFeatures, ProviderSession } from './contract.js';
 import type { Asset, FolderCapabilities } from './model.js';
 
 /** Capability → the operation that provides it. */
@@ -124,4 +124,15 @@ export function folderCapabilities(caps: ProviderCapabilities, writes: boolean, 
 export function extensionOf(name: string): string {
   const dot = name.lastIndexOf('.');
   return dot > 0 ? name.slice(dot + 1).toLowerCase() : '';
+}
+
+/**
+ * The extensions uploads into `folderId` (null: an asset's own folder) may have: the provider's
+ * list narrowed by the operator's (DAMHUB_UPLOAD_EXTENSIONS), or null when any is taken.
+ */
+export async function uploadExtensionsFor(p: Provider, session: ProviderSession, folderId: string | null, operator: readonly string[] | null): Promise<string[] | null> {
+  const own = p.uploadExtensions ? await p.uploadExtensions(session, folderId) : null;
+  if (own === null) return operator === null ? null : [...operator];
+  const mine = own.map((e) => e.toLowerCase());
+  return operator === null ? mine : mine.filter((e) => operator.includes(e));
 }

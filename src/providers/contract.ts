@@ -94,6 +94,11 @@ export interface ProviderSession {
    * talks to a remote DAM ends its requests then. The kit's connectors get it on `ctx.http`.
    */
   signal?: AbortSignal;
+  /**
+   * Whether the connection's partner may write (the operator's opt-in, docs/writes.md): the write
+   * engine refuses writes without it, and every capability field answers false.
+   */
+  writes?: boolean;
 }
 
 /** What a finished sign-in yields: credentials to wrap into the DAM connection token. */
@@ -327,4 +332,6 @@ export interface Provider {
    * asset's own folder), or null for any; the hub narrows them with DAMHUB_UPLOAD_EXTENSIONS.
    */
   uploadExtensions?(session: ProviderSession, folderId: string | null): string[] | null | Promise<string[] | null>;
+  /** The DAM account of the session, as the write audit records it. */
+  accountOf?(session: ProviderSession): string | null;
 }

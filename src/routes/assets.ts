@@ -13,6 +13,7 @@ import { whileConnected } from '../net/client-gone.js';
 import { damOf } from '../http/auth.js';
 import { ContentAuth, responses, UiLocaleSchema } from '../http/schemas.js';
 import type { MediaFile } from '../providers/contract.js';
+import { etagOf } from '../providers/asset-state.js';
 import type { AssetPage } from '../providers/model.js';
 import { assetOpsOf } from './content.js';
 
@@ -95,9 +96,14 @@ export async function assetRoutes(fastify: FastifyInstance): Promise<void> {
       querystring: Type.Object({ uiLocale: Type.Optional(UiLocaleSchema), timeZone: Type.Optional(Type.String({ maxLength: 64 })) }),
       response: responses(Type.Ref('Asset')),
     },
-  }, async (req, reply) =>
+  }, async (req, reply) => {
     // The metadata head read of a connector asset (kit/image-head.ts) stops when the client leaves.
-    whileConnected(reply.raw, (signal) => ops.asset(damOf(req), req.params['*'], req.query, signal)));
+    const asset = await whileConnected(reply.raw, (signal) => ops.asset(damOf(req), req.params['*'], req.query, signal));
+    // The value If-Match takes on a write (docs/writes.md). No 304 on If-None-Match: the answer's
+    // signed URLs expire, so a client must not keep using an old body because the content is the same.
+    reply.header('etag', etagOf(asset));
+    return asset;
+  });
 
   app.get('/assets/assetversions/*', {
     config: { auth: 'content' },

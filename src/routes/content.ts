@@ -5,13 +5,15 @@
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import { Type } from '@sinclair/typebox';
 import { AssetOps } from '../content/asset-ops.js';
+import { AssetWrites, type AssetWritesDeps } from '../content/asset-writes.js';
+import { WriteLocks } from '../content/write-locks.js';
 import { PageCache } from '../content/page-cache.js';
 import type { Hub } from '../hub.js';
 import { SHARED_SCHEMAS } from '../http/schemas.js';
 import type { FolderPage } from '../providers/model.js';
 
-/** What a folder answer says the client may do there: nothing (the hub is read-only). */
-export const FOLDER_CAPABILITIES = { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false };
+/** What a folder answer says when nothing may be done there (a page made without its capabilities). */
+export const NO_FOLDER_CAPABILITIES = { canDeleteFolder: false, canAddFolder: false, canAddAsset: false, canRenameFolder: false };
 
 let folderResult: ((doc: unknown) => string) | undefined;
 
@@ -26,7 +28,7 @@ export function folderResultBytes(page: FolderPage): Buffer {
   folderResult ??= SerializerSelector()(Object.fromEntries(SHARED_SCHEMAS.map((s) => [s.$id, s])))({
     schema: Type.Ref('FolderResult'), method: 'GET', url: '/api/v1/assets/folder/*', httpStatus: '200',
   });
-  return Buffer.from(folderResult({ ...page, capabilities: FOLDER_CAPABILITIES }), 'utf8');
+  return Buffer.from(folderResult({ ...page, capabilities: { ...NO_FOLDER_CAPABILITIES, ...page.capabilities } }), 'utf8');
 }
 
 const built = new WeakMap<Hub, AssetOps>();
@@ -52,8 +54,31 @@ export function assetOpsOf(hub: Hub): AssetOps {
         fetch: { allow: c.imageFetchAllow, connectTimeoutMs: c.imageFetchConnectTimeoutMs, totalTimeoutMs: c.imageFetchTimeoutMs, maxRedirects: c.imageFetchMaxRedirects },
       },
       pages: { cache: new PageCache(hub.clock, c.pageCacheBytes), serialize: folderResultBytes, validity: () => hub.mediaUrls.validity() },
+      uploadExtensions: c.uploadExtensions,
     });
     built.set(hub, ops);
   }
   return ops;
+}
+
+const writes = new WeakMap<Hub, AssetWrites>();
+
+/** The hub's write engine (src/content/asset-writes.ts), shared by REST, tus and MCP. */
+export function assetWritesOf(hub: Hub, log: AssetWritesDeps['log']): AssetWrites {
+  let w = writes.get(hub);
+  if (!w) {
+    const c = hub.config;
+    w = new AssetWrites({
+      providers: hub.providers,
+      locks: new WriteLocks(hub.stores.writeLocks, hub.clock),
+      audit: hub.stores.audit,
+      clock: hub.clock,
+      providerTimeoutMs: c.providerTimeoutMs,
+      maxUploadBytes: c.maxUploadBytes,
+      uploadExtensions: c.uploadExtensions,
+      log,
+    });
+    writes.set(hub, w);
+  }
+  return w;
 }

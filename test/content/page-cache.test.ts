@@ -15,7 +15,7 @@ import { PageCache } from '../../src/content/page-cache.js';
 import { ManualClock } from '../../src/clock.js';
 import { responses, SHARED_SCHEMAS } from '../../src/http/schemas.js';
 import type { FolderPage } from '../../src/providers/model.js';
-import { assetOpsOf, FOLDER_CAPABILITIES, folderResultBytes } from '../../src/routes/content.js';
+import { assetOpsOf, NO_FOLDER_CAPABILITIES, folderResultBytes } from '../../src/routes/content.js';
 import { signInToLibrary, solidJpeg, startLibraryHub, writeFiles, type LibraryHarness, libraryOf } from '../helpers/library.js';
 
 let lib: LibraryHarness;
@@ -163,7 +163,7 @@ test('folderResultBytes: the bytes Fastify itself sends for the browse route\'s 
     id: '/Harbour', name: 'Harbour ☃', assets: [asset], folders: [{ id: '/Harbour/Old', name: 'Old' }],
     filters: [{ id: 'type', name: 'Type', options: [{ id: 'jpeg', name: 'JPEG', count: 1, isActive: true }] }], more: 'k.abc', totalAssetsCount: 1,
   };
-  app.get('/f', { schema: { response: responses(Type.Ref('FolderResult')) } }, async () => ({ ...page, capabilities: FOLDER_CAPABILITIES }));
+  app.get('/f', { schema: { response: responses(Type.Ref('FolderResult')) } }, async () => ({ ...page, capabilities: NO_FOLDER_CAPABILITIES }));
   try {
     const res = await app.inject({ url: '/f' });
     assert.equal(res.statusCode, 200);

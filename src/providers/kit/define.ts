@@ -378,6 +378,8 @@ export function defineProvider<C extends ProviderCredentials>(spec: ConnectorSpe
         : { asset: async () => { throw integrationError('integration-not-implemented', spec.id, `${spec.name}: reading one asset`); } }),
       ...(versions ? { versions: (s: ProviderSession, id: string, o: { withMaster: boolean; uiLocale: string }) => versions(ctx(s), id, o) } : {}),
     };
+    // The write audit's DAM account: what tells accounts apart (cacheScope), else a hash of the credentials.
+    provider.accountOf = (s: ProviderSession) => spec.cacheScope?.(cred(s)) || credentialScope(s.credentials);
     for (const name of WRITE_HOOKS) {
       const hook = spec.hooks[name] as ((c: CallContext<C>, ...rest: unknown[]) => unknown) | undefined;
       if (hook) (provider as unknown as Record<string, unknown>)[name] = (s: ProviderSession, ...rest: unknown[]) => hook.call(spec.hooks, ctx(s), ...rest);
