@@ -22,10 +22,9 @@ import { damOf } from '../http/auth.js';
 import { toHubError } from '../http/errors.js';
 import { SHARED_SCHEMAS } from '../http/schemas.js';
 import type { Asset } from '../providers/model.js';
+import { assetWritesOf } from './content.js';
 
 const UPLOADS_PATH = '/api/v1/uploads';
-/** The default of DAMHUB_MAX_UPLOAD_BYTES (5 GiB), until config.maxUploadBytes says otherwise. */
-const DEFAULT_MAX_UPLOAD_BYTES = 5 * 1024 ** 3;
 
 interface Built {
   uploads: Uploads;
@@ -45,14 +44,12 @@ function serializeAsset(a: Asset): string {
   return assetJson(a);
 }
 
-function maxUploadBytes(hub: Hub): number {
-  return (hub.config as { maxUploadBytes?: number }).maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
-}
+type Log = Parameters<typeof assetWritesOf>[1];
+const logs = new WeakMap<Hub, Log>();
 
+/** The hub's write engine (or a test's), logging to the app that serves the uploads. */
 function writesOf(hub: Hub): UploadWrites {
-  const w = uploadWritesOverride.get(hub);
-  if (w) return w;
-  throw hubError('hub-internal-error', 'the write engine is not available');
+  return uploadWritesOverride.get(hub) ?? assetWritesOf(hub, logs.get(hub) ?? { error() {} });
 }
 
 /** The hub's resumable uploads (one per Hub): the periodic sweep calls uploadsOf(hub).sweep(). */
@@ -72,7 +69,7 @@ function build(hub: Hub): Built {
     path: UPLOADS_PATH,
     datastore,
     locker,
-    maxSize: maxUploadBytes(hub),
+    maxSize: hub.config.maxUploadBytes,
     // Upload URLs from the configured public URL, never from the request's Host.
     generateUrl: (_req, { id }) => `${publicUrl}${UPLOADS_PATH}/${id}`,
     // The hub's CORS hook decides about origins (src/http/cors.ts); @tus/server's is answered away below.
@@ -167,7 +164,7 @@ async function send(req: FastifyRequest, reply: FastifyReply, call: TusCall | nu
     const text = await res.text();
     let err = fromTus(call?.error ?? null, res.status, text);
     if (err.code === 'hub-payload-too-large' && /over the limit of/.test(err.details ?? '')) {
-      err = hubError('hub-payload-too-large', `Upload-Length is over the limit of ${maxUploadBytes(hub)} bytes (DAMHUB_MAX_UPLOAD_BYTES)`);
+      err = hubError('hub-payload-too-large', `Upload-Length is over the limit of ${hub.config.maxUploadBytes} bytes (DAMHUB_MAX_UPLOAD_BYTES)`);
     }
     throw err;
   }
@@ -192,6 +189,7 @@ async function send(req: FastifyRequest, reply: FastifyReply, call: TusCall | nu
 
 export async function uploadRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
+  logs.set(hub, app.log);
   // The body is @tus/server's to stream into the part file; Fastify leaves it unread.
   app.addContentTypeParser('application/offset+octet-stream', (_req, _payload, done) => done(null));
 

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
@@ -16,11 +15,13 @@ import { buildApp } from '../../src/app.js';
 import type { HubConfig } from '../../src/config.js';
 import { hubError } from '../../src/errors.js';
 import { Hub } from '../../src/hub.js';
-import type { UploadWrites, UploadTarget } from '../../src/content/uploads/uploads.js';
+import type { UploadTarget } from '../../src/content/asset-writes.js';
+import type { UploadWrites } from '../../src/content/uploads/uploads.js';
 import type { ProviderSession } from '../../src/providers/contract.js';
 import { uploadsOf, uploadWritesOverride } from '../../src/routes/uploads.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { freePort } from '../helpers/process.js';
+import { bytes, cuttingProxy, meta, sha256 } from '../helpers/tus.js';
 import { testProvider } from '../helpers/test-provider.js';
 
 const MAX = 8 * 1024 * 1024;
@@ -34,6 +35,7 @@ class FakeWrites implements UploadWrites {
     this.checks.push({ target, length });
     if (this.writesOff) throw hubError('writes-disabled', 'writes are off for this partner');
     if (target.name.includes('/')) throw hubError('asset-name-invalid', 'a name cannot contain "/"');
+    return { onConflict: 'fail' as const, ...target };
   }
   async checkUpdate(_dam: ProviderSession, assetId: string, ifMatch: string | null, length: number | null) {
     this.checks.push({ assetId, ifMatch, length });
@@ -58,50 +60,6 @@ class FakeWrites implements UploadWrites {
     this.received.push({ target: assetId, ...got, requestId: meta.requestId });
     return { status: 200 as const, asset: { id: assetId, name: 'x.bin', fileSize: got.bytes, downloadHashSha256: got.sha256 }, etag: `"${got.sha256.slice(0, 16)}"` };
   }
-}
-
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const bytes = (n: number, seed = 1) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed * 7) % 251));
-const meta = (m: Record<string, string>) => Object.entries(m).map(([k, v]) => `${k} ${Buffer.from(v).toString('base64')}`).join(',');
-
-/** A TCP proxy in front of the hub that can cut the next request after so many bytes (a dropped connection). */
-async function cuttingProxy(port: number) {
-  let cutAfter: number | null = null;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(port, '127.0.0.1');
-    sockets.add(client).add(upstream);
-    let sent = 0;
-    client.on('data', (d: Buffer) => {
-      sent += d.length;
-      if (cutAfter !== null && sent >= cutAfter) {
-        // The hub gets the bytes up to the cut, then the connection ends (as when a client's network drops).
-        upstream.end(d.subarray(0, d.length - (sent - cutAfter)));
-        cutAfter = null;
-        client.destroy();
-        return;
-      }
-      if (!upstream.write(d)) client.pause();
-    });
-    upstream.on('drain', () => client.resume());
-    upstream.on('data', (d) => client.write(d));
-    client.on('error', () => upstream.destroy()).on('close', () => upstream.end());
-    upstream.on('error', () => client.destroy()).on('close', () => client.destroy());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    /** Cuts the connection that carries the next `n` bytes from the client, counted from now. */
-    cut(n: number) {
-      cutAfter = n;
-      for (const s of sockets) s.destroy();
-      sockets.clear();
-    },
-    close: () => new Promise<void>((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    }),
-  };
 }
 
 interface Session {

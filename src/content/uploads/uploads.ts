@@ -6,8 +6,8 @@
  * unfinished upload expires on the hub's clock; when the last byte is in, the part file streams
  * into the write engine once, and the answer is kept so a repeated final request gets it again.
  */
-import type { Readable } from 'node:stream';
 import type { Clock } from '../../clock.js';
+import type { AssetWrites, UploadTarget } from '../asset-writes.js';
 import { hubError } from '../../errors.js';
 import type { ProviderSession } from '../../providers/contract.js';
 import type { ConflictMode } from '../../providers/contract.js';
@@ -16,28 +16,15 @@ import type { IdempotentResponse, UploadRecord, UploadStore } from '../../stores
 import type { Lock, Locker } from '@tus/server';
 import type { PartFiles } from './part-files.js';
 
-export interface UploadTarget {
-  parentId: string;
-  name: string;
-  onConflict: ConflictMode;
-}
-
-export interface UploadBytes {
-  stream: Readable;
-  length: number | null;
-}
-
-/** The write engine's part resumable uploads use (src/content/asset-writes.ts). */
-export interface UploadWrites {
-  checkUpload(dam: ProviderSession, target: UploadTarget, length: number | null): Promise<void>;
-  checkUpdate(dam: ProviderSession, assetId: string, ifMatch: string | null, length: number | null): Promise<void>;
-  upload(dam: ProviderSession, target: UploadTarget, bytes: UploadBytes, meta: { requestId: string }): Promise<{ status: 200 | 201; asset: Asset; etag: string }>;
-  update(dam: ProviderSession, assetId: string, bytes: UploadBytes, ifMatch: string | null, meta: { requestId: string }): Promise<{ status: 200; asset: Asset; etag: string }>;
-}
+/**
+ * The write engine's part resumable uploads use (src/content/asset-writes.ts): its checks at
+ * creation, and the write the finished bytes stream into.
+ */
+export type UploadWrites = Pick<AssetWrites, 'checkUpload' | 'checkUpdate' | 'upload' | 'update'>;
 
 /** What an upload becomes, from its Upload-Metadata. */
 export type UploadIntent =
-  | { kind: 'asset'; target: UploadTarget }
+  | { kind: 'asset'; target: Required<UploadTarget> }
   | { kind: 'version'; assetId: string; ifMatch: string | null };
 
 const CONFLICT_MODES: readonly string[] = ['fail', 'rename', 'version'];
