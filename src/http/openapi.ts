@@ -33,7 +33,7 @@ const envelope = (status: number, code: string, message: string, details: string
   error: { code, source: code.startsWith('integration-') ? 'integration' : 'hub', status, message, details: `${details} (request 5f0c2a9e1b7d4c3a)`, ...(code.startsWith('integration-') ? { provider: 'library' } : {}), requestId: '5f0c2a9e1b7d4c3a' },
 });
 
-/** The errors an operation's clients meet most, as examples of its 4XX answer. */
+/** The errors an operation's clients meet most, as examples of its 4XX answer (`code#case`: a second example of one code). */
 const ERRORS: Record<string, [number, string, string]> = {
   'hub-validation-error': [400, 'The request is invalid.', 'querystring/size must be integer'],
   'hub-sdk-token-missing': [401, 'The partner token is missing.', 'send the partner JWT as "Authorization: Bearer <jwt>"'],
@@ -48,6 +48,9 @@ const ERRORS: Record<string, [number, string, string]> = {
   'integration-not-found': [404, 'Not found.', 'no folder /Brand/Old'],
   'integration-not-supported': [501, 'Not supported by the DAM.', 'the DAM has no search by image'],
   'hub-rate-limited': [429, 'Too many requests.', 'retry in 2 s'],
+  'upload-expired': [410, 'This upload has expired; start it again.', 'the upload expired at 2026-06-02T12:00:00.000Z; its parts are removed'],
+  'hub-validation-error#checksum': [460, 'The uploaded chunk was damaged in transit; send it again.', 'Upload-Checksum: the sha256 of the 1048576 bytes received does not match; the chunk was discarded'],
+  'hub-payload-too-large#upload': [413, 'The request body is too large.', 'Upload-Length is over the limit of 5368709120 bytes (DAMHUB_MAX_UPLOAD_BYTES)'],
 };
 
 type Limit = 'exchange' | 'user' | null;
@@ -100,6 +103,13 @@ const OPERATIONS: Record<string, OpDoc> = {
     description: 'A rendition (thumbnail, preview, conversion) of an asset version, through the signed `thumbnailUrl` or `conversions[].url`. Ranges, `ETag` and 304 as for the original.' },
   'get /api/v1/connectors/{connectorId}/download/{name}': { id: 'connectorDownload', errors: ['hub-access-denied', 'integration-not-found'], summary: 'Bytes of a connector\'s file (download link from downloadUrl)',
     description: 'A file of a remote DAM (WebDAV, S3, …), streamed through the hub from the `downloadUrl` its connector put on the asset; the `g` grant is the credential and works 4 hours. Ranges, `ETag` and 304 as the DAM answers them.' },
+  // Resumable uploads (tus 1.0; src/routes/uploads.ts).
+  'post /api/v1/uploads': { id: 'createUpload', limit: 'user', example: ASSET, errors: [...CONTENT_ERRORS, 'hub-payload-too-large#upload'],
+    description: 'Creates a resumable upload (tus 1.0 creation): `Upload-Length` and `Upload-Metadata` (base64 values) naming `parentId`, `name` and `onConflict` (`fail`, `rename`, `version`) for a new asset, or `assetId` and `ifMatch` for a new version. The write engine checks them (writes allowed, name, type, size) before any byte is stored. Answers 201 with `Location`, the upload\'s URL, and `Upload-Expires`. With a body (`Content-Type: application/offset+octet-stream`, creation-with-upload) the bytes are stored at once (`Upload-Offset`); when they are all of them, the 201 carries the Asset as for the final PATCH. `HEAD` on the upload\'s URL (tus) answers its `Upload-Offset` to resume from, `Upload-Length`, `Upload-Metadata` and `Upload-Expires`, and once finished `Damhub-Asset-Id` and `ETag`; 404 for an upload of another user, partner or provider, 410 after its expiry.' },
+  'patch /api/v1/uploads/{id}': { id: 'appendUpload', limit: 'user', example: ASSET, errors: [...CONTENT_ERRORS, 'upload-expired', 'hub-validation-error#checksum'],
+    description: 'Appends the body at `Upload-Offset` (409 when it is not the upload\'s offset). `Upload-Checksum` (`sha1` or `sha256`, base64) is checked: a mismatch answers 460 and the chunk is discarded. Answers 204 with the new `Upload-Offset`; the request that brings the last byte stores the asset and answers **200** with the Asset, `Damhub-Asset-Id` and its `ETag` (tus clients accept any 2xx); a repeated final PATCH answers the same.' },
+  'delete /api/v1/uploads/{id}': { id: 'terminateUpload', limit: 'user', errors: CONTENT_ERRORS,
+    description: 'Terminates the upload (tus termination): its parts are removed; 204.' },
   'get /api/v1/admin/partners': { id: 'listPartners', errors: ADMIN_ERRORS, summary: 'List registered partners', example: [PARTNER],
     description: 'Every registered partner. Admin key as bearer token.' },
   'post /api/v1/admin/partners': { id: 'createPartner', errors: ADMIN_ERRORS, summary: 'Register a partner', example: PARTNER,
@@ -141,7 +151,8 @@ function mediaResponses(errors: string[]): Json {
 function examplesOf(codes: string[]): Json {
   return Object.fromEntries(codes.map((c) => {
     const [status, message, details] = ERRORS[c]!;
-    return [c, { summary: `${status} ${c}`, value: envelope(status, c, message, details) }];
+    const code = c.split('#')[0]!;
+    return [c, { summary: `${status} ${code}`, value: envelope(status, code, message, details) }];
   }));
 }
 
@@ -172,6 +183,7 @@ export function polishDocument(doc: Json): Json {
     { name: 'auth', description: 'Token exchange, sessions, DAM providers and the DAM login.' },
     { name: 'system', description: 'Runtime details of the connected DAM.' },
     { name: 'assets', description: 'Browse, search, assets, versions and their media.' },
+    { name: 'uploads', description: 'Resumable uploads (tus 1.0: creation, creation-with-upload, termination, expiration, checksum).' },
     { name: 'admin', description: 'Partner registration (admin key).' },
   ];
   doc.components.securitySchemes.SignedUrl = { type: 'apiKey', in: 'query', name: 'sig', description: 'the signature of a hub media URL (with exp, p, a, k): the URL itself is the credential' };

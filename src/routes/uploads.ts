@@ -20,7 +20,7 @@ import { hubError, isHubError, type HubError } from '../errors.js';
 import type { Hub } from '../hub.js';
 import { damOf } from '../http/auth.js';
 import { toHubError } from '../http/errors.js';
-import { SHARED_SCHEMAS } from '../http/schemas.js';
+import { ContentAuth, SHARED_SCHEMAS } from '../http/schemas.js';
 import type { Asset } from '../providers/model.js';
 import { assetWritesOf } from './content.js';
 
@@ -200,15 +200,30 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
     const res = await runCall(call, () => server.handleWeb(request));
     return send(req, reply, call, res, hub);
   };
-  const schema = (summary: string, withId: boolean) => ({
-    tags: ['uploads'], summary, hide: false,
-    ...(withId ? { params: Type.Object({ id: Type.String({ maxLength: 64, description: 'the upload id (the last segment of the creation\'s Location)' }) }) } : {}),
-  });
+  const errors = { '4xx': Type.Ref('ErrorEnvelope'), '5xx': Type.Ref('ErrorEnvelope') };
+  const idParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'the upload id: the last segment of the creation\'s Location' }) });
+  // Documented for the reference; @tus/server checks them (a missing Tus-Resumable is its 412).
+  const tusHeaders = (h: Record<string, string>) => Type.Object(Object.fromEntries(Object.entries(h).map(([k, d]) => [k, Type.Optional(Type.String({ description: d }))])));
+  const TUS_RESUMABLE = { 'tus-resumable': '`1.0.0` on every request but OPTIONS' };
+  const BODY = { 'content-type': '`application/offset+octet-stream` with a body', 'upload-offset': 'where the body goes: the offset HEAD reports', 'upload-checksum': '`sha1 <base64>` or `sha256 <base64>` of this body; a mismatch is 460 and the body is discarded' };
   const config = { auth: 'content' as const };
-  app.post('/uploads', { config, schema: schema('tus: create an upload (Upload-Length, Upload-Metadata; with a body: creation-with-upload)', false) }, tus);
-  app.head('/uploads/:id', { config, schema: schema('tus: the upload\'s offset (Upload-Offset) to resume from', true) }, tus);
-  app.patch('/uploads/:id', { config, schema: schema('tus: append bytes at Upload-Offset (Upload-Checksum optional); the last ones answer the Asset', true) }, tus);
-  app.delete('/uploads/:id', { config, schema: schema('tus: terminate the upload (its parts are removed)', true) }, tus);
+  app.post('/uploads', { config, schema: {
+    tags: ['uploads'], summary: 'tus: create an upload', security: ContentAuth,
+    headers: tusHeaders({ ...TUS_RESUMABLE, 'upload-length': 'the file\'s size in bytes (at most Tus-Max-Size)', 'upload-metadata': 'tus metadata: `parentId`, `name`, `onConflict` for a new asset, or `assetId`, `ifMatch` for a new version', 'content-type': '`application/offset+octet-stream` to send bytes with the creation' }),
+    response: { 201: Type.Union([Type.Ref('Asset'), Type.Null()]), ...errors },
+  } }, tus);
+  app.head('/uploads/:id', { config, schema: {
+    tags: ['uploads'], summary: 'tus: the offset to resume from', security: ContentAuth, params: idParams, headers: tusHeaders(TUS_RESUMABLE),
+    response: { 200: Type.Null(), ...errors },
+  } }, tus);
+  app.patch('/uploads/:id', { config, schema: {
+    tags: ['uploads'], summary: 'tus: append bytes; the last ones answer the Asset', security: ContentAuth, params: idParams, headers: tusHeaders({ ...TUS_RESUMABLE, ...BODY }),
+    response: { 200: Type.Ref('Asset'), 204: Type.Null(), ...errors },
+  } }, tus);
+  app.delete('/uploads/:id', { config, schema: {
+    tags: ['uploads'], summary: 'tus: terminate an upload', security: ContentAuth, params: idParams, headers: tusHeaders(TUS_RESUMABLE),
+    response: { 204: Type.Null(), ...errors },
+  } }, tus);
   // Capability discovery (Tus-Version, Tus-Extension, Tus-Max-Size); public, as tus has it.
   app.options('/uploads', { schema: { hide: true } }, async (req, reply) => {
     const res = await build(hub).server.handleWeb(webRequest(req));
