@@ -153,7 +153,10 @@ function fromTus(err: unknown, status: number, text: string): HubError {
     case 500: return err === ERRORS.ERR_LOCK_TIMEOUT
       ? hubError('hub-unavailable', 'another request of this upload is still running', { headers: { 'retry-after': '1' } })
       : hubError('hub-internal-error', said);
-    default: return hubError('hub-validation-error', said, { status: tus?.status_code ?? status });
+    // tus's own statuses: 409 (Upload-Offset is not the upload's), 412 (no Tus-Resumable); its 403s
+    // (no Upload-Offset, another Content-Type) and 501s (extensions not offered) are malformed requests.
+    case 409: case 412: return hubError('hub-validation-error', said, { status: tus?.status_code ?? status });
+    default: return hubError('hub-validation-error', said);
   }
 }
 
