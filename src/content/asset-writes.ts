@@ -34,7 +34,7 @@ export interface AssetWritesDeps {
   /** DAMHUB_UPLOAD_EXTENSIONS (lower case, no dot), or null for any. */
   uploadExtensions: readonly string[] | null;
   /** Audit failures are logged, never turned into the write's answer (the write happened). */
-  log: { error(o: object, msg: string): void };
+  log: { warn(fields: Record<string, unknown>, msg: string): void };
 }
 
 /** The bytes of a request as they arrive. */
@@ -319,7 +319,7 @@ class Audit {
     try {
       await this.store.append({ ...this.entry, result });
     } catch (e) {
-      this.log.error({ err: e, requestId: this.entry.requestId, operation: this.entry.operation }, 'the write audit could not be appended');
+      this.log.warn({ err: String(e), requestId: this.entry.requestId, operation: this.entry.operation }, 'the write audit could not be appended');
     }
   }
 }

@@ -15,6 +15,8 @@ const WILDCARDS: Record<string, { name: string; description: string }> = {
   '/api/v1/assets/folder/*': { name: 'folderId', description: 'folder id from a previous answer ("root" for the top); URL-encoded, it may contain slashes' },
   '/api/v1/assets/asset/*': { name: 'assetId', description: 'asset id from a browse or search answer; URL-encoded, it may contain slashes' },
   '/api/v1/assets/assetversions/*': { name: 'assetId', description: 'asset id from a browse or search answer; URL-encoded, it may contain slashes' },
+  '/api/v1/assets/update/*': { name: 'assetId', description: 'asset id from a browse or search answer; URL-encoded, it may contain slashes' },
+  '/api/v1/assets/lock/*': { name: 'assetId', description: 'asset id from a browse or search answer; URL-encoded, it may contain slashes' },
 };
 
 /** @fastify/swagger's per-route transform: a wildcard route's path and parameter get their real name. */
@@ -51,6 +53,18 @@ const ERRORS: Record<string, [number, string, string]> = {
   'upload-expired': [410, 'This upload has expired; start it again.', 'the upload expired at 2026-06-02T12:00:00.000Z; its parts are removed'],
   'hub-validation-error#checksum': [460, 'The uploaded chunk was damaged in transit; send it again.', 'Upload-Checksum: the sha256 of the 1048576 bytes received does not match; the chunk was discarded'],
   'hub-payload-too-large#upload': [413, 'The request body is too large.', 'Upload-Length is over the limit of 5368709120 bytes (DAMHUB_MAX_UPLOAD_BYTES)'],
+  'hub-not-found#upload': [404, 'This upload does not exist.', 'no such upload'],
+  'writes-disabled': [403, 'Saving to the asset library is not enabled for this application.', 'partner p1 may not write; the operator allows it with "damhub partners writes p1 on"'],
+  'asset-name-invalid': [400, 'This name cannot be used.', 'name "a/b.png" contains a path separator (/ or \\) (rule: separator)'],
+  'asset-exists': [409, 'Something with this name is already there.', 'logo-blue.png exists in /Brand'],
+  'asset-version-conflict': [412, 'Someone saved this asset since you opened it; reload it and try again.', 'If-Match "a1" does not match the current ETag "b2": someone saved this asset since it was read'],
+  'hub-precondition-required': [428, 'This change needs the version you read (If-Match).', 'send If-Match with the ETag of GET /assets/asset/{assetId}'],
+  'asset-locked': [423, 'This asset is locked by ada.', '"logo-blue.png" is locked by ada'],
+  'folder-not-empty': [409, 'The folder is not empty.', '/Brand/Old holds 3 assets; delete with recursive=true'],
+  'hub-payload-too-large': [413, 'The request body is too large.', 'the upload is 6442450944 bytes; the limit is 5368709120 bytes (DAMHUB_MAX_UPLOAD_BYTES)'],
+  'hub-unsupported-media-type': [415, 'This type of file cannot be uploaded here.', 'the content is application/pdf (.pdf), not image/png as the name "logo.png" says'],
+  'hub-idempotency-key-reused': [422, 'This Idempotency-Key was already used for a different request.', 'Idempotency-Key "8e03…" was used for a different request; use a new key for a new request'],
+  'hub-idempotency-in-progress': [409, 'A request with this Idempotency-Key is still being processed; retry shortly.', 'a request with Idempotency-Key "8e03…" is still running'],
 };
 
 type Limit = 'exchange' | 'user' | null;
@@ -64,10 +78,14 @@ const ASSET = {
   thumbnailUrl: 'https://hub.example/api/v1/assets/thumbnail/library/a1b2/2/thumbnail?exp=1780322400&p=p1&a=acc1&k=s1&sig=Qm…',
   downloadUrl: 'https://hub.example/api/v1/assets/download/library/a1b2/2?exp=1780322400&p=p1&a=acc1&k=s1&sig=Qm…',
 };
-const CAPABILITIES = { browse: true, search: true, similarSearch: true, versions: true, refresh: false, filters: true, dataLocalization: false, timeZone: true, serverUrl: false, foldersOnEveryPage: false, assetHashAlgorithm: 'Sha256' };
+const CAPABILITIES = { browse: true, search: true, similarSearch: true, versions: true, refresh: false, upload: true, update: true, rename: true, move: true, delete: true, folders: true, lock: true, filters: true, dataLocalization: false, timeZone: true, serverUrl: false, foldersOnEveryPage: false, assetHashAlgorithm: 'Sha256' };
 const PAGE = { assets: [ASSET], folders: [{ id: '/Brand/Archive', name: 'Archive' }], filters: [], more: 'eyJ2IjoxLCJjIjoi…', totalAssetsCount: 42 };
 const CONTENT_ERRORS = ['hub-validation-error', 'hub-access-token-invalid', 'provider-access-token-missing', 'integration-not-found', 'hub-rate-limited'];
 const ADMIN_ERRORS = ['hub-validation-error', 'hub-access-denied', 'hub-not-found'];
+const WRITE_ERRORS = ['hub-validation-error', 'hub-access-token-invalid', 'provider-access-token-missing', 'writes-disabled', 'integration-not-found', 'asset-locked', 'hub-idempotency-key-reused', 'hub-rate-limited'];
+const WRITABLE = { capabilities: { canDeleteAsset: true, canUpdateAsset: true, canLockAsset: true, canUnlockAsset: false, canRenameAsset: true, uploadExtensions: ['png'] } };
+const FOLDER = { id: '/Brand/Campaign', name: 'Campaign' };
+const IDEMPOTENCY = ' Send an `Idempotency-Key` (a new random key per write) to retry it safely: a retry with the same key and request answers the first answer (`Idempotent-Replayed: true`) and writes nothing; the same key with another request answers 422.';
 
 /** Keyed by method and path as the document has them. */
 const OPERATIONS: Record<string, OpDoc> = {
@@ -104,12 +122,30 @@ const OPERATIONS: Record<string, OpDoc> = {
   'get /api/v1/connectors/{connectorId}/download/{name}': { id: 'connectorDownload', errors: ['hub-access-denied', 'integration-not-found'], summary: 'Bytes of a connector\'s file (download link from downloadUrl)',
     description: 'A file of a remote DAM (WebDAV, S3, …), streamed through the hub from the `downloadUrl` its connector put on the asset; the `g` grant is the credential and works 4 hours. Ranges, `ETag` and 304 as the DAM answers them.' },
   // Resumable uploads (tus 1.0; src/routes/uploads.ts).
-  'post /api/v1/uploads': { id: 'createUpload', limit: 'user', example: ASSET, errors: [...CONTENT_ERRORS, 'hub-payload-too-large#upload'],
+  'post /api/v1/uploads': { id: 'createUpload', limit: 'user', example: ASSET, errors: ['hub-validation-error', 'hub-access-token-invalid', 'provider-access-token-missing', 'writes-disabled', 'asset-name-invalid', 'hub-precondition-required', 'hub-payload-too-large#upload', 'hub-unsupported-media-type', 'hub-rate-limited'],
     description: 'Creates a resumable upload (tus 1.0 creation): `Upload-Length` and `Upload-Metadata` (base64 values) naming `parentId`, `name` and `onConflict` (`fail`, `rename`, `version`) for a new asset, or `assetId` and `ifMatch` for a new version. The write engine checks them (writes allowed, name, type, size) before any byte is stored. Answers 201 with `Location`, the upload\'s URL, and `Upload-Expires`. With a body (`Content-Type: application/offset+octet-stream`, creation-with-upload) the bytes are stored at once (`Upload-Offset`); when they are all of them, the 201 carries the Asset as for the final PATCH. `HEAD` on the upload\'s URL (tus) answers its `Upload-Offset` to resume from, `Upload-Length`, `Upload-Metadata` and `Upload-Expires`, and once finished `Damhub-Asset-Id` and `ETag`; 404 for an upload of another user, partner or provider, 410 after its expiry.' },
-  'patch /api/v1/uploads/{id}': { id: 'appendUpload', limit: 'user', example: ASSET, errors: [...CONTENT_ERRORS, 'upload-expired', 'hub-validation-error#checksum'],
+  'patch /api/v1/uploads/{id}': { id: 'appendUpload', limit: 'user', example: ASSET, errors: ['hub-validation-error', 'hub-access-token-invalid', 'hub-not-found#upload', 'upload-expired', 'hub-validation-error#checksum', 'asset-exists', 'asset-version-conflict', 'hub-rate-limited'],
     description: 'Appends the body at `Upload-Offset` (409 when it is not the upload\'s offset). `Upload-Checksum` (`sha1` or `sha256`, base64) is checked: a mismatch answers 460 and the chunk is discarded. Answers 204 with the new `Upload-Offset`; the request that brings the last byte stores the asset and answers **200** with the Asset, `Damhub-Asset-Id` and its `ETag` (tus clients accept any 2xx); a repeated final PATCH answers the same.' },
-  'delete /api/v1/uploads/{id}': { id: 'terminateUpload', limit: 'user', errors: CONTENT_ERRORS,
+  'delete /api/v1/uploads/{id}': { id: 'terminateUpload', limit: 'user', errors: ['hub-access-token-invalid', 'hub-not-found#upload', 'hub-rate-limited'],
     description: 'Terminates the upload (tus termination): its parts are removed; 204.' },
+  'post /api/v1/assets/upload': { id: 'uploadAsset', limit: 'user', example: { ...ASSET, version: 1, displayVersion: 1, ...WRITABLE }, errors: [...WRITE_ERRORS, 'asset-name-invalid', 'asset-exists', 'hub-payload-too-large', 'hub-unsupported-media-type'],
+    description: `A new asset named \`name\` in the folder \`parentId\`; the body is the file (any \`Content-Type\`, streamed; \`Content-Length\` lets a too-large file be refused before it is sent). 201 with the asset, its \`ETag\` and \`Damhub-Asset-Id\`. When the name is taken: \`onConflict=fail\` (default) answers 409 \`asset-exists\`, \`rename\` keeps both (\`name (2).ext\`), \`version\` saves a new version of that asset (200). Names are checked for every DAM alike (400 \`asset-name-invalid\` names the rule); size and type against \`DAMHUB_MAX_UPLOAD_BYTES\` (413) and the allowed extensions and the bytes themselves (415). Large files: tus at \`/api/v1/uploads\`.\${IDEMPOTENCY}` },
+  'post /api/v1/assets/update/{assetId}': { id: 'updateAsset', limit: 'user', example: { ...ASSET, version: 3, displayVersion: 3, ...WRITABLE }, errors: [...WRITE_ERRORS, 'asset-version-conflict', 'hub-precondition-required', 'hub-payload-too-large', 'hub-unsupported-media-type'],
+    description: `Saves the body as a new version of the asset (same id). \`If-Match\` must carry the \`ETag\` of the version it replaces (from \`GET /assets/asset/{assetId}\` or the last write): without it 428, and 412 \`asset-version-conflict\` when someone saved in between (the answer's \`ETag\` is the current one). Of concurrent saves with the same \`If-Match\` exactly one wins, on every DAM.\${IDEMPOTENCY}` },
+  'patch /api/v1/assets/asset/{assetId}': { id: 'relocateAsset', limit: 'user', example: { ...ASSET, name: 'logo-navy.png', id: '/Brand/logo-navy.png', ...WRITABLE }, errors: [...WRITE_ERRORS, 'asset-name-invalid', 'asset-exists', 'asset-version-conflict'],
+    description: `Renames (\`name\`) and/or moves (\`parentId\`) an asset; \`If-Match\` optional. Path-based DAMs (WebDAV, S3, the library) answer the asset under its new id.\${IDEMPOTENCY}` },
+  'delete /api/v1/assets/asset/{assetId}': { id: 'deleteAsset', limit: 'user', errors: [...WRITE_ERRORS, 'asset-version-conflict'],
+    description: `Deletes an asset (204); \`If-Match\` optional.\${IDEMPOTENCY}` },
+  'post /api/v1/assets/folder': { id: 'createFolder', limit: 'user', example: FOLDER, errors: [...WRITE_ERRORS, 'asset-name-invalid', 'asset-exists'],
+    description: `Creates the folder \`name\` in \`parentId\` (201).\${IDEMPOTENCY}` },
+  'patch /api/v1/assets/folder/{folderId}': { id: 'updateFolder', limit: 'user', example: { ...FOLDER, name: 'Campaign 2027', id: '/Brand/Campaign 2027' }, errors: [...WRITE_ERRORS, 'asset-name-invalid', 'asset-exists'],
+    description: `Renames (\`name\`) and/or moves (\`parentId\`) a folder.\${IDEMPOTENCY}` },
+  'delete /api/v1/assets/folder/{folderId}': { id: 'deleteFolder', limit: 'user', errors: [...WRITE_ERRORS, 'folder-not-empty'],
+    description: `Deletes a folder (204): 409 \`folder-not-empty\` while it holds anything, unless \`recursive=true\`.\${IDEMPOTENCY}` },
+  'post /api/v1/assets/lock/{assetId}': { id: 'lockAsset', limit: 'user', example: { ...ASSET, lockedBy: 'ada', ...WRITABLE, capabilities: { ...WRITABLE.capabilities, canLockAsset: false, canUnlockAsset: true } }, errors: WRITE_ERRORS,
+    description: `Locks the asset for this account: until it is unlocked, other accounts' writes answer 423 \`asset-locked\` naming \`lockedBy\`.\${IDEMPOTENCY}` },
+  'delete /api/v1/assets/lock/{assetId}': { id: 'unlockAsset', limit: 'user', example: { ...ASSET, ...WRITABLE }, errors: WRITE_ERRORS,
+    description: `Unlocks an asset this account locked (423 when another account holds the lock).\${IDEMPOTENCY}` },
   'get /api/v1/admin/partners': { id: 'listPartners', errors: ADMIN_ERRORS, summary: 'List registered partners', example: [PARTNER],
     description: 'Every registered partner. Admin key as bearer token.' },
   'post /api/v1/admin/partners': { id: 'createPartner', errors: ADMIN_ERRORS, summary: 'Register a partner', example: PARTNER,
@@ -176,6 +212,9 @@ function escapeDescriptions(node: unknown, key = ''): void {
   }
 }
 
+/** Operations answering an asset with its ETag. */
+const ETAGGED = new Set(['getAsset', 'uploadAsset', 'updateAsset', 'relocateAsset', 'lockAsset', 'unlockAsset']);
+
 /** @fastify/swagger's transformObject: completes the generated document (see the file comment). */
 export function polishDocument(doc: Json): Json {
   doc.info = { ...doc.info, contact: { name: 'damhub', url: `${doc.servers?.[0]?.url ?? ''}/api/v1/docs` }, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } };
@@ -184,6 +223,7 @@ export function polishDocument(doc: Json): Json {
     { name: 'system', description: 'Runtime details of the connected DAM.' },
     { name: 'assets', description: 'Browse, search, assets, versions and their media.' },
     { name: 'uploads', description: 'Resumable uploads (tus 1.0: creation, creation-with-upload, termination, expiration, checksum).' },
+    { name: 'writes', description: 'Upload, new versions, rename, move, delete, folders and locks (docs/writes.md); off until the operator allows the partner to write.' },
     { name: 'admin', description: 'Partner registration (admin key).' },
   ];
   doc.components.securitySchemes.SignedUrl = { type: 'apiKey', in: 'query', name: 'sig', description: 'the signature of a hub media URL (with exp, p, a, k): the URL itself is the credential' };
@@ -213,6 +253,7 @@ export function polishDocument(doc: Json): Json {
       }
       if (d.id === 'pollDamLogin') op.security = [];
       if (d.id === 'exchangeToken' && op.requestBody) op.requestBody.required = false;
+      if (d.id === 'uploadAsset' || d.id === 'updateAsset') op.requestBody = { required: true, description: 'the file', content: BYTES };
       for (const [status, res] of Object.entries<Json>(op.responses ?? {})) {
         res.headers = { 'x-request-id': REQUEST_ID, ...(d.limit ? RATE_HEADERS : {}), ...(d.limit && status === '4XX' ? RETRY_AFTER : {}), ...res.headers };
         if (status === '4XX' || status === '5XX') {
@@ -225,6 +266,11 @@ export function polishDocument(doc: Json): Json {
           res.content = { 'text/plain': { schema: { type: 'string', const: 'OK' }, example: 'OK' } };
           continue;
         }
+        if (ETAGGED.has(d.id) && (status === '200' || status === '201')) {
+          res.headers = { ETag: { description: 'The asset\'s ETag: changes with every new content; send it in `If-Match` to write.', schema: { type: 'string' } }, ...res.headers };
+          if (d.id !== 'getAsset') res.headers['Damhub-Asset-Id'] = { description: 'The asset\'s id, URL-encoded.', schema: { type: 'string' } };
+        }
+        if (status === '204') delete res.content;
         const json = res.content?.['application/json'];
         if (json && d.example !== undefined) json.example = d.example;
       }

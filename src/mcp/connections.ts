@@ -73,7 +73,7 @@ export class McpConnections {
     const row = await this.store.get(id.user.id, providerId);
     // Removed between the two reads (by the user's other call, on any node).
     if (!row?.accessToken) throw notConnected(name, providerId, null);
-    const who = { userId: id.user.id, partnerId: id.partner.id, writes: id.partner.writes };
+    const who = { userId: id.user.id, partnerId: id.partner.id, writes: await this.writesOf(id) };
     try {
       return await this.hub.connections.open(`Bearer ${row.accessToken}`, who);
     } catch (e) {
@@ -86,13 +86,21 @@ export class McpConnections {
   }
 
   /**
+   * The partner's write opt-in as it is now: an MCP session (stdio above all) outlives the identity
+   * it started with, and the operator's `partners writes … on|off` must apply to its next call.
+   */
+  private async writesOf(id: McpIdentity): Promise<boolean> {
+    return (await this.hub.stores.partners.get(id.partner.id))?.writes === true;
+  }
+
+  /**
    * Renews an expired connection and stores the renewal only while the row still holds the token
    * that expired (compare-and-set). A call that loses (another call or node renewed first, or a
    * new sign-in replaced the connection) uses the connection the row holds now; so does one whose
    * own renewal the DAM refused because the winner's had already used the refresh credentials.
    */
   private async renew(id: McpIdentity, name: string, providerId: string, expired: string, refreshToken: string): Promise<ProviderSession> {
-    const who = { userId: id.user.id, partnerId: id.partner.id, writes: id.partner.writes };
+    const who = { userId: id.user.id, partnerId: id.partner.id, writes: await this.writesOf(id) };
     const replaced = async (): Promise<string | null> => {
       const now = await this.store.get(id.user.id, providerId);
       return now?.accessToken && now.accessToken !== expired ? now.accessToken : null;

@@ -6,7 +6,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Hub } from '../hub.js';
 import { importLegacyMcpConnections, type LegacyImport } from '../stores/legacy-mcp-file.js';
-import { assetOpsOf } from '../routes/content.js';
+import { assetOpsOf, assetWritesOf } from '../routes/content.js';
 import { McpConnections } from './connections.js';
 import type { McpIdentity } from './identity.js';
 import { registerTools, type ToolContext } from './tools.js';
@@ -24,7 +24,7 @@ Errors carry error.source: "hub" means damhub refused, "integration" means the a
  */
 export async function toolContext(hub: Hub): Promise<ToolContext & { upgraded: LegacyImport | null }> {
   const upgraded = await importLegacyMcpConnections(hub.config.dataDir, hub.stores.mcpConnections);
-  return { hub, ops: assetOpsOf(hub), connections: new McpConnections(hub), upgraded };
+  return { hub, ops: assetOpsOf(hub), writes: assetWritesOf(hub, hub.connectorLog), connections: new McpConnections(hub), upgraded };
 }
 
 export function createMcpServer(ctx: ToolContext, id: McpIdentity): McpServer {

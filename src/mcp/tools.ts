@@ -10,6 +10,8 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AssetOps, ListParams } from '../content/asset-ops.js';
+import type { AssetWrites } from '../content/asset-writes.js';
+import { registerWriteTools } from './write-tools.js';
 import { hubError, integrationError, type HubError } from '../errors.js';
 import type { Hub } from '../hub.js';
 import { rateLimited } from '../http/auth.js';
@@ -22,7 +24,22 @@ import type { McpIdentity } from './identity.js';
 export interface ToolContext {
   hub: Hub;
   ops: AssetOps;
+  writes: AssetWrites;
   connections: McpConnections;
+}
+
+/** MCP's tool annotations (hints to the assistant's client, which may ask the user before a destructive call). */
+export interface ToolHints {
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+}
+
+/** What a tool module registers its tools with (the write tools: ./write-tools.ts). */
+export interface ToolKit {
+  tool<S extends z.ZodObject>(name: string, description: string, schema: S, run: (args: z.infer<S>) => Promise<CallToolResult>, hints?: ToolHints): void;
+  /** The user's DAM connection for `provider` (default: the hub's default provider), after the per-user budget. */
+  session(provider: string | undefined): Promise<ProviderSession>;
 }
 
 /** Thumbnails attached to one result, at most. */
@@ -61,8 +78,8 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
   };
   const listParams = (a: ListArgs): ListParams => ({ size: a.size, more: a.more, filters: a.filters, dataLocale: a.dataLocale, timeZone: a.timeZone, uiLocale: a.uiLocale });
 
-  const tool = <S extends z.ZodObject>(name: string, description: string, schema: S, run: (args: z.infer<S>) => Promise<CallToolResult>) => {
-    server.registerTool(name, { description, inputSchema: schema, annotations: { readOnlyHint: name !== 'connect_provider', openWorldHint: false } },
+  const tool = <S extends z.ZodObject>(name: string, description: string, schema: S, run: (args: z.infer<S>) => Promise<CallToolResult>, hints?: ToolHints) => {
+    server.registerTool(name, { description, inputSchema: schema, annotations: { readOnlyHint: name !== 'connect_provider', openWorldHint: false, ...hints } },
       // The SDK's callback type cannot be resolved for a generic schema S; args are S's output.
       (async (args: z.infer<S>) => {
         try {
@@ -178,6 +195,8 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
       return json({ assetId: asset.id, name: asset.name, version: asset.version, rendition: a.rendition ?? 'original', url, expiresAt: expiryOf(url) });
     });
 
+  registerWriteTools({ tool, session }, ctx);
+
   async function pageResult(body: Record<string, unknown>, assets: Asset[], thumbnails: boolean | undefined): Promise<CallToolResult> {
     const result = json(body);
     if (thumbnails === false) return result;
@@ -196,7 +215,7 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
   }
 }
 
-function json(body: unknown): CallToolResult & { content: CallToolResult['content'] } {
+export function json(body: unknown): CallToolResult & { content: CallToolResult['content'] } {
   return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown> };
 }
 
@@ -219,7 +238,7 @@ function compactPage(p: AssetPage) {
   return out;
 }
 
-function compactAsset(a: Asset) {
+export function compactAsset(a: Asset) {
   return prune({
     id: a.id, name: a.name, title: a.title, type: a.type, mimeType: a.mimeType, fileSize: a.fileSize,
     width: a.xSizePx, height: a.ySizePx, modified: a.modified, version: a.version, parentPath: a.parentPath,
@@ -227,7 +246,7 @@ function compactAsset(a: Asset) {
   });
 }
 
-function prune<T extends object>(o: T): T {
+export function prune<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as T;
 }
 

@@ -147,7 +147,7 @@ function fromTus(err: unknown, status: number, text: string): HubError {
   if (err && !(tus && typeof tus.status_code === 'number')) return toHubError(err);
   const said = (tus?.body ?? text).trim();
   switch (tus?.status_code ?? status) {
-    case 404: return hubError('hub-not-found', 'no such upload');
+    case 404: return hubError('hub-not-found', 'no such upload', { message: 'This upload does not exist.' });
     case 410: return hubError('upload-expired', said);
     case 413: return hubError('hub-payload-too-large', err === ERRORS.ERR_MAX_SIZE_EXCEEDED ? `Upload-Length is over the limit of ${said}` : said);
     case 500: return err === ERRORS.ERR_LOCK_TIMEOUT

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { solidJpeg } from './library.js';
 
-export const TOOL_NAMES = ['browse_folder', 'connect_provider', 'get_asset', 'get_download_link', 'list_providers', 'list_versions', 'search_assets', 'search_by_image'];
+export const TOOL_NAMES = ['batch', 'browse_folder', 'connect_provider', 'create_folder', 'delete_asset', 'get_asset', 'get_download_link', 'list_providers', 'list_versions', 'move_asset', 'rename_asset', 'search_assets', 'search_by_image', 'upload_from_url'];
 
 export async function mcpLibraryFiles(): Promise<Record<string, Buffer>> {
   return {

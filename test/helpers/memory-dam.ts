@@ -55,7 +55,7 @@ export function memoryDam(id = 'memdam'): MemoryDam {
     const bytes = a.versions[version - 1]!;
     const perm = mayWrite(s);
     return tagAsset({
-      id: a.id, name: a.name, parentPath: a.parent, fileSize: bytes.length, version, mimeType: 'application/octet-stream',
+      id: a.id, name: a.name, parentPath: a.parent, fileSize: bytes.length, version, mimeType: 'application/octet-stream', downloadUrl: a.id,
       ...(a.lock ? { lockedBy: a.lock } : {}),
       capabilities: { canDeleteAsset: perm, canUpdateAsset: perm, canLockAsset: perm, canUnlockAsset: perm, canRenameAsset: perm, uploadExtensions: [] },
     }, { contentTag: `${a.id}@${version}`, lockedByOther: a.lock !== null && a.lock !== account(s) });

@@ -80,7 +80,7 @@ export class Uploads {
   /** The upload a later request names: its owner's, unexpired (a finished one keeps answering its result). */
   async open(dam: ProviderSession, id: string): Promise<UploadRecord> {
     const r = /^[0-9a-f]{16,64}$/.test(id) ? await this.deps.records.get(id) : null;
-    if (!r || !ownedBy(r, dam)) throw hubError('hub-not-found', 'no such upload');
+    if (!r || !ownedBy(r, dam)) throw hubError('hub-not-found', 'no such upload', { message: 'This upload does not exist.' });
     if (r.result === null && r.expiresAt <= this.deps.clock.now()) {
       throw hubError('upload-expired', `the upload expired at ${new Date(r.expiresAt).toISOString()}; its parts are removed`);
     }
@@ -97,7 +97,7 @@ export class Uploads {
     await lock.lock(new AbortController().signal, () => undefined);
     try {
       const r = await this.deps.records.get(id);
-      if (!r || !ownedBy(r, dam)) throw hubError('hub-not-found', 'no such upload');
+      if (!r || !ownedBy(r, dam)) throw hubError('hub-not-found', 'no such upload', { message: 'This upload does not exist.' });
       if (r.result) return r.result;
       const length = r.length ?? r.offset;
       const bytes = { stream: this.deps.parts.read(r.location, length), length };

@@ -132,6 +132,14 @@ export interface Folder {
   relatedAssetId?: string;
 }
 
+export interface FolderCapabilities {
+  canDeleteFolder: boolean;
+  canAddFolder: boolean;
+  canAddAsset: boolean;
+  canRenameFolder: boolean;
+  uploadExtensions?: string[];
+}
+
 export interface Filter {
   id: string;
   name: string;
@@ -162,12 +170,7 @@ export interface FolderResult {
   filters: Filter[];
   more?: string | number;
   totalAssetsCount: number;
-  capabilities: {
-    canDeleteFolder: boolean;
-    canAddFolder: boolean;
-    canAddAsset: boolean;
-    canRenameFolder: boolean;
-  };
+  capabilities: FolderCapabilities;
 }
 
 export interface VersionsResult {
@@ -223,6 +226,20 @@ export interface ProviderListItem {
     versions: boolean;
     /** the DAM connection can be renewed without a new login */
     refresh: boolean;
+    /** new assets can be uploaded (POST /assets/upload, tus at /uploads) */
+    upload: boolean;
+    /** new versions of an asset can be saved (POST /assets/update/{assetId}) */
+    update: boolean;
+    /** assets can be renamed (PATCH /assets/asset/{assetId} with name) */
+    rename: boolean;
+    /** assets can be moved to another folder (PATCH /assets/asset/{assetId} with parentId) */
+    move: boolean;
+    /** assets can be deleted */
+    delete: boolean;
+    /** folders can be created, renamed and deleted */
+    folders: boolean;
+    /** assets can be locked and unlocked */
+    lock: boolean;
     /** facet filters on browse and search */
     filters: boolean;
     /** metadata in several data locales */
