@@ -49,7 +49,12 @@ const logs = new WeakMap<Hub, Log>();
 
 /** The hub's write engine (or a test's), logging to the app that serves the uploads. */
 function writesOf(hub: Hub): UploadWrites {
-  return uploadWritesOverride.get(hub) ?? assetWritesOf(hub, logs.get(hub) ?? { error() {} });
+  const own = uploadWritesOverride.get(hub);
+  if (own) return own;
+  // Set when the routes are registered, before any request can reach here.
+  const log = logs.get(hub);
+  if (!log) throw hubError('hub-internal-error', 'the upload routes are not registered');
+  return assetWritesOf(hub, log);
 }
 
 /** The hub's resumable uploads (one per Hub): the periodic sweep calls uploadsOf(hub).sweep(). */
