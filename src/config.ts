@@ -168,6 +168,8 @@ export interface HubConfig {
   libraryLeaseSec: number;
   /** Cluster mode: the indexer's periodic rescan (a shared folder's changes may not reach its watcher); 0 disables. */
   libraryRescanSec: number;
+  /** How long the write audit keeps an entry (days, DAMHUB_AUDIT_RETENTION); older ones go with the periodic sweep. */
+  auditRetentionDays: number;
   /**
    * Part files of unfinished resumable (tus) uploads; null: `<dataDir>/uploads`. In cluster mode a
    * directory every node shares (like the library folder), so any node continues an upload.
@@ -269,6 +271,7 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     connectors: {},
     libraryLeaseSec: 15,
     libraryRescanSec: 60,
+    auditRetentionDays: 90,
     uploadDir: null,
     uploadExpirySec: 24 * 3600,
   };

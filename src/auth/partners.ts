@@ -20,6 +20,8 @@ export interface PartnerRequest {
   rateLimit?: number;
   allowedOrigins?: string[];
   enabled?: boolean;
+  /** Whether the partner's users may write (docs/writes.md "Who may write"); off unless given. */
+  writes?: boolean;
 }
 
 export function partnerInput(r: PartnerRequest, defaultRateLimit: number): PartnerInput {
@@ -37,6 +39,7 @@ export function partnerInput(r: PartnerRequest, defaultRateLimit: number): Partn
     rateLimitPerMin: patch.rateLimitPerMin ?? defaultRateLimit,
     allowedOrigins: patch.allowedOrigins ?? [],
     enabled: patch.enabled ?? true,
+    writes: patch.writes ?? false,
   };
 }
 
@@ -88,6 +91,7 @@ export function partnerPatch(r: PartnerRequest): PartnerPatch {
     p.allowedOrigins = r.allowedOrigins;
   }
   if (r.enabled !== undefined) p.enabled = r.enabled;
+  if (r.writes !== undefined) p.writes = r.writes;
   return p;
 }
 
@@ -104,6 +108,7 @@ export function partnerView(p: Partner) {
     rateLimit: p.rateLimitPerMin,
     allowedOrigins: p.allowedOrigins,
     enabled: p.enabled,
+    writes: p.writes,
     createdAt: p.createdAt,
     updatedAt: p.updatedAt,
   };

@@ -25,6 +25,7 @@ export const SERVE_ENV = [
   'DAMHUB_LIBRARY_LEASE_SEC', 'DAMHUB_LIBRARY_RESCAN_SEC',
   'DAMHUB_UPLOAD_DIR', 'DAMHUB_UPLOAD_EXPIRY',
   'DAMHUB_MCP_ISSUER', 'DAMHUB_MCP_JWKS_URL',
+  'DAMHUB_AUDIT_RETENTION',
   // Read by the catalog (src/catalog.ts connectorsFromEnv), from the same environment.
   'DAMHUB_CONNECTORS', 'DAMHUB_CONNECTOR_ALLOW_HOSTS', 'DAMHUB_CONNECTOR_TIMEOUT_MS',
 ] as const;

@@ -1,6 +1,6 @@
 /**
- * `damhub <command>`: serve | partners add|list|remove | keys rotate | users | index | migrate | mcp | connectors check
- * | backup | restore.
+ * `damhub <command>`: serve | partners add|list|writes|remove | keys rotate | users | index | migrate | mcp | connectors check
+ * | backup | restore | audit.
  * Exit codes: 0 success, 1 runtime failure, 2 usage error; errors are one line on stderr.
  */
 import fs from 'node:fs';
@@ -20,6 +20,7 @@ import { hasLibraryIndex, indexCommand, openIndex, usersCommand } from './librar
 import { removeDemoLeftovers } from '../demo/leftovers.js';
 import { connectorsCommand } from './connectors-check.js';
 import { backupCommand, restoreCommand } from './backup/commands.js';
+import { auditCommand } from './audit.js';
 import { dataOpt, parse, UsageError } from './args.js';
 import { serveEnv, unknownEnvWarnings, type ServeEnvName } from './env-vars.js';
 import { AddressPolicy } from '../net/safe-fetch.js';
@@ -34,10 +35,12 @@ const COMMAND_USAGE: Record<string, string> = {
   serve: `  damhub serve [--host H] [--port P] [--data DIR] [--library DIR] [--demo] [--public-url URL]
                [--database-url URL] [--redis-url URL] [--image-model FILE.onnx]`,
   partners: `  damhub partners add --issuer ISS (--jwks-url URL | --jwks-file FILE) [--audience AUD] [--name N]
-               [--max-token-age S] [--rate-limit N] [--origin URL]... [--id ID] [--data DIR]
+               [--max-token-age S] [--rate-limit N] [--origin URL]... [--id ID] [--writes] [--data DIR]
   damhub partners list [--data DIR]
+  damhub partners writes ID|ISSUER on|off [--data DIR]
   damhub partners remove ID [--data DIR]
 
+  --writes (or writes on): the partner's users may upload, change and delete (docs/writes.md); off by default.
   partners commands take --database-url URL --redis-url URL (or DATABASE_URL, REDIS_URL) in cluster mode.`,
   users: `  damhub users add NAME [--password-stdin] [--folders PATH,...] [--data DIR] [--database-url URL]
   damhub users passwd NAME [--password-stdin] [--data DIR] [--database-url URL]
@@ -60,6 +63,9 @@ const COMMAND_USAGE: Record<string, string> = {
     Not for cluster mode: use pg_dump (docs/operating.md, "Backup and restore").`,
   restore: `  damhub restore --in FILE [--data DIR]   into a new or empty data directory, all or nothing
   damhub restore --in FILE --check        verify every checksum, write nothing`,
+  audit: `  damhub audit [--since 24h|7d|ISO-DATE] [--until TIME] [--partner ID] [--limit N (default 100)] [--json]
+               [--data DIR | --database-url URL --redis-url URL]
+    the writes made through the hub, newest first (default: the last 24 hours); --json: one JSON object a line.`,
 };
 
 const USAGE = `usage:\n${Object.values(COMMAND_USAGE).join('\n')}`;
@@ -107,6 +113,8 @@ export async function main(argv: string[]): Promise<number> {
         return await backupCommand(rest);
       case 'restore':
         return await restoreCommand(rest);
+      case 'audit':
+        return await auditCommand(rest, openStore);
       case undefined:
       case 'help':
       case '--help':
@@ -260,6 +268,8 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
     ['DAMHUB_ORIGINAL_READS_QUEUE', 'originalReadsQueue', 0],
     ['DAMHUB_MEDIA_RATE_LIMIT_PER_LINK', 'mediaRateLimitPerLinkPerMin', 0],
     ['DAMHUB_MEDIA_RATE_LIMIT_PER_USER', 'mediaRateLimitPerUserPerMin', 0],
+    // Days the write audit keeps an entry (docs/writes.md "Audit").
+    ['DAMHUB_AUDIT_RETENTION', 'auditRetentionDays', 1],
   ];
   for (const [envName, key, min] of numbers) {
     const v = num(envName);
@@ -369,6 +379,7 @@ async function partnersCommand(args: string[]): Promise<number> {
       'max-token-age': { type: 'string' },
       'rate-limit': { type: 'string' },
       origin: { type: 'string', multiple: true },
+      writes: { type: 'boolean' },
       ...clusterOpts,
     });
     if (!values.issuer) throw new UsageError('partners add needs --issuer');
@@ -396,6 +407,7 @@ async function partnersCommand(args: string[]): Promise<number> {
       maxTokenAge: intFlag('max-token-age', values['max-token-age']),
       rateLimit: intFlag('rate-limit', values['rate-limit']),
       allowedOrigins: values.origin,
+      writes: values.writes === true,
     }, defaultConfig().defaultPartnerRateLimitPerMin);
     const plain = plainJwksUrl(input.jwksUrl);
     if (plain) process.stderr.write(`damhub: warning: ${plain}\n`);
@@ -417,10 +429,28 @@ async function partnersCommand(args: string[]): Promise<number> {
     try {
       const partners = await store.partners.list();
       // A header names the columns; an empty store prints nothing, so scripts see no partners.
-      if (partners.length) process.stdout.write('ID\tSTATE\tISSUER\tAUDIENCE\tJWKS\n');
+      // WRITES last: scripts cutting the earlier columns keep working.
+      if (partners.length) process.stdout.write('ID\tSTATE\tISSUER\tAUDIENCE\tJWKS\tWRITES\n');
       for (const p of partners) {
-        process.stdout.write(`${p.id}\t${p.enabled ? 'enabled' : 'disabled'}\t${p.issuer}\t${p.audience}\t${p.jwksUrl ?? 'inline JWKS'}\n`);
+        process.stdout.write(`${p.id}\t${p.enabled ? 'enabled' : 'disabled'}\t${p.issuer}\t${p.audience}\t${p.jwksUrl ?? 'inline JWKS'}\t${p.writes ? 'on' : 'off'}\n`);
       }
+    } finally {
+      await store.close();
+    }
+    return 0;
+  }
+  if (sub === 'writes') {
+    const { values, positionals } = parse(rest, { ...dataOpt, ...clusterOpts }, true);
+    const [which, state] = positionals;
+    if (positionals.length !== 2 || (state !== 'on' && state !== 'off')) throw new UsageError('partners writes takes a partner id (or issuer) and on or off');
+    const store = await openStore(values);
+    try {
+      const found = (await store.partners.get(which!)) ?? (await store.partners.getByIssuer(which!));
+      const p = found && (await store.partners.update(found.id, { writes: state === 'on' }, Date.now()));
+      if (!p) throw new Error(`no partner with id or issuer ${which}: damhub partners list shows them`);
+      // Running nodes drop what they cached of the partner (cluster mode; one node's cache lives a second).
+      if (store instanceof ClusterStores) await store.redis.publishInvalidate();
+      process.stdout.write(`partner ${p.id} (issuer ${p.issuer}): writes ${p.writes ? 'on' : 'off'}\n`);
     } finally {
       await store.close();
     }

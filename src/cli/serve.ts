@@ -10,6 +10,7 @@ import { UsageError } from './args.js';
 import { DEMO_LIBRARY_ACCOUNT, embeddedLibrary } from '../catalog.js';
 import { ensurePrivateDir } from '../stores/private-files.js';
 import { claimLibraryRoot, libraryFolder } from '../providers/library/root-marker.js';
+import { sweepStores } from '../stores/sweep.js';
 
 /** Runs a hub node until SIGTERM/SIGINT, then drains in-flight requests and exits. */
 export async function serve(config: HubConfig): Promise<number> {
@@ -79,11 +80,14 @@ async function serveOn(config: HubConfig, reserved: Reservation | null): Promise
     app.log.level = level;
   }
 
-  const sweep = setInterval(() => {
-    hub.stores.sweep(hub.clock.now()).catch((e) => app.log.error({ err: e }, 'sweep failed'));
+  const sweepOnce = () => {
+    sweepStores(hub.stores, hub.clock.now(), hub.config.auditRetentionDays).catch((e) => app.log.error({ err: e }, 'sweep failed'));
     // Unfinished resumable uploads past DAMHUB_UPLOAD_EXPIRY, with their part files.
     uploadsOf(hub).sweep().catch((e) => app.log.error({ err: e }, 'upload sweep failed'));
-  }, 60_000);
+  };
+  // Once at start too: a node restarted more often than the interval would otherwise never sweep.
+  sweepOnce();
+  const sweep = setInterval(sweepOnce, 60_000);
   sweep.unref();
 
   // The signal handlers are in place before anything says the hub is up: a supervisor (or a test)

@@ -71,7 +71,8 @@ type Limit = 'exchange' | 'user' | null;
 interface OpDoc { id: string; description: string; errors: string[]; limit?: Limit; example?: unknown; summary?: string }
 
 const TOKENS = { access_token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6ImRhbWh1Yi1hY2Nlc3Mrand0In0.…', refresh_token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6ImRhbWh1Yi1yZWZyZXNoK2p3dCJ9.…', expires_in: 3600, token_type: 'Bearer' };
-const PARTNER = { id: 'p1', name: 'Partner One', issuer: 'https://partner.example/', audience: 'urn:damhub', jwksUrl: 'https://partner.example/.well-known/jwks.json', jwks: null, maxTokenAge: 3600, rateLimit: 60, allowedOrigins: ['https://app.partner.example'], enabled: true, createdAt: 1780315200000, updatedAt: 1780315200000 };
+const PARTNER = { id: 'p1', name: 'Partner One', issuer: 'https://partner.example/', audience: 'urn:damhub', jwksUrl: 'https://partner.example/.well-known/jwks.json', jwks: null, maxTokenAge: 3600, rateLimit: 60, allowedOrigins: ['https://app.partner.example'], enabled: true, writes: false, createdAt: 1780315200000, updatedAt: 1780315200000 };
+const AUDIT_ENTRY = { at: 1780315200000, requestId: '5f0c2a9e1b7d4c3a', partnerId: 'p1', userId: 'u_3kq9', providerId: 'library', accountId: 'ada', operation: 'rename', targetId: '/Brand/logo.png', targetIdAfter: '/Brand/logo-blue.png', nameBefore: 'logo.png', nameAfter: 'logo-blue.png', bytes: null, result: 'ok' };
 const ASSET = {
   id: '/Brand/logo-blue.png', name: 'logo-blue.png', parentPath: '/Brand', fileSize: 48213, xSizePx: 1200, ySizePx: 800, created: 1780315200000, modified: 1780315200000,
   mimeType: 'image/png', version: 2, displayVersion: 2, type: 'image', downloadHashSha256: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08',
@@ -152,8 +153,10 @@ const OPERATIONS: Record<string, OpDoc> = {
     description: 'Registers a partner: issuer, audience (default `urn:damhub`), JWKS URL or inline JWKS, max token age, exchange rate limit and allowed browser origins. 409 when the issuer or id is taken.' },
   'get /api/v1/admin/partners/{id}': { id: 'getPartner', errors: ADMIN_ERRORS, summary: 'Read a partner', example: PARTNER, description: 'One partner by id.' },
   'patch /api/v1/admin/partners/{id}': { id: 'updatePartner', errors: ADMIN_ERRORS, summary: 'Change a partner', example: PARTNER,
-    description: 'Changes the fields given, e.g. `{"enabled": false}`: a disabled partner\'s tokens and media URLs stop working at once.' },
+    description: 'Changes the fields given, e.g. `{"enabled": false}`: a disabled partner\'s tokens and media URLs stop working at once. `{"writes": true}` lets the partner\'s users upload, change and delete (docs/writes.md); `false` turns that off again at once.' },
   'delete /api/v1/admin/partners/{id}': { id: 'deletePartner', errors: ADMIN_ERRORS, summary: 'Remove a partner', description: 'Removes a partner; its tokens and media URLs stop working at once.' },
+  'get /api/v1/admin/audit': { id: 'listAudit', errors: ['hub-validation-error', 'hub-access-denied'], summary: 'List the write audit', example: { entries: [AUDIT_ENTRY], more: 'WzE3ODAzMTUyMDAwMDAsIjVmMGMyYTllMWI3ZDRjM2EiXQ' },
+    description: 'Every write through the hub (upload, update, rename, move, delete, folders, locks), newest first: who (partner, hub user, DAM account), what (operation, ids and names before and after, bytes), the result and the request id. Filter by `since`, `until` and `partnerId`; page on with the `more` of the previous answer as `before` (a page may hold a few more than `limit` entries: the writes one request made in one millisecond, an MCP batch, are never split). Entries are kept for `DAMHUB_AUDIT_RETENTION` days (default 90). Admin key as bearer token.' },
 };
 
 const REQUEST_ID = { description: 'The request id: the caller\'s `x-request-id` when it is a sane token, else a generated one; error details and logs carry it too.', schema: { type: 'string' } };
@@ -224,7 +227,7 @@ export function polishDocument(doc: Json): Json {
     { name: 'assets', description: 'Browse, search, assets, versions and their media.' },
     { name: 'uploads', description: 'Resumable uploads (tus 1.0: creation, creation-with-upload, termination, expiration, checksum).' },
     { name: 'writes', description: 'Upload, new versions, rename, move, delete, folders and locks (docs/writes.md); off until the operator allows the partner to write.' },
-    { name: 'admin', description: 'Partner registration (admin key).' },
+    { name: 'admin', description: 'Partner registration and the write audit (admin key).' },
   ];
   doc.components.securitySchemes.SignedUrl = { type: 'apiKey', in: 'query', name: 'sig', description: 'the signature of a hub media URL (with exp, p, a, k): the URL itself is the credential' };
   doc.components.securitySchemes.DownloadGrant = { type: 'apiKey', in: 'query', name: 'g', description: 'the grant of a connector download link: the URL itself is the credential' };

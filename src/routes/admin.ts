@@ -1,10 +1,11 @@
-/** /admin: partner registration (SPEC.md section 4), behind the admin bearer key. */
+/** /admin: partner registration (SPEC.md section 4) and the write audit (docs/writes.md), behind the admin bearer key. */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { partnerInput, partnerPatch, partnerView } from '../auth/partners.js';
 import { hubError, validationError } from '../errors.js';
 import { responses } from '../http/schemas.js';
+import { AUDIT_MAX_LIMIT, AuditQueryError, auditPage, decodeAuditCursor, parseAuditTime } from '../stores/audit-listing.js';
 import { StoreConflictError } from '../stores/types.js';
 
 const PartnerBody = Type.Object({
@@ -18,6 +19,7 @@ const PartnerBody = Type.Object({
   rateLimit: Type.Optional(Type.Integer()),
   allowedOrigins: Type.Optional(Type.Array(Type.String({ maxLength: 512 }), { maxItems: 100 })),
   enabled: Type.Optional(Type.Boolean()),
+  writes: Type.Optional(Type.Boolean({ description: 'whether the partner\'s users may upload, change and delete (docs/writes.md); off unless given' })),
 }, { additionalProperties: false });
 
 const PartnerView = Type.Object({
@@ -31,9 +33,39 @@ const PartnerView = Type.Object({
   rateLimit: Type.Integer(),
   allowedOrigins: Type.Array(Type.String()),
   enabled: Type.Boolean(),
+  writes: Type.Boolean(),
   createdAt: Type.Integer(),
   updatedAt: Type.Integer(),
 });
+
+const nullable = (t: ReturnType<typeof Type.String>) => Type.Union([t, Type.Null()]);
+const AuditEntryView = Type.Object({
+  at: Type.Integer({ description: 'when, in epoch milliseconds' }),
+  requestId: Type.String(),
+  partnerId: Type.String(),
+  userId: Type.String({ description: 'the hub user' }),
+  providerId: Type.String(),
+  accountId: nullable(Type.String({ description: 'the DAM account, as the provider names it' })),
+  operation: Type.String({ description: 'upload, update, rename, move, delete, create-folder, update-folder, delete-folder, lock or unlock' }),
+  targetId: nullable(Type.String({ description: 'the asset or folder id before' })),
+  targetIdAfter: nullable(Type.String({ description: 'the asset or folder id after (a rename or move may change a path-based id)' })),
+  nameBefore: nullable(Type.String()),
+  nameAfter: nullable(Type.String()),
+  bytes: Type.Union([Type.Integer(), Type.Null()]),
+  result: Type.String({ description: '`ok`, or the error code the client got' }),
+});
+const AuditAnswer = Type.Object({
+  entries: Type.Array(AuditEntryView),
+  more: Type.Optional(Type.String({ description: 'the `before` of the next, older page; absent on the last page' })),
+});
+const timeParam = (what: string) => Type.Optional(Type.String({ maxLength: 64, description: `${what}: a duration back from now (\`24h\`, \`7d\`), an ISO 8601 date or date-time (UTC unless it names a zone) or epoch milliseconds` }));
+const AuditQuerystring = Type.Object({
+  since: timeParam('entries at or after this time (default: every entry kept)'),
+  until: timeParam('entries before this time'),
+  partnerId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'one partner\'s entries' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: AUDIT_MAX_LIMIT, default: 100, description: 'entries per page' })),
+  before: Type.Optional(Type.String({ maxLength: 2048, description: 'the `more` of the previous page' })),
+}, { additionalProperties: false });
 
 const security = [{ AdminKey: [] }];
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
@@ -81,5 +113,21 @@ export async function adminRoutes(fastify: FastifyInstance): Promise<void> {
     // schema's null, the reply itself is not.
     reply.code(204);
     return reply.send();
+  });
+
+  app.get('/admin/audit', { config: { auth: 'admin' }, schema: { tags: ['admin'], security, querystring: AuditQuerystring, response: responses(AuditAnswer) } }, async (req) => {
+    const q = req.query;
+    const now = hub.clock.now();
+    try {
+      return await auditPage(hub.stores.audit, {
+        since: q.since === undefined ? 0 : parseAuditTime(q.since, now, 'since'),
+        until: q.until === undefined ? undefined : parseAuditTime(q.until, now, 'until'),
+        partnerId: q.partnerId,
+        before: q.before === undefined ? undefined : decodeAuditCursor(q.before),
+      }, q.limit ?? 100);
+    } catch (e) {
+      if (e instanceof AuditQueryError) throw validationError(e.message);
+      throw e;
+    }
   });
 }

@@ -25,10 +25,6 @@ export interface ClusterOptions extends PgOptions, RedisStoreOptions {
   redisUrl: string;
 }
 
-function notYet(): unknown {
-  return new Proxy({}, { get: () => async () => { throw new Error('the write engine is not available in cluster mode yet'); } });
-}
-
 /** PostgreSQL + Redis behind the one Stores interface. */
 export class ClusterStores implements Stores {
   readonly partners: PartnerStore;
@@ -39,11 +35,10 @@ export class ClusterStores implements Stores {
   readonly rateLimits: RateLimitStore;
   readonly mcpConnections: McpConnectionStore;
   readonly jwksCache: SharedJwksCache;
-  // PLACEHOLDER (issue 30, replaced by the cluster stores work in this session): the write engine's state.
-  readonly writeLocks = notYet() as WriteLockStore;
-  readonly idempotency = notYet() as IdempotencyStore;
-  readonly audit = notYet() as AuditStore;
-  readonly uploads = notYet() as UploadStore;
+  readonly writeLocks: WriteLockStore;
+  readonly idempotency: IdempotencyStore;
+  readonly audit: AuditStore;
+  readonly uploads: UploadStore;
   readonly pg: PgDurableStores;
   readonly redis: RedisShortLivedStores;
   private readonly events = new EventEmitter();
@@ -67,6 +62,12 @@ export class ClusterStores implements Stores {
     this.logins = this.redis.logins;
     this.rateLimits = this.redis.rateLimits;
     this.jwksCache = this.redis.jwks;
+    // The write engine (docs/writes.md): locks are short-lived and shared (Redis); idempotency
+    // records, the audit and unfinished uploads must outlive a Redis restart (PostgreSQL).
+    this.writeLocks = this.redis.writeLocks;
+    this.idempotency = this.pg.idempotency;
+    this.audit = this.pg.audit;
+    this.uploads = this.pg.uploads;
   }
 
   /** Connects to both services and applies pending migrations; closes everything on failure. */
@@ -96,7 +97,8 @@ export class ClusterStores implements Stores {
   }
 
   async sweep(now: number) {
-    // Redis keys expire by themselves; only PostgreSQL keeps dead sessions until swept.
+    // Redis keys (write locks included) expire by themselves; PostgreSQL keeps dead sessions and
+    // expired Idempotency-Key records until swept.
     await this.pg.sweep(now);
   }
 

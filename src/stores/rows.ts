@@ -2,7 +2,7 @@
  * Row → record mappers shared by the SQL stores (SQLite and PostgreSQL name and type these
  * columns alike; partners differ — JSON text vs JSONB, 0/1 vs boolean — and map apart).
  */
-import type { McpConnection, Session, User } from './types.js';
+import type { AuditEntry, McpConnection, Session, User } from './types.js';
 
 type Row = Record<string, unknown>;
 
@@ -43,5 +43,15 @@ export function toMcpConnection(r: Row): McpConnection {
     pendingState: (r.pending_state as string | null) ?? null,
     pendingUrl: (r.pending_url as string | null) ?? null,
     updatedAt: r.updated_at as number,
+  };
+}
+
+export function toAuditEntry(r: Row): AuditEntry {
+  return {
+    at: Number(r.at), requestId: r.request_id as string, partnerId: r.partner_id as string, userId: r.user_id as string,
+    providerId: r.provider_id as string, accountId: (r.account_id as string | null) ?? null, operation: r.operation as string,
+    targetId: (r.target_id as string | null) ?? null, targetIdAfter: (r.target_id_after as string | null) ?? null,
+    nameBefore: (r.name_before as string | null) ?? null, nameAfter: (r.name_after as string | null) ?? null,
+    bytes: r.bytes === null || r.bytes === undefined ? null : Number(r.bytes), result: r.result as string,
   };
 }

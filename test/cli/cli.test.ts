@@ -143,6 +143,7 @@ describe('partners add | list | remove', () => {
     assert.equal(added.maxTokenAge, 3600);
     assert.equal(added.rateLimit, 60);
     assert.equal(added.enabled, true);
+    assert.equal(added.writes, false);
     assert.equal(added.jwksUrl, null);
     assert.deepEqual(added.jwks, { keys: [key.publicJwk] });
     assert.equal(typeof added.id, 'string');
@@ -154,8 +155,8 @@ describe('partners add | list | remove', () => {
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trim().split('\n');
     assert.equal(lines.length, 2);
-    assert.deepEqual(lines[0]!.split('\t'), ['ID', 'STATE', 'ISSUER', 'AUDIENCE', 'JWKS'], 'a header names the columns');
-    assert.deepEqual(lines[1]!.split('\t'), [added.id, 'enabled', issuer, 'urn:damhub', 'inline JWKS']);
+    assert.deepEqual(lines[0]!.split('\t'), ['ID', 'STATE', 'ISSUER', 'AUDIENCE', 'JWKS', 'WRITES'], 'a header names the columns');
+    assert.deepEqual(lines[1]!.split('\t'), [added.id, 'enabled', issuer, 'urn:damhub', 'inline JWKS', 'off']);
   });
 
   test('add with every option and a JWKS URL', async () => {
@@ -166,11 +167,11 @@ describe('partners add | list | remove', () => {
     const p = JSON.parse(r.stdout);
     assert.deepEqual({ ...p, createdAt: 0, updatedAt: 0 }, {
       id: 'second', name: 'Second', issuer: 'https://second.example', audience: 'urn:second', jwksUrl: 'https://second.example/jwks.json', jwks: null,
-      maxTokenAge: 120, rateLimit: 5, allowedOrigins: ['https://app.second.example', 'http://localhost:5173'], enabled: true, createdAt: 0, updatedAt: 0,
+      maxTokenAge: 120, rateLimit: 5, allowedOrigins: ['https://app.second.example', 'http://localhost:5173'], enabled: true, writes: false, createdAt: 0, updatedAt: 0,
     });
     const list = await damhub('partners', 'list', '--data', data);
     assert.deepEqual(list.stdout.trim().split('\n').slice(1).map((l) => l.split('\t')[0]).sort(), [added.id, 'second'].sort());
-    assert.match(list.stdout, /^second\tenabled\thttps:\/\/second\.example\turn:second\thttps:\/\/second\.example\/jwks\.json$/m);
+    assert.match(list.stdout, /^second\tenabled\thttps:\/\/second\.example\turn:second\thttps:\/\/second\.example\/jwks\.json\toff$/m);
   });
 
   test('adding the same issuer again → exit 1 with one error line, nothing added', async () => {

@@ -28,6 +28,7 @@ import { assertDataLimit, CLI, freePort, REPO_ROOT, runCli } from '../helpers/pr
 import { clusterEnv, type ClusterEnv } from '../helpers/stores-env.js';
 import { call as boundedCall, type Answer } from '../helpers/cluster.js';
 import { runtimeDataBaselineKb } from '../../src/images/pool.js';
+import { openSqlite } from '../../src/stores/sqlite/index.js';
 
 // ── the documented variables ────────────────────────────────────────────────────────────────
 function docFiles(): string[] {
@@ -160,6 +161,18 @@ async function openForm(hub: Hub, start: Answer): Promise<(fields: Record<string
 /** The library sign-in form of a started login (POST /auth/login's answer), submitted once: its status and page. */
 async function librarySignIn(hub: Hub, start: Answer, username: string, password: string): Promise<Answer> {
   return (await openForm(hub, start))({ username, password });
+}
+
+/**
+ * A library DAM session of a partner allowed to write (the admin API's `writes`): the write
+ * engine's own checks (size, type) answer before the library's write folders are asked.
+ */
+async function writer(p: Partner): Promise<{ access: string; dam: string }> {
+  const list = await call(`${p.hub.url}/api/v1/admin/partners`, { token: ADMIN_KEY });
+  const id = (list.body as { id: string; issuer: string }[]).find((x) => x.issuer === p.issuer)!.id;
+  const on = await call(`${p.hub.url}/api/v1/admin/partners/${id}`, { method: 'PATCH', token: ADMIN_KEY, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ writes: true }) });
+  assert.equal(on.status, 200, JSON.stringify(on.body));
+  return damUser(p);
 }
 
 /** A library DAM token for a fresh hub user (account `alice`). */
@@ -464,6 +477,33 @@ const ROWS: Record<string, Row> = {
     const jwt = await signPartnerJwt(Date.now(), { key, issuer: 'https://as.example', sub: 'x', email: 'x@example.com', audience: `${c.env.DAMHUB_PUBLIC_URL}/mcp` });
     await call(`${c.hub.url}/mcp`, { method: 'POST', token: jwt, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
     assert.ok(c.standIn.requests.filter((r) => r.url === '/jwks').length > before, 'the JWKS was fetched from DAMHUB_MCP_JWKS_URL');
+  } },
+
+  DAMHUB_MAX_UPLOAD_BYTES: { group: 'core', value: '100', async check(c) {
+    const w = await writer(c.partner);
+    const r = await call(`${c.hub.url}/api/v1/assets/upload?parentId=root&name=big.txt`, { method: 'POST', token: w.access, headers: { 'provider-authorization': `Bearer ${w.dam}`, 'content-type': 'text/plain' }, body: 'x'.repeat(200) });
+    assert.equal(r.status, 413, JSON.stringify(r.body));
+    assert.match(r.body.error.details, /limit is 100 bytes \(DAMHUB_MAX_UPLOAD_BYTES\)/);
+  } },
+  DAMHUB_UPLOAD_EXTENSIONS: { group: 'core', value: 'png, .JPG', async check(c) {
+    const w = await writer(c.partner);
+    const r = await call(`${c.hub.url}/api/v1/assets/upload?parentId=root&name=notes.txt`, { method: 'POST', token: w.access, headers: { 'provider-authorization': `Bearer ${w.dam}`, 'content-type': 'text/plain' }, body: 'hi' });
+    assert.equal(r.status, 415, JSON.stringify(r.body));
+    assert.match(r.body.error.details, /allowed: \.png, \.jpg/);
+  } },
+  DAMHUB_AUDIT_RETENTION: { group: 'core', value: ({ dirs }) => {
+    // Two writes in the data dir's audit before the hub starts: three days old and an hour old.
+    // The hub sweeps at start: with a retention of 2 days (default 90) the older one goes.
+    const db = openSqlite(path.join(dirs.data!, 'hub.sqlite'));
+    const add = db.prepare(`INSERT INTO audit_log (at, request_id, partner_id, user_id, provider_id, operation, result) VALUES (?, ?, 'p', 'u', 'library', 'upload', 'ok')`);
+    add.run(Date.now() - 3 * 86_400_000, 'audit-three-days');
+    add.run(Date.now() - 3600_000, 'audit-an-hour');
+    db.close();
+    return '2';
+  }, async check(c) {
+    const r = await call(`${c.hub.url}/api/v1/admin/audit?since=0&partnerId=p`, { token: ADMIN_KEY });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.deepEqual(r.body.entries.map((e: { requestId: string }) => e.requestId), ['audit-an-hour']);
   } },
 
   // ── signin: sign-in and login-state bounds, over the generated demo library (DAMHUB_DEMO) ──

@@ -13,7 +13,8 @@ import path from 'node:path';
 import { describe, test, before, after } from 'node:test';
 import { gcra, gcraRefund } from '../../src/stores/gcra.js';
 import { importLegacyMcpConnections, LEGACY_MCP_FILE } from '../../src/stores/legacy-mcp-file.js';
-import { StoreConflictError, type LoginState, type McpConnection, type PartnerInput, type Stores } from '../../src/stores/types.js';
+import { sweepStores } from '../../src/stores/sweep.js';
+import { StoreConflictError, type AuditEntry, type AuditQuery, type LoginState, type McpConnection, type PartnerInput, type Stores, type UploadRecord } from '../../src/stores/types.js';
 import { writeLegacyMcpFile } from './legacy-mcp.js';
 
 export interface StorePair {
@@ -502,6 +503,233 @@ export function storeSuite(name: string, factory: PairFactory): void {
         fs.rmSync(dirA, { recursive: true, force: true });
         fs.rmSync(dirB, { recursive: true, force: true });
       }
+    });
+
+    it('partners: writes are off unless given, round-trip on both nodes and change with update', async () => {
+      const off = await a.partners.create(partnerInput(), T0);
+      assert.equal(off.writes, false, 'off by default');
+      assert.equal((await b.partners.get(off.id))!.writes, false);
+      const on = await b.partners.create(partnerInput({ writes: true }), T0);
+      assert.equal(on.writes, true);
+      assert.equal((await a.partners.get(on.id))!.writes, true);
+      assert.equal((await a.partners.getByIssuer(on.issuer))!.writes, true);
+      assert.equal((await a.partners.list()).find((p) => p.id === on.id)!.writes, true);
+      const turned = await a.partners.update(off.id, { writes: true }, T0 + 1);
+      assert.equal(turned!.writes, true);
+      assert.equal(turned!.updatedAt, T0 + 1);
+      assert.equal((await b.partners.get(off.id))!.writes, true);
+      // A patch of other fields keeps it; an explicit false turns it off.
+      assert.equal((await b.partners.update(off.id, { rateLimitPerMin: 7 }, T0 + 2))!.writes, true);
+      assert.equal((await b.partners.update(on.id, { writes: false }, T0 + 2))!.writes, false);
+      assert.equal((await a.partners.list()).find((p) => p.id === on.id)!.writes, false);
+    });
+
+    it('write locks: exclusive across nodes; expiry then takeover; renew and release only with the token', async () => {
+      const key = `asset:${randomUUID()}`;
+      const t1 = await a.writeLocks.acquire(key, 30_000, T0);
+      assert.equal(typeof t1, 'string');
+      assert.equal(await b.writeLocks.acquire(key, 30_000, T0 + 1), null, 'held: the other node waits');
+      assert.equal(await a.writeLocks.acquire(key, 30_000, T0 + 29_999), null, 'held by this node too: a lock is not re-entrant');
+      assert.ok(await b.writeLocks.acquire(`asset:${randomUUID()}`, 30_000, T0), 'another key is independent');
+
+      assert.equal(await b.writeLocks.renew(key, 'not-the-token', 30_000, T0 + 10_000), false);
+      assert.equal(await b.writeLocks.renew(key, t1!, 30_000, T0 + 10_000), true, 'renewed (on any node) with the token');
+      assert.equal(await b.writeLocks.acquire(key, 30_000, T0 + 30_000), null, 'the renewal moved the expiry to T0 + 40 s');
+      await b.writeLocks.release(key, 'not-the-token');
+      assert.equal(await a.writeLocks.acquire(key, 30_000, T0 + 39_999), null, 'a release without the token changes nothing');
+
+      // Expired (the holder died): another node takes it over, and the old holder's token is dead.
+      const t2 = await b.writeLocks.acquire(key, 30_000, T0 + 40_000);
+      assert.ok(t2);
+      assert.notEqual(t2, t1);
+      assert.equal(await a.writeLocks.renew(key, t1!, 30_000, T0 + 40_001), false, 'the old holder cannot renew it');
+      await a.writeLocks.release(key, t1!);
+      assert.equal(await a.writeLocks.acquire(key, 30_000, T0 + 40_002), null, 'nor release it');
+
+      await a.writeLocks.release(key, t2!);
+      const t3 = await a.writeLocks.acquire(key, 30_000, T0 + 40_003);
+      assert.ok(t3, 'released: free at once');
+      await a.writeLocks.release(key, t3!);
+    });
+
+    it('write locks: of concurrent acquisitions of one key on two nodes, exactly one gets it', async () => {
+      for (let i = 0; i < 10; i++) {
+        const key = `race:${randomUUID()}`;
+        const r = await Promise.all([a, b, a, b, a, b].map((s) => s.writeLocks.acquire(key, 30_000, T0)));
+        assert.equal(r.filter((x) => x !== null).length, 1, `round ${i}: ${r}`);
+        // Past its expiry, again exactly one of the contenders takes it over.
+        const later = await Promise.all([a, b, a, b].map((s) => s.writeLocks.acquire(key, 30_000, T0 + 30_000)));
+        assert.equal(later.filter((x) => x !== null).length, 1, `round ${i}, takeover: ${later}`);
+      }
+    });
+
+    it('write locks: sweep leaves live locks alone', async () => {
+      const key = `sweep:${randomUUID()}`;
+      const t = await a.writeLocks.acquire(key, 30_000, T0);
+      await b.sweep(T0 + 1000);
+      assert.equal(await b.writeLocks.acquire(key, 30_000, T0 + 1000), null);
+      assert.equal(await a.writeLocks.renew(key, t!, 30_000, T0 + 1000), true);
+      await a.writeLocks.release(key, t!);
+    });
+
+    it('idempotency: claim new, running on the other node, done with the replayed answer; abandon; expiry', async () => {
+      const scope = `p1:${randomUUID()}`;
+      const exp = T0 + DAY;
+      assert.deepEqual(await a.idempotency.claim(scope, 'k1', 'fp-1', T0, exp), { state: 'new' });
+      assert.deepEqual(await b.idempotency.claim(scope, 'k1', 'fp-1', T0 + 1, exp), { state: 'running', fingerprint: 'fp-1' });
+      assert.deepEqual(await b.idempotency.claim(scope, 'k1', 'fp-other', T0 + 1, exp), { state: 'running', fingerprint: 'fp-1' }, 'the stored fingerprint, for the caller to compare');
+      const response = { status: 201, headers: { etag: '"v2"', 'content-type': 'application/json; charset=utf-8', 'damhub-asset-id': '/A/ü b.png' }, body: '{"id":"/A/ü b.png","n":"\\u0000"}' };
+      await a.idempotency.finish(scope, 'k1', response);
+      assert.deepEqual(await b.idempotency.claim(scope, 'k1', 'fp-1', T0 + 2, exp), { state: 'done', fingerprint: 'fp-1', response });
+      await b.idempotency.abandon(scope, 'k1');
+      assert.equal((await a.idempotency.claim(scope, 'k1', 'fp-1', T0 + 3, exp)).state, 'done', 'a finished answer is not abandoned');
+
+      // Scoped: the same key of another user is another record.
+      assert.deepEqual(await b.idempotency.claim(`${scope}-other`, 'k1', 'fp-9', T0, exp), { state: 'new' });
+
+      // Abandoned (a failure a retry may repair): the next claim is new, with its own fingerprint.
+      assert.deepEqual(await a.idempotency.claim(scope, 'k2', 'fp-2', T0, exp), { state: 'new' });
+      await b.idempotency.abandon(scope, 'k2');
+      assert.deepEqual(await b.idempotency.claim(scope, 'k2', 'fp-3', T0 + 1, exp), { state: 'new' });
+      assert.deepEqual(await a.idempotency.claim(scope, 'k2', 'fp-2', T0 + 2, exp), { state: 'running', fingerprint: 'fp-3' });
+
+      // Past its expiry a key is new again, swept or not; sweep drops expired records only.
+      assert.deepEqual(await a.idempotency.claim(scope, 'k1', 'fp-4', exp, exp + DAY), { state: 'new' });
+      assert.deepEqual(await a.idempotency.claim(scope, 'k3', 'fp-5', T0, T0 + 1000), { state: 'new' });
+      await a.idempotency.finish(scope, 'k3', response);
+      await b.sweep(T0 + 1000);
+      assert.deepEqual(await b.idempotency.claim(scope, 'k3', 'fp-6', T0 + 999, exp), { state: 'new' }, 'swept: gone even for a clock before its expiry');
+      assert.deepEqual(await b.idempotency.claim(scope, 'k1', 'fp-7', T0 + 1000, exp), { state: 'running', fingerprint: 'fp-4' }, 'a live record survives the sweep');
+    });
+
+    it('idempotency: of concurrent claims of one key on two nodes, exactly one is new', async () => {
+      for (let i = 0; i < 10; i++) {
+        const scope = `race:${randomUUID()}`;
+        const r = await Promise.all([a, b, a, b, a, b].map((s, j) => s.idempotency.claim(scope, 'k', `fp-${j}`, T0, T0 + DAY)));
+        const fresh = r.filter((c) => c.state === 'new');
+        assert.equal(fresh.length, 1, `round ${i}: ${JSON.stringify(r)}`);
+        const winner = `fp-${r.findIndex((c) => c.state === 'new')}`;
+        for (const c of r) if (c.state !== 'new') assert.deepEqual(c, { state: 'running', fingerprint: winner });
+        // An expired record taken over concurrently: again exactly one.
+        const again = await Promise.all([a, b, a, b].map((s) => s.idempotency.claim(scope, 'k', 'fp-x', T0 + DAY, T0 + 2 * DAY)));
+        assert.equal(again.filter((c) => c.state === 'new').length, 1, `round ${i}, takeover: ${JSON.stringify(again)}`);
+      }
+    });
+
+    it('audit: append on either node; list newest first with since, until, partner, limit and before; prune', async () => {
+      const base = T0 + 1000 * DAY;
+      const entry = (at: number, requestId: string, partnerId: string, o: Partial<AuditEntry> = {}): AuditEntry => ({
+        at, requestId, partnerId, userId: 'u1', providerId: 'library', accountId: null, operation: 'upload',
+        targetId: null, targetIdAfter: '/A/b.png', nameBefore: null, nameAfter: 'b.png', bytes: 1234, result: 'ok', ...o,
+      });
+      const p1 = `p-${randomUUID()}`;
+      const p2 = `p-${randomUUID()}`;
+      const full = entry(base + 10, 'r-full', p1, {
+        accountId: 'acc-1', operation: 'rename', targetId: '/A/ä.png', targetIdAfter: '/A/ö.png', nameBefore: 'ä.png', nameAfter: 'ö.png', bytes: 5_000_000_000, result: 'asset-exists',
+      });
+      const all = [
+        entry(base + 1, 'r1', p1), entry(base + 2, 'r2', p2, { bytes: null, operation: 'delete' }), entry(base + 3, 'r3', p1),
+        // One request may write several times (an MCP batch): same time, same request id.
+        entry(base + 3, 'r4', p1, { operation: 'move' }), entry(base + 3, 'r4', p1, { operation: 'rename' }), entry(base + 5, 'r5', p2), full,
+      ];
+      for (const [i, e] of all.entries()) await (i % 2 ? a : b).audit.append(e);
+      const list = (s: Stores, q: Partial<AuditQuery> = {}) => s.audit.list({ since: base, limit: 100, ...q });
+      const key = (e: AuditEntry) => `${e.requestId}@${e.at - base}`;
+
+      const got = await list(a);
+      assert.deepEqual(got.map(key), ['r-full@10', 'r5@5', 'r4@3', 'r4@3', 'r3@3', 'r2@2', 'r1@1'], 'newest first; equal times by request id, descending');
+      assert.deepEqual(got[0], full, 'every field round-trips');
+      assert.deepEqual(got.find((e) => e.requestId === 'r2'), all[1]);
+      assert.deepEqual(new Set(got.filter((e) => e.requestId === 'r4').map((e) => e.operation)), new Set(['move', 'rename']));
+
+      assert.deepEqual((await list(b, { since: base + 3 })).map(key), ['r-full@10', 'r5@5', 'r4@3', 'r4@3', 'r3@3'], 'since is inclusive');
+      assert.deepEqual((await list(b, { until: base + 3 })).map(key), ['r2@2', 'r1@1'], 'until is exclusive');
+      assert.deepEqual((await list(b, { since: base + 2, until: base + 6 })).map(key), ['r5@5', 'r4@3', 'r4@3', 'r3@3', 'r2@2']);
+      assert.deepEqual((await list(a, { partnerId: p2 })).map(key), ['r5@5', 'r2@2']);
+      assert.deepEqual((await list(a, { limit: 2 })).map(key), ['r-full@10', 'r5@5']);
+
+      // Paging: strictly older than the (at, requestId) of the last entry seen.
+      const page2 = await list(b, { limit: 2, before: { at: base + 5, requestId: 'r5' } });
+      assert.deepEqual(page2.map(key), ['r4@3', 'r4@3']);
+      assert.deepEqual((await list(a, { limit: 2, before: { at: base + 3, requestId: 'r4' } })).map(key), ['r3@3', 'r2@2']);
+      assert.deepEqual((await list(a, { before: { at: base + 3, requestId: 'r3' }, partnerId: p1 })).map(key), ['r1@1']);
+      assert.deepEqual(await list(a, { before: { at: base + 1, requestId: 'r1' } }), []);
+
+      // Retention: entries older than the cut go, on whichever node prunes.
+      assert.equal(await b.audit.prune(base + 3), 2);
+      assert.deepEqual((await list(a)).map(key), ['r-full@10', 'r5@5', 'r4@3', 'r4@3', 'r3@3']);
+      assert.equal(await a.audit.prune(base + 3), 0);
+      await a.audit.prune(base + 11);
+      assert.deepEqual(await list(b), []);
+    });
+
+    it('the periodic sweep prunes the audit past its retention (DAMHUB_AUDIT_RETENTION) and keeps the rest', async () => {
+      const now = T0 + 2000 * DAY;
+      const e = (at: number, requestId: string): AuditEntry => ({
+        at, requestId, partnerId: 'p-ret', userId: 'u', providerId: 'library', accountId: null, operation: 'delete',
+        targetId: '/x', targetIdAfter: null, nameBefore: 'x', nameAfter: null, bytes: null, result: 'ok',
+      });
+      for (const x of [e(now - 91 * DAY, 'gone'), e(now - 90 * DAY, 'edge'), e(now - 89 * DAY, 'kept'), e(now - 6 * DAY, 'recent')]) await a.audit.append(x);
+      const left = async () => (await b.audit.list({ since: now - 100 * DAY, partnerId: 'p-ret', limit: 10 })).map((x) => x.requestId);
+      assert.deepEqual(await sweepStores(b, now, 90), { auditPruned: 1 });
+      assert.deepEqual(await left(), ['recent', 'kept', 'edge'], 'exactly the retention is kept');
+      assert.deepEqual(await sweepStores(a, now, 5), { auditPruned: 3 });
+      assert.deepEqual(await left(), []);
+    });
+
+    it('uploads: create, read on the other node, advance (compare-and-set), finish, remove, expired', async () => {
+      const mk = (o: Partial<UploadRecord> = {}): UploadRecord => ({
+        id: randomUUID(), partnerId: 'p1', userId: 'u1', providerId: 'library', length: 10_000_000_000, offset: 0,
+        metadata: { parentId: '/Brand/ü', name: 'logo ü.png', onConflict: 'version' }, location: '/data/uploads/x.part',
+        createdAt: T0, expiresAt: T0 + DAY, result: null, ...o,
+      });
+      const u = mk();
+      await a.uploads.create(u);
+      assert.deepEqual(await b.uploads.get(u.id), u);
+      assert.equal(await b.uploads.get('nope'), null);
+      await assert.rejects(b.uploads.create(u), 'an id is created once');
+
+      assert.equal(await b.uploads.advance(u.id, 5, 10), false, 'not at that offset');
+      assert.equal(await b.uploads.advance(u.id, 0, 4096), true);
+      assert.equal(await a.uploads.advance(u.id, 0, 8192), false, 'moved meanwhile');
+      assert.equal((await a.uploads.get(u.id))!.offset, 4096);
+      assert.equal(await a.uploads.advance('nope', 0, 1), false);
+
+      // Concurrent PATCHes from the same offset on two nodes: one wins, the offset is the winner's.
+      for (let i = 0; i < 10; i++) {
+        const r = await Promise.all([a, b, a, b].map((s, j) => s.uploads.advance(u.id, 4096 + i, 4096 + i + 1 + j * 100)));
+        assert.equal(r.filter(Boolean).length, 1, `round ${i}: ${r}`);
+        const winner = r.indexOf(true);
+        assert.equal((await b.uploads.get(u.id))!.offset, 4096 + i + 1 + winner * 100);
+        await a.uploads.advance(u.id, 4096 + i + 1 + winner * 100, 4096 + i + 1);
+      }
+
+      const deferred = mk({ length: null, createdAt: T0 + 1, expiresAt: T0 + 1000 });
+      await b.uploads.create(deferred);
+      assert.equal((await a.uploads.get(deferred.id))!.length, null);
+
+      const result = { status: 201, headers: { 'damhub-asset-id': '/Brand/ü/logo ü.png', 'content-type': 'application/json' }, body: '{"id":"/Brand/ü/logo ü.png"}' };
+      await a.uploads.finish(u.id, result);
+      assert.deepEqual((await b.uploads.get(u.id))!.result, result);
+      assert.equal(await b.uploads.advance(u.id, 4106, 4200), false, 'a finished upload does not move');
+
+      // Expired: unfinished ones past their expiry, soonest first, at most `limit`.
+      const later = mk({ expiresAt: T0 + 2000 });
+      await a.uploads.create(later);
+      const finishedExpired = mk({ expiresAt: T0 + 500 });
+      await a.uploads.create(finishedExpired);
+      await b.uploads.finish(finishedExpired.id, result);
+      const ours = (rs: UploadRecord[]) => rs.filter((r) => [u.id, deferred.id, later.id, finishedExpired.id].includes(r.id)).map((r) => r.id);
+      assert.deepEqual(ours(await b.uploads.expired(T0 + 999, 100)), []);
+      assert.deepEqual(ours(await b.uploads.expired(T0 + 1000, 100)), [deferred.id]);
+      assert.deepEqual(ours(await a.uploads.expired(T0 + 5000, 100)), [deferred.id, later.id]);
+      assert.deepEqual(ours(await a.uploads.expired(T0 + DAY * 2, 1000)), [deferred.id, later.id], 'a finished upload is never expired');
+      assert.ok((await a.uploads.expired(T0 + DAY * 2, 1)).length <= 1);
+
+      assert.equal(await b.uploads.remove(deferred.id), true);
+      assert.equal(await a.uploads.remove(deferred.id), false);
+      assert.equal(await a.uploads.get(deferred.id), null);
+      for (const x of [u, later, finishedExpired]) await a.uploads.remove(x.id);
     });
 
     it('invalidation: revocations, user and partner changes reach the listeners', async () => {

@@ -78,6 +78,7 @@ test('create with inline jwks → 201 with the defaults', async () => {
   assert.equal(p.maxTokenAge, 3600);
   assert.equal(p.rateLimit, 60);
   assert.equal(p.enabled, true);
+  assert.equal(p.writes, false, 'writes are off unless given');
   assert.deepEqual(p.allowedOrigins, []);
   assert.equal(p.jwksUrl, null);
   assert.deepEqual(p.jwks, { keys: [key.publicJwk] });
@@ -91,12 +92,13 @@ test('create with jwksUrl and every field given', async () => {
   const issuer = uniqueIssuer();
   const p = await create({
     id: 'acme-1', name: 'Acme', issuer, audience: 'urn:acme', jwksUrl: 'https://acme.example/.well-known/jwks.json',
-    maxTokenAge: 300, rateLimit: 10, allowedOrigins: ['https://app.acme.example', 'http://localhost:3000'], enabled: false,
+    maxTokenAge: 300, rateLimit: 10, allowedOrigins: ['https://app.acme.example', 'http://localhost:3000'], enabled: false, writes: true,
   });
   assert.deepEqual({ ...p, createdAt: 0, updatedAt: 0 }, {
     id: 'acme-1', name: 'Acme', issuer, audience: 'urn:acme', jwksUrl: 'https://acme.example/.well-known/jwks.json', jwks: null,
-    maxTokenAge: 300, rateLimit: 10, allowedOrigins: ['https://app.acme.example', 'http://localhost:3000'], enabled: false, createdAt: 0, updatedAt: 0,
+    maxTokenAge: 300, rateLimit: 10, allowedOrigins: ['https://app.acme.example', 'http://localhost:3000'], enabled: false, writes: true, createdAt: 0, updatedAt: 0,
   });
+  assert.equal((await t.hub.stores.partners.get('acme-1'))!.writes, true, 'stored');
 });
 
 test('list and get', async () => {
@@ -137,6 +139,27 @@ test('patch: disable → exchange fails with hub-sdk-partner-unknown; enable →
 
   assert.equal((await admin('PATCH', `${PARTNERS}/${p.id}`, { enabled: true })).statusCode, 200);
   assert.equal((await exchangeAs(issuer)).statusCode, 200);
+});
+
+test('patch writes: on and off, kept by other patches; not a boolean → hub-validation-error naming writes', async () => {
+  const p = await create({ issuer: uniqueIssuer(), jwks: { keys: [key.publicJwk] } });
+  t.clock.advance(1000);
+  const on = await admin('PATCH', `${PARTNERS}/${p.id}`, { writes: true });
+  assert.equal(on.statusCode, 200, on.body);
+  assert.equal(on.json().writes, true);
+  assert.equal(on.json().updatedAt, t.clock.now());
+  assert.equal((await t.hub.stores.partners.get(p.id))!.writes, true);
+  assert.equal((await admin('PATCH', `${PARTNERS}/${p.id}`, { rateLimit: 9 })).json().writes, true, 'another patch keeps it');
+  assert.equal((await admin('GET', `${PARTNERS}/${p.id}`)).json().writes, true);
+  assert.equal((await admin('GET', PARTNERS)).json().find((x: { id: string }) => x.id === p.id).writes, true);
+  const off = await admin('PATCH', `${PARTNERS}/${p.id}`, { writes: false });
+  assert.equal(off.json().writes, false);
+  assert.equal((await t.hub.stores.partners.get(p.id))!.writes, false);
+  for (const writes of ['yes', 'on', { on: true }]) {
+    const body = assertError(await admin('PATCH', `${PARTNERS}/${p.id}`, { writes }), 'hub-validation-error', 400);
+    assert.match(body.error.details, /writes/);
+  }
+  assert.equal((await t.hub.stores.partners.get(p.id))!.writes, false, 'unchanged');
 });
 
 test('patch other fields: audience, rateLimit, jwks', async () => {

@@ -15,14 +15,18 @@ import {
   type PartnerInput,
   type PartnerPatch,
   type PartnerStore,
+  type AuditStore,
+  type IdempotencyStore,
   type Session,
   type SessionStore,
+  type UploadStore,
   type UserProfile,
   type UserStore,
 } from '../types.js';
 import { MIGRATION_LOCK_KEY, PG_MIGRATIONS } from './migrations.js';
 import { toSession, toUser } from '../rows.js';
 import { PgMcpConnections } from './mcp-connections.js';
+import { PgAudit, PgIdempotency, PgUploads } from './writes.js';
 
 type Row = Record<string, unknown>;
 type Notify = () => void;
@@ -165,7 +169,7 @@ export class Db {
   }
 }
 
-const PARTNER_COLS = 'id, name, issuer, audience, jwks_url, jwks, max_token_age, rate_limit, allowed_origins, enabled, created_at, updated_at';
+const PARTNER_COLS = 'id, name, issuer, audience, jwks_url, jwks, max_token_age, rate_limit, allowed_origins, enabled, writes, created_at, updated_at';
 
 class PgPartners implements PartnerStore {
   constructor(private readonly db: Db, private readonly changed: Notify) {}
@@ -184,8 +188,8 @@ class PgPartners implements PartnerStore {
     const id = p.id ?? randomUUID();
     try {
       const r = await this.db.query(
-        `INSERT INTO partners (${PARTNER_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING ${PARTNER_COLS}`,
-        [id, p.name, p.issuer, p.audience, p.jwksUrl, p.jwks ? JSON.stringify(p.jwks) : null, p.maxTokenAgeSec, p.rateLimitPerMin, JSON.stringify(p.allowedOrigins), p.enabled, now],
+        `INSERT INTO partners (${PARTNER_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING ${PARTNER_COLS}`,
+        [id, p.name, p.issuer, p.audience, p.jwksUrl, p.jwks ? JSON.stringify(p.jwks) : null, p.maxTokenAgeSec, p.rateLimitPerMin, JSON.stringify(p.allowedOrigins), p.enabled, p.writes ?? false, now],
       );
       return toPartner(r.rows[0]!);
     } catch (e) {
@@ -201,9 +205,9 @@ class PgPartners implements PartnerStore {
       const n = { ...toPartner(cur), ...patch };
       try {
         const r = await c.query<Row>(
-          `UPDATE partners SET name=$1, issuer=$2, audience=$3, jwks_url=$4, jwks=$5, max_token_age=$6, rate_limit=$7, allowed_origins=$8, enabled=$9, updated_at=$10
-           WHERE id=$11 RETURNING ${PARTNER_COLS}`,
-          [n.name, n.issuer, n.audience, n.jwksUrl, n.jwks ? JSON.stringify(n.jwks) : null, n.maxTokenAgeSec, n.rateLimitPerMin, JSON.stringify(n.allowedOrigins), n.enabled, now, id],
+          `UPDATE partners SET name=$1, issuer=$2, audience=$3, jwks_url=$4, jwks=$5, max_token_age=$6, rate_limit=$7, allowed_origins=$8, enabled=$9, writes=$10, updated_at=$11
+           WHERE id=$12 RETURNING ${PARTNER_COLS}`,
+          [n.name, n.issuer, n.audience, n.jwksUrl, n.jwks ? JSON.stringify(n.jwks) : null, n.maxTokenAgeSec, n.rateLimitPerMin, JSON.stringify(n.allowedOrigins), n.enabled, n.writes, now, id],
         );
         return toPartner(r.rows[0]!);
       } catch (e) {
@@ -276,12 +280,18 @@ class PgSessions implements SessionStore {
   }
 }
 
-/** Partners, users, sessions and held MCP connections in PostgreSQL. `changed` is called after each invalidating write. */
+/**
+ * Partners, users, sessions, held MCP connections and the write engine's durable state in
+ * PostgreSQL. `changed` is called after each invalidating write.
+ */
 export class PgDurableStores {
   readonly partners: PartnerStore;
   readonly users: UserStore;
   readonly sessions: SessionStore;
   readonly mcpConnections: McpConnectionStore;
+  readonly idempotency: IdempotencyStore;
+  readonly audit: AuditStore;
+  readonly uploads: UploadStore;
   private readonly db: Db;
   private closed = false;
 
@@ -291,6 +301,9 @@ export class PgDurableStores {
     this.users = new PgUsers(this.db, changed);
     this.sessions = new PgSessions(this.db, changed);
     this.mcpConnections = new PgMcpConnections(this.db);
+    this.idempotency = new PgIdempotency(this.db);
+    this.audit = new PgAudit(this.db);
+    this.uploads = new PgUploads(this.db);
   }
 
   migrate(now?: number): Promise<number[]> {
@@ -303,6 +316,7 @@ export class PgDurableStores {
 
   async sweep(now: number): Promise<void> {
     await this.db.query('DELETE FROM sessions WHERE expires_at <= $1 OR revoked_at <= $2', [now, now - 31 * 24 * 3600_000]);
+    await this.db.query('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now]);
   }
 
   async close(): Promise<void> {

@@ -80,6 +80,59 @@ export const PG_MIGRATIONS: { version: number; name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    // The write engine's durable state (docs/writes.md), the tables of SQLite migration 5 less the
+    // write locks, which live in Redis (src/stores/redis/index.ts). JSON columns are JSONB here.
+    version: 22,
+    name: 'partner writes, Idempotency-Key records, the write audit, unfinished uploads',
+    sql: `
+      ALTER TABLE partners ADD COLUMN writes BOOLEAN NOT NULL DEFAULT false;
+      CREATE TABLE idempotency_keys (
+        scope TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        status INTEGER,
+        headers JSONB,
+        body TEXT,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        PRIMARY KEY (scope, key)
+      );
+      CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at);
+      CREATE TABLE audit_log (
+        at BIGINT NOT NULL,
+        request_id TEXT NOT NULL,
+        partner_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        provider_id TEXT NOT NULL,
+        account_id TEXT,
+        operation TEXT NOT NULL,
+        target_id TEXT,
+        target_id_after TEXT,
+        name_before TEXT,
+        name_after TEXT,
+        bytes BIGINT,
+        result TEXT NOT NULL
+      );
+      CREATE INDEX audit_log_at ON audit_log (at, request_id);
+      -- damhub audit --partner / ?partnerId= pages one partner's entries without reading the others'.
+      CREATE INDEX audit_log_partner_at ON audit_log (partner_id, at, request_id);
+      CREATE TABLE uploads (
+        id TEXT PRIMARY KEY,
+        partner_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        provider_id TEXT NOT NULL,
+        length BIGINT,
+        "offset" BIGINT NOT NULL,
+        metadata JSONB NOT NULL,
+        location TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        result JSONB
+      );
+      CREATE INDEX uploads_expiry ON uploads (expires_at) WHERE result IS NULL;
+    `,
+  },
 ];
 
 /** Key of the advisory lock that serialises migrations when several nodes start at once. */

@@ -22,6 +22,7 @@ import {
   type ReplayStore,
   type JwksEntry,
   type SharedJwksCache,
+  type WriteLockStore,
 } from '../types.js';
 
 export interface RedisStoreOptions {
@@ -129,7 +130,33 @@ else
 end
 return 1`;
 
+/**
+ * Write locks (docs/writes.md). The value is `<expiresAt> <token>`: the lock is free when the key
+ * is absent or its expiry (the caller's clock, as everywhere here) has passed, and it is taken by
+ * SET with PX, whose TTL drops the key of a node that died holding it. Take, renew and release are
+ * each one script, so a lock is only ever changed by the one holder whose token it carries.
+ */
+const LUA_LOCK_ACQUIRE = `
+local v = redis.call('GET', KEYS[1])
+if v and tonumber(string.match(v, '^(%S+)')) > tonumber(ARGV[2]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[3] .. ' ' .. ARGV[1], 'PX', ARGV[4])
+return 1`;
+
+const LUA_LOCK_RENEW = `
+local v = redis.call('GET', KEYS[1])
+if not v or string.match(v, '^%S+ (.*)$') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2] .. ' ' .. ARGV[1], 'PX', ARGV[3])
+return 1`;
+
+const LUA_LOCK_RELEASE = `
+local v = redis.call('GET', KEYS[1])
+if v and string.match(v, '^%S+ (.*)$') == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1`;
+
 type Scripted = Redis & {
+  damhubLockAcquire(key: string, token: string, now: string, expiresAt: string, ttl: number): Promise<number>;
+  damhubLockRenew(key: string, token: string, expiresAt: string, ttl: number): Promise<number>;
+  damhubLockRelease(key: string, token: string): Promise<number>;
   damhubLoginCreate(key: string, userSet: string, allSet: string, meta: string, status: string, result: string, error: string, ttl: number,
     state: string, expiresAt: string, now: string, perUser: string, total: string, userId: string): Promise<(number | string)[]>;
   damhubLoginSettle(key: string, userSet: string, allSet: string, status: string, result: string, error: string, state: string): Promise<number>;
@@ -178,6 +205,9 @@ export function createRedis(url: string, o: RedisStoreOptions = {}): Scripted {
   redis.defineCommand('damhubReplay', { numberOfKeys: 1, lua: LUA_REPLAY });
   redis.defineCommand('damhubGcra', { numberOfKeys: 1, lua: LUA_GCRA });
   redis.defineCommand('damhubGcraRefund', { numberOfKeys: 1, lua: LUA_GCRA_REFUND });
+  redis.defineCommand('damhubLockAcquire', { numberOfKeys: 1, lua: LUA_LOCK_ACQUIRE });
+  redis.defineCommand('damhubLockRenew', { numberOfKeys: 1, lua: LUA_LOCK_RENEW });
+  redis.defineCommand('damhubLockRelease', { numberOfKeys: 1, lua: LUA_LOCK_RELEASE });
   return redis;
 }
 
@@ -251,6 +281,24 @@ class RedisRateLimits implements RateLimitStore {
   }
 }
 
+class RedisWriteLocks implements WriteLockStore {
+  constructor(private readonly redis: Scripted, private readonly prefix: string) {}
+  private key(key: string) {
+    return `${this.prefix}lock:${key}`;
+  }
+  async acquire(key: string, ttlMs: number, now: number) {
+    const token = randomUUID();
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    return (await call(this.redis.damhubLockAcquire(this.key(key), token, String(now), String(now + ttlMs), ttl))) === 1 ? token : null;
+  }
+  async renew(key: string, token: string, ttlMs: number, now: number) {
+    return (await call(this.redis.damhubLockRenew(this.key(key), token, String(now + ttlMs), Math.max(1, Math.ceil(ttlMs))))) === 1;
+  }
+  async release(key: string, token: string) {
+    await call(this.redis.damhubLockRelease(this.key(key), token));
+  }
+}
+
 class RedisJwks implements SharedJwksCache {
   constructor(private readonly redis: Scripted, private readonly prefix: string) {}
   async get(partnerId: string): Promise<JwksEntry | null> {
@@ -263,7 +311,7 @@ class RedisJwks implements SharedJwksCache {
 }
 
 /**
- * Login states, replay keys, rate limits, partner JWKS and cross-node invalidation. Invalidation: a node
+ * Login states, replay keys, rate limits, partner JWKS, write locks and cross-node invalidation. Invalidation: a node
  * publishes its id on `<prefix>invalidate`; every other node's subscriber calls its listeners.
  * After a subscriber reconnect the listeners are called too, since messages may have been missed.
  */
@@ -272,6 +320,7 @@ export class RedisShortLivedStores {
   readonly replay: ReplayStore;
   readonly rateLimits: RateLimitStore;
   readonly jwks: SharedJwksCache;
+  readonly writeLocks: WriteLockStore;
   readonly nodeId = randomUUID();
   private readonly events = new EventEmitter();
   private readonly channel: string;
@@ -283,6 +332,7 @@ export class RedisShortLivedStores {
     this.replay = new RedisReplay(redis, prefix);
     this.rateLimits = new RedisRateLimits(redis, prefix);
     this.jwks = new RedisJwks(redis, prefix);
+    this.writeLocks = new RedisWriteLocks(redis, prefix);
     this.channel = `${prefix}invalidate`;
   }
 

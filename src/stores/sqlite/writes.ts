@@ -5,6 +5,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
+import { toAuditEntry } from '../rows.js';
 import type {
   AuditEntry, AuditQuery, AuditStore, IdempotencyClaim, IdempotencyStore, IdempotentResponse, UploadRecord, UploadStore, WriteLockStore,
 } from '../types.js';
@@ -55,16 +56,6 @@ export class SqliteIdempotency implements IdempotencyStore {
   async abandon(scope: string, key: string) {
     this.db.prepare('DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND status IS NULL').run(scope, key);
   }
-}
-
-export function toAuditEntry(r: Row): AuditEntry {
-  return {
-    at: Number(r.at), requestId: r.request_id as string, partnerId: r.partner_id as string, userId: r.user_id as string,
-    providerId: r.provider_id as string, accountId: (r.account_id as string | null) ?? null, operation: r.operation as string,
-    targetId: (r.target_id as string | null) ?? null, targetIdAfter: (r.target_id_after as string | null) ?? null,
-    nameBefore: (r.name_before as string | null) ?? null, nameAfter: (r.name_after as string | null) ?? null,
-    bytes: r.bytes === null || r.bytes === undefined ? null : Number(r.bytes), result: r.result as string,
-  };
 }
 
 export class SqliteAudit implements AuditStore {
