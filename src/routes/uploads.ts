@@ -198,8 +198,9 @@ async function send(req: FastifyRequest, reply: FastifyReply, call: TusCall | nu
 export async function uploadRoutes(app: FastifyInstance): Promise<void> {
   const hub = app.hub;
   logs.set(hub, app.log);
-  // The body is @tus/server's to stream into the part file; Fastify leaves it unread.
-  app.addContentTypeParser('application/offset+octet-stream', (_req, _payload, done) => done(null));
+  // The body is @tus/server's to stream into the part file; Fastify leaves it unread. Any other
+  // type reaches tus too (in this plugin only), which refuses it in its own terms.
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null));
 
   const tus = async (req: FastifyRequest, reply: FastifyReply) => {
     const { server } = build(hub);

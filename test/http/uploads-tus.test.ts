@@ -239,6 +239,23 @@ describe('tus uploads (fake write engine)', () => {
     assert.equal(opts.headers.get('tus-max-size'), String(MAX));
   });
 
+  test('tus\'s refusals in the hub\'s envelope: a wrong offset 409, another Content-Type 400, deferred length 400', async () => {
+    const url = await create(100);
+    const wrong = await call(url, { method: 'PATCH', headers: { 'upload-offset': '7', 'content-type': 'application/offset+octet-stream' }, body: new Uint8Array(bytes(10)) });
+    assert.equal(wrong.status, 409);
+    const env = await wrong.json();
+    assert.equal(env.errorCode, 'hub-validation-error');
+    assert.equal(env.error.status, 409);
+    assert.equal(env.error.requestId, wrong.headers.get('x-request-id'));
+    assert.equal(wrong.headers.get('tus-resumable'), '1.0.0');
+    const type = await call(url, { method: 'PATCH', headers: { 'upload-offset': '0', 'content-type': 'application/octet-stream' }, body: new Uint8Array(bytes(10)) });
+    assert.equal(type.status, 400);
+    assert.equal((await type.json()).errorCode, 'hub-validation-error');
+    const deferred = await call(base, { method: 'POST', headers: { 'upload-defer-length': '1', 'upload-metadata': meta({ parentId: 'root', name: 'd.bin' }) } });
+    assert.equal(deferred.status, 400);
+    assert.equal((await call(url, { method: 'HEAD' })).headers.get('upload-offset'), '0');
+  });
+
   test('another user\'s HEAD, PATCH and DELETE of an upload are 404, as for an upload that does not exist', async () => {
     const url = await create(1000);
     const bob = await session('bob');
