@@ -68,7 +68,7 @@ function build(hub: Hub): Built {
   const parts = new PartFiles(uploadDirOf(hub.config));
   const locker = new StoreLocker(hub.stores.writeLocks, hub.clock);
   const uploads = new Uploads({ records: hub.stores.uploads, parts, clock: hub.clock, writes: () => writesOf(hub), locker, serializeAsset });
-  const datastore = new HubTusStore({ records: hub.stores.uploads, parts, clock: hub.clock, expiryMs: hub.config.uploadExpirySec * 1000 });
+  const datastore = new HubTusStore({ records: hub.stores.uploads, parts, clock: hub.clock, expiryMs: hub.config.uploadExpirySec * 1000, checkHead: (r, head) => uploads.checkHead(r, head) });
   const publicUrl = hub.config.publicUrl.replace(/\/+$/, '');
   const server = new Server({
     path: UPLOADS_PATH,

@@ -127,6 +127,22 @@ describe('tus uploads into a DAM through the write engine', () => {
     assert.notEqual(renamed.name, 'same.bin');
   });
 
+  test('bytes that are not what the name says are refused at the chunk that brings the head, not after the last', async () => {
+    const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n'), bytes(200_000, 8)]);
+    const created = await call(base, { method: 'POST', headers: { 'upload-length': String(pdf.length), 'upload-metadata': meta({ parentId: 'root', name: 'photo.png' }) } });
+    assert.equal(created.status, 201);
+    const url = created.headers.get('location')!;
+    const bodies = dam.bodiesOpened;
+    const r = await call(url, { method: 'PATCH', headers: { 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, body: new Uint8Array(pdf.subarray(0, 100_000)) });
+    assert.equal(r.status, 415);
+    const env = await r.json();
+    assert.equal(env.errorCode, 'hub-unsupported-media-type');
+    assert.match(env.error.details, /application\/pdf.*photo\.png/);
+    assert.equal((await call(url, { method: 'HEAD' })).headers.get('upload-offset'), '0', 'the chunk was discarded');
+    assert.equal(dam.bodiesOpened, bodies, 'the DAM saw nothing');
+    assert.equal((await call(url, { method: 'DELETE' })).status, 204);
+  });
+
   test('refused at creation with nothing stored: writes off 403, a bad name 400, too large 413', async () => {
     const parts = partFiles().length;
     const bodies = dam.bodiesOpened;

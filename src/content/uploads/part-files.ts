@@ -78,6 +78,18 @@ export class PartFiles {
     }
   }
 
+  /** The first `length` bytes, read whole (the upload's head, a few KiB). */
+  async head(name: string, length: number): Promise<Buffer> {
+    const fh = await fs.promises.open(this.pathOf(name), 'r');
+    try {
+      const buf = Buffer.alloc(length);
+      const { bytesRead } = await fh.read(buf, 0, length, 0);
+      return buf.subarray(0, bytesRead);
+    } finally {
+      await fh.close();
+    }
+  }
+
   /** The first `length` bytes (bytes past them, from a write whose offset did not advance, are not the upload's). */
   read(name: string, length: number): Readable {
     return length === 0 ? Readable.from([]) : fs.createReadStream(this.pathOf(name), { start: 0, end: length - 1 });

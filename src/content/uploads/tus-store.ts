@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream';
 import { DataStore, ERRORS, Upload } from '@tus/server';
 import type { Clock } from '../../clock.js';
 import { hubError } from '../../errors.js';
+import { SNIFF_BYTES } from '../upload-body.js';
 import type { UploadRecord, UploadStore } from '../../stores/types.js';
 import { currentCall } from './context.js';
 import { partName, type PartFiles } from './part-files.js';
@@ -28,6 +29,12 @@ export interface TusStoreDeps {
   parts: PartFiles;
   clock: Clock;
   expiryMs: number;
+  /**
+   * Called once the upload's head is in (its first SNIFF_BYTES, or all of a shorter upload), before
+   * the offset moves past it: throws when those bytes cannot be what the upload becomes, so a
+   * large upload of the wrong type is refused at its first chunk rather than after its last.
+   */
+  checkHead(record: UploadRecord, head: Buffer): Promise<void>;
 }
 
 export class HubTusStore extends DataStore {
@@ -108,6 +115,15 @@ export class HubTusStore extends DataStore {
       }
     }
     if (n === 0) return offset;
+    const headEnd = Math.min(SNIFF_BYTES, r.length ?? SNIFF_BYTES);
+    if (offset < headEnd && offset + n >= headEnd) {
+      try {
+        await this.deps.checkHead(r, await this.deps.parts.head(r.location, headEnd));
+      } catch (e) {
+        await this.deps.parts.truncate(r.location, offset);
+        throw e;
+      }
+    }
     if (!(await this.deps.records.advance(id, offset, offset + n))) throw ERRORS.INVALID_OFFSET;
     return offset + n;
   }

@@ -8,6 +8,7 @@
  */
 import type { Clock } from '../../clock.js';
 import type { AssetWrites, UploadTarget } from '../asset-writes.js';
+import { contentMismatch } from '../upload-body.js';
 import { hubError } from '../../errors.js';
 import type { ProviderSession } from '../../providers/contract.js';
 import type { ConflictMode } from '../../providers/contract.js';
@@ -75,6 +76,14 @@ export class Uploads {
     const writes = this.deps.writes();
     if (intent.kind === 'asset') await writes.checkUpload(dam, intent.target, length);
     else await writes.checkUpdate(dam, intent.assetId, intent.ifMatch, length);
+  }
+
+  /** The bytes of a new asset must be of the type its name gives (the engine checks again when writing). */
+  async checkHead(r: UploadRecord, head: Buffer): Promise<void> {
+    const intent = intentOf(r.metadata);
+    if (intent.kind !== 'asset') return; // a new version's name is the asset's: the engine checks it when writing
+    const wrong = await contentMismatch(intent.target.name, head);
+    if (wrong) throw hubError('hub-unsupported-media-type', `${wrong}; the chunk was discarded, terminate the upload`);
   }
 
   /** The upload a later request names: its owner's, unexpired (a finished one keeps answering its result). */
