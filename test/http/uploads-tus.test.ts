@@ -269,6 +269,16 @@ describe('tus uploads (fake write engine)', () => {
     assert.equal((await call(url, { method: 'HEAD' })).headers.get('upload-offset'), '0', 'the owner\'s upload is untouched');
   });
 
+  test('an upload whose part file is gone (a restored data dir) answers 410 upload-expired and is removed', async () => {
+    const url = await create(100);
+    const id = url.split('/').pop()!;
+    fs.rmSync(path.join(uploadDir, `${id}.part`));
+    const r = await call(url, { method: 'PATCH', headers: { 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, body: new Uint8Array(bytes(10)) });
+    assert.equal(r.status, 410);
+    assert.equal((await r.json()).errorCode, 'upload-expired');
+    assert.equal(await t.hub.stores.uploads.get(id), null);
+  });
+
   test('termination: DELETE removes the part file and the record', async () => {
     const url = await create(5000);
     const id = url.split('/').pop()!;

@@ -101,6 +101,12 @@ export class HubTusStore extends DataStore {
     try {
       n = await this.deps.parts.write(r.location, offset, stream, hash);
     } catch (e) {
+      // The part file is gone (a data dir restored from a backup, which leaves parts out): the
+      // upload cannot go on; it is removed and answered as expired.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+        await this.deps.records.remove(id);
+        throw hubError('upload-expired', 'the upload\'s parts are gone (was the data directory restored?); start it again');
+      }
       // A client that disconnects ends the stream without an error (@tus/server ends it when the
       // request aborts), so its bytes count and tus resumes after them; an error here (more bytes
       // than the upload's length, a failing disk) leaves the upload where it was.
