@@ -1,9 +1,8 @@
 /** The write conformance suite over the in-memory DAM: the suite's own check (its failures are real). */
 import { after } from 'node:test';
-import { Readable } from 'node:stream';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { memoryDam } from '../helpers/memory-dam.js';
-import { runWriteConformance, type WriteCall } from '../helpers/write-conformance.js';
+import { injectCaller, runWriteConformance } from '../helpers/write-conformance.js';
 
 let hub: TestHub | undefined;
 after(() => hub?.close());
@@ -18,16 +17,7 @@ runWriteConformance('memory', async () => {
     await t.app.inject({ method: 'POST', url: '/api/v1/auth/memdam/signin', payload: { state: start.state, user, password: 'secret' } });
     const token = (await t.app.inject({ url: `/api/v1/auth/login?state=${start.state}&polling=true` })).json().access_token;
     const headers = { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${token}` };
-    return async (c: WriteCall) => {
-      const payload = c.payload instanceof Readable || Buffer.isBuffer(c.payload) || c.payload === undefined ? c.payload : JSON.stringify(c.payload);
-      const json = c.payload !== undefined && !(c.payload instanceof Readable) && !Buffer.isBuffer(c.payload);
-      const r = await t.app.inject({ method: c.method, url: `/api/v1${c.path}`, headers: { ...headers, ...(json ? { 'content-type': 'application/json' } : {}), ...c.headers }, payload: payload as never });
-      let body: unknown = r.body;
-      try {
-        body = r.json();
-      } catch { /* not JSON */ }
-      return { status: r.statusCode, headers: r.headers as Record<string, string>, body };
-    };
+    return injectCaller(t.app, headers);
   };
   const call = await session('alice');
   return {

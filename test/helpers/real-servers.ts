@@ -193,9 +193,11 @@ export interface RealS3 {
  * OpenStack Swift with its S3 API: account, container and object servers and a proxy on free
  * loopback ports, a one-device ring per server type, everything (swift.conf included, read from
  * `swift_dir`) in a temp dir. One bucket, versioned when `versioning` is set, filled through the
- * AWS SDK v3.
+ * AWS SDK v3. The container_quotas middleware is on (a test sets X-Container-Meta-Quota-Bytes
+ * through the Swift API); `minPartBytes` lowers s3api's smallest multipart part (5 MiB) so a test
+ * of several parts stays small.
  */
-export async function startSwiftS3(objects: Record<string, Buffer | string>, opts: { versioning?: boolean; meta?: Record<string, Record<string, string>> } = {}): Promise<RealS3> {
+export async function startSwiftS3(objects: Record<string, Buffer | string>, opts: { versioning?: boolean; meta?: Record<string, Record<string, string>>; minPartBytes?: number } = {}): Promise<RealS3> {
   for (const [prog, pkg] of [['swift-proxy-server', 'swift-proxy'], ['swift-account-server', 'swift-account'], ['swift-container-server', 'swift-container'], ['swift-object-server', 'swift-object'], ['swift-ring-builder', 'swift']]) requireProgram(prog, pkg);
   const memcached = requireProgram('memcached', 'memcached');
   const dir = tempDir('damhub-swift-');
@@ -229,7 +231,7 @@ export async function startSwiftS3(objects: Record<string, Buffer | string>, opt
   // enabled by versioned_writes' allow_object_versioning and relies on symlink and copy.
   writeFileSync(path.join(dir, 'proxy-server.conf'), `${common(proxy)}
 [pipeline:main]
-pipeline = catch_errors gatekeeper proxy-logging cache listing_formats s3api tempauth copy slo dlo versioned_writes symlink proxy-logging proxy-server
+pipeline = catch_errors gatekeeper proxy-logging cache listing_formats s3api tempauth container-quotas copy slo dlo versioned_writes symlink proxy-logging proxy-server
 
 [app:proxy-server]
 use = egg:swift#proxy
@@ -249,9 +251,11 @@ use = egg:swift#listing_formats
 [filter:s3api]
 use = egg:swift#s3api
 location = us-east-1
-[filter:tempauth]
+${opts.minPartBytes ? `min_segment_size = ${opts.minPartBytes}\n` : ''}[filter:tempauth]
 use = egg:swift#tempauth
 user_test_tester = testing .admin
+[filter:container-quotas]
+use = egg:swift#container_quotas
 [filter:copy]
 use = egg:swift#copy
 [filter:slo]

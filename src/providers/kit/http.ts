@@ -47,8 +47,14 @@ export interface UpstreamRequest {
   method: string;
   url: string | URL;
   headers?: Record<string, string>;
-  body?: string | Buffer;
-  /** Whether repeating the call is harmless; defaults from the method (GET, HEAD, OPTIONS, PROPFIND, SEARCH). */
+  /**
+   * A stream is sent as it is read (an upload): the call is never repeated (a stream cannot be
+   * replayed), the deadline runs from the last body chunk handed over (a long upload is not cut by
+   * a deadline meant for an answer's head), and an error of the stream itself (the client went
+   * away, the hub's byte count refused it) comes out as that error, not as the upstream's failure.
+   */
+  body?: string | Buffer | Readable;
+  /** Whether repeating the call is harmless; defaults from the method (GET, HEAD, OPTIONS, PROPFIND, SEARCH); never with a stream body. */
   idempotent?: boolean;
   /** Statuses the caller handles itself (besides 2xx); others become integration errors. */
   accept?: number[];
@@ -151,6 +157,18 @@ export class UpstreamClient {
     return view;
   }
 
+  /**
+   * This client without a call's signal: for clean-up that must go out even after the hub stopped
+   * waiting for the call (aborting a multipart upload whose client went away), bounded by the
+   * deadline of each attempt as any call.
+   */
+  detached(): UpstreamClient {
+    if (!this.callSignal) return this;
+    const view = Object.create(this) as UpstreamClient;
+    view.callSignal = null;
+    return view;
+  }
+
   /** The error for a call the hub stopped waiting for (nobody reads it; the caller had its 504). */
   private abandoned(what: string): HubError {
     return unavailable(this.providerId, `${what}: abandoned, the hub stopped waiting for the call`, { timeout: true });
@@ -161,7 +179,8 @@ export class UpstreamClient {
     const url = typeof req.url === 'string' ? new URL(req.url) : req.url;
     const what = req.what ?? `${req.method} ${url.pathname}`;
     this.checkAddress(url, what);
-    const idempotent = req.idempotent ?? SAFE_METHODS.has(req.method.toUpperCase());
+    const streamed = isStream(req.body);
+    const idempotent = !streamed && (req.idempotent ?? SAFE_METHODS.has(req.method.toUpperCase()));
     const attempts = idempotent ? this.settings.retries + 1 : 1;
     if (this.callSignal?.aborted) throw this.abandoned(what);
     for (let attempt = 0; ; attempt++) {
@@ -236,13 +255,20 @@ export class UpstreamClient {
     const call = this.callSignal;
     const abandon = () => ac.abort(call!.reason);
     call?.addEventListener('abort', abandon, { once: true });
+    // undici reads async iterables (its types name only streams): no stream in between to buffer ahead.
+    const sent = isStream(req.body) ? relay(req.body, () => timer.refresh()) : null;
     let res;
     try {
       const undici = await loadUndici();
       this.pool.agent ??= new undici.Agent(this.agentOptions);
-      res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: req.body, signal: ac.signal });
+      // undici's own head timer runs from the request's start and is refreshed only when the socket
+      // pushes back: a client uploading slowly would hit it mid-body. Off for a stream: `timer`,
+      // refreshed by every chunk, bounds a stalled body and then the answer's head.
+      res = await undici.request(url, { dispatcher: this.pool.agent, method: req.method as 'GET', headers: req.headers, body: sent ? (sent.body as unknown as Readable) : (req.body as string | Buffer | undefined), signal: ac.signal, ...(sent ? { headersTimeout: 0 } : {}) });
     } catch (e) {
       if (call?.aborted) throw this.abandoned(what);
+      // The body's own stream failed: the upstream did nothing wrong (no breaker failure, no retry).
+      if (sent?.failure) throw sent.failure.error;
       // The address policy refused the resolved address: no connection was made, the host did not
       // fail, and asking again gives the same answer.
       if (refusalOf(e)) throw networkError(this.providerId, what, e, this.settings.timeoutMs);
@@ -308,6 +334,28 @@ export class UpstreamClient {
     this.deps.log?.warn({ connector: this.providerId, host: url.host, cause: cause.code, attempts, ...(cause.code === 'timeout' ? { timeoutMs: this.settings.timeoutMs } : {}) },
       `${this.providerId}: ${url.host} ${cause.text(this.settings.timeoutMs)}`);
   }
+}
+
+const isStream = (b: unknown): b is Readable => typeof (b as Readable | undefined)?.pipe === 'function';
+
+/**
+ * A request body read from `stream` chunk by chunk (undici pulls it: memory stays one chunk),
+ * calling `progress` on each; `failure` holds the stream's own error once it failed.
+ */
+function relay(stream: Readable, progress: () => void): { body: AsyncIterable<Buffer>; failure: { error: unknown } | null } {
+  const out: { body: AsyncIterable<Buffer>; failure: { error: unknown } | null } = { body: undefined as never, failure: null };
+  out.body = (async function* () {
+    try {
+      for await (const chunk of stream) {
+        progress();
+        yield chunk as Buffer;
+      }
+    } catch (e) {
+      out.failure = { error: e };
+      throw e;
+    }
+  })();
+  return out;
 }
 
 /** Drops an answer's body; the abort this causes is expected, not an error to report. */

@@ -11,7 +11,10 @@ import { discard, type UpstreamClient, type UpstreamResponse } from '../kit/http
 import { malformed } from '../kit/upstream-errors.js';
 
 export const PROVIDER_ID = 's3';
-/** The payload hash of every request this connector signs: it sends no bodies, and presigned URLs cannot know one. */
+/**
+ * The payload hash of every request this connector signs: uploads are streamed (their hash is not
+ * known before the last byte), and presigned URLs cannot know one.
+ */
 export const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
 export interface S3Cred extends Record<string, unknown> {
@@ -75,14 +78,14 @@ function signer(c: S3Cred): SignatureV4 {
   });
 }
 
-const enc = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
+export const enc = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
 
-function objectPath(c: S3Cred, key: string | null): string {
+export function objectPath(c: S3Cred, key: string | null): string {
   const base = new URL(c.endpoint).pathname.replace(/\/+$/, '');
   return `${base}/${enc(c.bucket)}${key === null ? '' : `/${key.split('/').map(enc).join('/')}`}`;
 }
 
-async function signed(c: S3Cred, method: string, key: string | null, query: Record<string, string>, headers: Record<string, string> = {}): Promise<{ url: URL; headers: Record<string, string> }> {
+export async function signed(c: S3Cred, method: string, key: string | null, query: Record<string, string>, headers: Record<string, string> = {}): Promise<{ url: URL; headers: Record<string, string> }> {
   const ep = new URL(c.endpoint);
   const path = objectPath(c, key);
   const req = await signer(c).sign({
@@ -93,9 +96,10 @@ async function signed(c: S3Cred, method: string, key: string | null, query: Reco
   return { url: new URL(`${ep.origin}${path}${qs ? `?${qs}` : ''}`), headers: req.headers as Record<string, string> };
 }
 
-export async function listObjects(http: UpstreamClient, c: S3Cred, o: { prefix: string; delimiter: boolean; maxKeys: number; token: string | null }): Promise<ListPage> {
+export async function listObjects(http: UpstreamClient, c: S3Cred, o: { prefix: string; delimiter: boolean; maxKeys: number; token: string | null; startAfter?: string }): Promise<ListPage> {
   const query: Record<string, string> = { 'list-type': '2', 'max-keys': String(o.maxKeys), prefix: o.prefix };
   if (o.delimiter) query.delimiter = '/';
+  if (o.startAfter) query['start-after'] = o.startAfter;
   if (o.token) query['continuation-token'] = o.token;
   const { url, headers } = await signed(c, 'GET', null, query);
   const what = `ListObjectsV2 ${c.bucket}/${o.prefix}`;
@@ -209,7 +213,7 @@ export function s3ErrorMessage(body: string, contentType: string): string {
   return body;
 }
 
-function parseXml(text: string, contentType: string, what: string): any {
+export function parseXml(text: string, contentType: string, what: string): any {
   if (!/xml/i.test(contentType) && !text.trimStart().startsWith('<?xml')) throw malformed(PROVIDER_ID, what, `expected XML but the answer is ${contentType || 'untyped'}`, text);
   try {
     return parser.parse(text, true);

@@ -1,11 +1,32 @@
 /** S3 objects and prefixes → the hub's common shape. */
 import path from 'node:path';
+import { integrationError } from '../../errors.js';
 import type { Asset, Folder } from '../model.js';
 import { mimeTypeOf } from '../kit/mime.js';
 import { HUB_THUMBNAIL_TYPES } from '../kit/thumbnails.js';
-import type { Head, S3Object } from './api.js';
+import { PROVIDER_ID, type Head, type S3Object } from './api.js';
 
 export const baseName = (key: string) => key.split('/').filter(Boolean).at(-1) ?? key;
+
+/** Folder id → key prefix ('' for the bucket root; otherwise ending in '/'). */
+export function prefixOf(folderId: string): string {
+  if (folderId === 'root' || folderId === '' || folderId === '/') return '';
+  return folderId.replace(/^\/+/, '').replace(/\/*$/, '/');
+}
+
+export function keyOf(assetId: string): string {
+  const key = assetId.replace(/^\/+/, '');
+  if (!key || key.endsWith('/')) throw integrationError('integration-not-found', PROVIDER_ID, `no object ${JSON.stringify(assetId)}`);
+  return key;
+}
+
+/** The prefix of the folder holding a key or a prefix ('' at the root). */
+export function parentOf(keyOrPrefix: string): string {
+  const parts = keyOrPrefix.split('/');
+  if (keyOrPrefix.endsWith('/')) parts.pop();
+  parts.pop();
+  return parts.length ? `${parts.join('/')}/` : '';
+}
 
 export function toFolder(prefix: string): Folder {
   return { id: prefix, name: baseName(prefix) };

@@ -6,13 +6,17 @@
  * sub-prefixes), so totalAssetsCount is exact with bounded memory. Downloads are presigned URLs
  * straight to the bucket; one asset adds its object headers and, for images, metadata read from
  * the head of the object (the kit's imageHead). Image assets carry a hub thumbnail link (the kit
- * makes it from GetObject through the `download` hook).
+ * makes it from GetObject through the `download` hook). Writes (upload, new versions, rename,
+ * move, delete, folders; no locks) are in writes.ts; every asset carries its ETag as CONTENT_TAG.
  */
 import { integrationError } from '../../errors.js';
-import type { AssetPage, FolderPage } from '../model.js';
+import type { Asset, AssetPage, FolderPage } from '../model.js';
+import { tagAsset } from '../asset-state.js';
 import { defineProvider, type CallContext } from '../kit/define.js';
 import { getObject, headObject, listObjects, listVersions, presignGet, PROVIDER_ID, s3ErrorMessage, type S3Cred, type S3Object, type S3Version } from './api.js';
-import { hasThumbnail, toAsset, toFolder, withHeaders } from './mapping.js';
+import { DEFAULT_BODY_LIMITS, type BodyLimits } from './body.js';
+import { hasThumbnail, keyOf, prefixOf, toAsset, toFolder, withHeaders } from './mapping.js';
+import { writeHooks } from './writes.js';
 import { withImageHead } from '../kit/image-head.js';
 import { FormValueError } from '../kit/signin-form.js';
 
@@ -28,18 +32,6 @@ function parseCred(raw: Record<string, unknown>): S3Cred {
   const f = ['endpoint', 'region', 'bucket', 'accessKeyId', 'secretAccessKey'] as const;
   for (const k of f) if (typeof raw[k] !== 'string') throw new Error('not S3 credentials');
   return Object.fromEntries(f.map((k) => [k, raw[k]])) as S3Cred;
-}
-
-/** Folder id → key prefix ('' for the bucket root; otherwise ending in '/'). */
-function prefixOf(folderId: string): string {
-  if (folderId === 'root' || folderId === '' || folderId === '/') return '';
-  return folderId.replace(/^\/+/, '').replace(/\/*$/, '/');
-}
-
-function keyOf(assetId: string): string {
-  const key = assetId.replace(/^\/+/, '');
-  if (!key || key.endsWith('/')) throw integrationError('integration-not-found', PROVIDER_ID, `no object ${JSON.stringify(assetId)}`);
-  return key;
 }
 
 interface Cursor {
@@ -62,12 +54,32 @@ async function assets(ctx: CallContext<S3Cred>, objects: S3Object[]) {
   return Promise.all(objects.map((o) => mapObject(ctx, o, now)));
 }
 
-/** One object with its presigned download and, for a raster image, its hub thumbnail link. */
+/**
+ * One object with its presigned download and, for a raster image, its hub thumbnail link. Its
+ * ETag is the asset's CONTENT_TAG (src/providers/asset-state.ts): the hub's ETag of the asset
+ * derives from it, and a write's If-Match is sent on to the bucket as that ETag.
+ */
 async function mapObject(ctx: CallContext<S3Cred>, o: S3Object & { contentType?: string }, now: number) {
   const name = o.key.split('/').at(-1)!;
   // The ETag names the content: an overwritten key gets a new thumbnail key.
   const thumb = hasThumbnail(o.key, o.contentType) ? await ctx.thumbnailUrl({ k: o.key }, `${name}.jpg`, o.etag ? { etag: o.etag } : { version: `${o.size}-${o.modified ?? ''}` }) : undefined;
-  return toAsset(o, await presignGet(ctx.cred, o.key, name, PRESIGN_SEC, now), thumb);
+  return tagAsset(toAsset(o, await presignGet(ctx.cred, o.key, name, PRESIGN_SEC, now), thumb), { contentTag: o.etag });
+}
+
+/** One asset in full: headers, the version number `assetversions` gives it, image metadata. */
+async function readAsset(ctx: CallContext<S3Cred>, key: string): Promise<Asset> {
+  const h = await headObject(ctx.http, ctx.cred, key);
+  let a = await mapObject(ctx, { key, size: h.size, etag: h.etag, modified: h.modified, contentType: h.contentType }, ctx.now());
+  // The asset's number must be the one `assetversions` gives its current content, or a client
+  // comparing the two sees a version it cannot find: number it from the same listing.
+  // Without versioning the object is its only version: 1, as `assetversions` says too.
+  const n = Math.max(1, numbered(await listVersions(ctx.http, ctx.cred, key), null).findIndex((v) => v?.latest) + 1);
+  a.version = n;
+  a.displayVersion = n;
+  a = withHeaders(a, h);
+  // Pixel size and EXIF from a ranged read of the object's head, parsed as the library parses its files.
+  if (hasThumbnail(key, h.contentType) && h.size > 0) withImageHead(a, await ctx.imageHead({ k: key }));
+  return a;
 }
 
 /** Walks a listing to its end, one request per 1000 keys, handing each page to `visit`. */
@@ -94,7 +106,13 @@ function numbered<T extends S3Version | null>(found: S3Version[] | null, only: T
   return only === null ? [] : [only];
 }
 
-export const s3Connector = defineProvider<S3Cred>({
+export interface S3Options {
+  /** When a body goes in parts, and their size (tests lower them to keep their bytes small). */
+  limits?: Partial<BodyLimits>;
+}
+
+/** The connector with its write limits; `s3Connector` is it with the defaults. */
+export const s3ConnectorWith = (opts: S3Options = {}) => defineProvider<S3Cred>({
   id: PROVIDER_ID,
   name: 'S3',
   version: '1.0.0',
@@ -140,7 +158,8 @@ export const s3Connector = defineProvider<S3Cred>({
     async browse(ctx, folderId, opts): Promise<FolderPage> {
       const prefix = prefixOf(folderId);
       const name = prefix ? prefix.split('/').filter(Boolean).at(-1)! : ctx.cred.bucket;
-      const base = { id: folderId === 'root' ? 'root' : prefix, name, filters: [] };
+      // The bucket itself cannot be renamed or deleted through the hub (writes.ts refuses it).
+      const base = { id: folderId === 'root' ? 'root' : prefix, name, filters: [], ...(prefix ? {} : { capabilities: { canDeleteFolder: false, canRenameFolder: false } }) };
       if (opts.more !== null) {
         const c = readCursor(opts.more);
         const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter: true, maxKeys: opts.size, token: c.k });
@@ -148,13 +167,18 @@ export const s3Connector = defineProvider<S3Cred>({
         return { ...base, folders: [], assets: await assets(ctx, objects), totalAssetsCount: c.n, ...(p.next ? { more: JSON.stringify({ k: p.next, n: c.n }) } : {}) };
       }
       let total = 0;
+      // A folder made empty (or created) by the hub holds only its marker object, "prefix/".
+      let marker = false;
       const prefixes: string[] = [];
       await walk(ctx, prefix, true, (p) => {
         total += p.objects.filter((o) => o.key !== prefix).length;
+        marker ||= p.objects.some((o) => o.key === prefix);
         for (const x of p.prefixes) if (prefixes.length < MAX_PREFIXES) prefixes.push(x);
       });
-      if (prefix && total === 0 && prefixes.length === 0) throw integrationError('integration-not-found', PROVIDER_ID, `no folder ${JSON.stringify(prefix)} in bucket ${ctx.cred.bucket}`);
-      const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter: true, maxKeys: opts.size, token: null });
+      if (prefix && total === 0 && prefixes.length === 0 && !marker) throw integrationError('integration-not-found', PROVIDER_ID, `no folder ${JSON.stringify(prefix)} in bucket ${ctx.cred.bucket}`);
+      // The folder's marker object ("prefix/") sorts before every key under it: starting after it
+      // keeps it from taking a place on the first page.
+      const p = await listObjects(ctx.http, ctx.cred, { prefix, delimiter: true, maxKeys: opts.size, token: null, startAfter: prefix || undefined });
       const objects = p.objects.filter((o) => o.key !== prefix);
       return { ...base, folders: prefixes.map(toFolder), assets: await assets(ctx, objects), totalAssetsCount: total, ...(p.next ? { more: JSON.stringify({ k: p.next, n: total }) } : {}) };
     },
@@ -180,7 +204,7 @@ export const s3Connector = defineProvider<S3Cred>({
       const name = key.split('/').at(-1)!;
       const oldestFirst = numbered(await listVersions(ctx.http, ctx.cred, key), { key, versionId: '', latest: true, size: h.size, etag: h.etag, modified: h.modified });
       const list = await Promise.all(oldestFirst.map(async (v, i) => {
-        const a = toAsset(v, await presignGet(ctx.cred, key, name, PRESIGN_SEC, ctx.now(), v.versionId && v.versionId !== 'null' ? v.versionId : undefined));
+        const a = tagAsset(toAsset(v, await presignGet(ctx.cred, key, name, PRESIGN_SEC, ctx.now(), v.versionId && v.versionId !== 'null' ? v.versionId : undefined)), { contentTag: v.etag });
         a.version = i + 1;
         a.displayVersion = i + 1;
         if (v.versionId) a.versionComment = `S3 version ${v.versionId}`;
@@ -191,19 +215,7 @@ export const s3Connector = defineProvider<S3Cred>({
     },
 
     async asset(ctx, assetId) {
-      const key = keyOf(assetId);
-      const h = await headObject(ctx.http, ctx.cred, key);
-      let a = await mapObject(ctx, { key, size: h.size, etag: h.etag, modified: h.modified, contentType: h.contentType }, ctx.now());
-      // The asset's number must be the one `assetversions` gives its current content, or a client
-      // comparing the two sees a version it cannot find: number it from the same listing.
-      // Without versioning the object is its only version: 1, as `assetversions` says too.
-      const n = Math.max(1, numbered(await listVersions(ctx.http, ctx.cred, key), null).findIndex((v) => v?.latest) + 1);
-      a.version = n;
-      a.displayVersion = n;
-      a = withHeaders(a, h);
-      // Pixel size and EXIF from a ranged read of the object's head, parsed as the library parses its files.
-      if (hasThumbnail(key, h.contentType) && h.size > 0) withImageHead(a, await ctx.imageHead({ k: key }));
-      return a;
+      return readAsset(ctx, keyOf(assetId));
     },
 
     /** The thumbnail and head reads of the kit (clients download through presigned URLs). */
@@ -211,5 +223,10 @@ export const s3Connector = defineProvider<S3Cred>({
       if (typeof item.k !== 'string' || !item.k) throw integrationError('integration-not-found', PROVIDER_ID, 'the link names no object');
       return getObject(http, cred, keyOf(item.k), range, ifNoneMatch);
     },
+
+    // Writes (writes.ts); no lockAsset/unlockAsset: S3 has no locks, so the `lock` capability is false.
+    ...writeHooks({ limits: { ...DEFAULT_BODY_LIMITS, ...opts.limits }, readAsset }),
   },
 });
+
+export const s3Connector = s3ConnectorWith();

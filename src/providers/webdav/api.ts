@@ -25,17 +25,37 @@ export interface DavEntry {
   etag?: string;
   modified?: number;
   created?: number;
+  /**
+   * The locks on it (DAV:lockdiscovery), or undefined when the server does not report them (rclone
+   * answers the property 404): then a lock taken through the hub could never be found again.
+   */
+  locks?: DavLock[];
+  /**
+   * What the signed-in user may do on it (RFC 3744 DAV:current-user-privilege-set, aggregates
+   * expanded), or undefined when the server does not say (Apache mod_dav, rclone): then anything.
+   */
+  privileges?: Set<string>;
 }
 
+/** One active lock as the server reports it. */
+export interface DavLock {
+  token: string;
+  /** The DAV:owner the locker gave, as text (an href or words); '' when none. */
+  owner: string;
+  exclusive: boolean;
+}
+
+/** The properties every listing asks for: the file's facts, its locks and the user's privileges on it. */
+export const PROPS = '<d:displayname/><d:resourcetype/><d:getcontentlength/><d:getcontenttype/><d:getetag/><d:getlastmodified/><d:creationdate/><d:lockdiscovery/><d:current-user-privilege-set/>';
 const PROPFIND_BODY = `<?xml version="1.0" encoding="utf-8"?>
-<d:propfind xmlns:d="DAV:"><d:prop><d:displayname/><d:resourcetype/><d:getcontentlength/><d:getcontenttype/><d:getetag/><d:getlastmodified/><d:creationdate/></d:prop></d:propfind>`;
+<d:propfind xmlns:d="DAV:"><d:prop>${PROPS}</d:prop></d:propfind>`;
 
 const parser = new XMLParser({
   ignoreAttributes: true,
   removeNSPrefix: true,
   parseTagValue: false,
   trimValues: true,
-  isArray: (name) => name === 'response' || name === 'propstat',
+  isArray: (name) => name === 'response' || name === 'propstat' || name === 'activelock' || name === 'privilege',
 });
 
 export const PROVIDER_ID = 'webdav';
@@ -51,13 +71,16 @@ export function urlOf(c: WebdavCred, path: string, collection: boolean): URL {
 }
 
 export async function propfind(http: UpstreamClient, c: WebdavCred, path: string, depth: 0 | 1): Promise<DavEntry[]> {
-  const url = urlOf(c, path, depth === 1);
-  const what = `PROPFIND ${url.pathname}`;
-  const r = await http.text({
-    method: 'PROPFIND', url, what,
+  const ask = (url: URL) => http.text({
+    method: 'PROPFIND', url, what: `PROPFIND ${url.pathname}`, accept: depth === 0 ? [301] : undefined,
     headers: { authorization: authHeader(c), depth: String(depth), 'content-type': 'application/xml; charset=utf-8', accept: 'application/xml, text/xml' },
     body: PROPFIND_BODY,
   });
+  let url = urlOf(c, path, depth === 1);
+  let r = await ask(url);
+  // A folder asked for without its trailing slash: Apache redirects (301) to the slashed URL.
+  if (r.status === 301 && path !== '/') r = await ask((url = urlOf(c, path, true)));
+  const what = `PROPFIND ${url.pathname}`;
   if (r.status !== 207) throw malformed(PROVIDER_ID, what, `expected 207 Multi-Status, got ${r.status}`, r.text);
   return parseMultistatus(r.text, String(r.headers['content-type'] ?? ''), c, what);
 }
@@ -104,7 +127,49 @@ export function parseMultistatus(text: string, contentType: string, c: WebdavCre
       etag: typeof p.getetag === 'string' && p.getetag ? p.getetag : undefined,
       modified: date(p.getlastmodified),
       created: date(p.creationdate),
+      ...('lockdiscovery' in p ? { locks: locksOf(p.lockdiscovery) } : {}),
+      ...('current-user-privilege-set' in p ? { privileges: privilegesOf(p['current-user-privilege-set']) } : {}),
     });
+  }
+  return out;
+}
+
+/** Text content of a parsed element (a string, or an object of children such as `{ href: '...' }`). */
+function textOf(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v && typeof v === 'object') return Object.values(v).map(textOf).filter(Boolean).join(' ');
+  return '';
+}
+
+/** The active locks of a DAV:lockdiscovery value (empty element: none). */
+export function locksOf(v: unknown): DavLock[] {
+  const list = (v && typeof v === 'object' ? (v as { activelock?: unknown }).activelock : undefined);
+  if (!Array.isArray(list)) return [];
+  const out: DavLock[] = [];
+  for (const l of list) {
+    const token = textOf(l?.locktoken).trim();
+    if (!token) continue;
+    out.push({ token, owner: textOf(l?.owner).trim(), exclusive: !!l?.lockscope && typeof l.lockscope === 'object' && 'exclusive' in l.lockscope });
+  }
+  return out;
+}
+
+/** RFC 3744 3.12 aggregates: a privilege granted grants those it contains. */
+const AGGREGATES: Record<string, string[]> = {
+  all: ['read', 'write', 'write-properties', 'write-content', 'bind', 'unbind', 'unlock', 'read-acl', 'write-acl', 'read-current-user-privilege-set'],
+  write: ['write-properties', 'write-content', 'bind', 'unbind'],
+};
+
+/** The privileges of a DAV:current-user-privilege-set value, aggregates expanded. */
+export function privilegesOf(v: unknown): Set<string> {
+  const out = new Set<string>();
+  const list = v && typeof v === 'object' ? (v as { privilege?: unknown }).privilege : undefined;
+  for (const p of Array.isArray(list) ? list : []) {
+    if (!p || typeof p !== 'object') continue;
+    for (const name of Object.keys(p)) {
+      out.add(name);
+      for (const sub of AGGREGATES[name] ?? []) out.add(sub);
+    }
   }
   return out;
 }
@@ -130,7 +195,7 @@ export async function search(http: UpstreamClient, c: WebdavCred, path: string, 
   const likes = terms.map((t) => `<d:like caseless="yes"><d:prop><d:displayname/></d:prop><d:literal>${xmlText(likeLiteral(t))}</d:literal></d:like>`).join('');
   const body = `<?xml version="1.0" encoding="utf-8"?>
 <d:searchrequest xmlns:d="DAV:"><d:basicsearch>
-<d:select><d:prop><d:displayname/><d:resourcetype/><d:getcontentlength/><d:getcontenttype/><d:getetag/><d:getlastmodified/><d:creationdate/></d:prop></d:select>
+<d:select><d:prop>${PROPS}</d:prop></d:select>
 <d:from><d:scope><d:href>${xmlText(scope)}</d:href><d:depth>infinity</d:depth></d:scope></d:from>
 <d:where><d:and><d:not><d:is-collection/></d:not>${likes}</d:and></d:where>
 <d:limit><d:nresults>${limit}</d:nresults></d:limit>

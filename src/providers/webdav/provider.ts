@@ -5,6 +5,7 @@
  * Search uses RFC 5323 SEARCH where the server advertises basicsearch (DASL), else walks the
  * tree breadth-first with depth-1 PROPFINDs, bounded, matching names.
  * Downloads stream through the hub with Range and ETag relayed.
+ * Writes (writes.ts): PUT to a temp name then MOVE, MKCOL, MOVE, DELETE, LOCK/UNLOCK.
  */
 import { integrationError, isHubError } from '../../errors.js';
 import type { ListOptions } from '../contract.js';
@@ -13,7 +14,9 @@ import { defineProvider, type CallContext } from '../kit/define.js';
 import { withImageHead } from '../kit/image-head.js';
 import { FormValueError } from '../kit/signin-form.js';
 import { davErrorMessage, get, PROVIDER_ID, propfind, search as davSearch, supportsSearch, type DavEntry, type WebdavCred } from './api.js';
-import { byName, hasThumbnail, toAsset, toFolder } from './mapping.js';
+import { byName, hasThumbnail, parentOf, toFolder } from './mapping.js';
+import { cleanPath, folderPermissions, isTemp, mapEntry } from './entries.js';
+import { writeHooks } from './writes.js';
 
 /** Folders a search visits at most; a search over a bigger tree says so instead of running on. */
 export const SEARCH_MAX_FOLDERS = 500;
@@ -61,36 +64,17 @@ function parseCred(raw: Record<string, unknown>): WebdavCred {
   return { url, user, pass };
 }
 
-/** A client-given id as a clean path under the root, or not-found (no '..', no NUL, no backslash tricks). */
-function cleanPath(id: string): string {
-  if (id === 'root' || id === '/' || id === '') return '/';
-  const segs = id.split('/').filter(Boolean);
-  if (segs.some((s) => s === '.' || s === '..' || s.includes('\\'))) throw integrationError('integration-not-found', PROVIDER_ID, `no item ${JSON.stringify(id)}`);
-  return `/${segs.join('/')}`;
-}
-
 function offsetOf(more: string | null): number {
   if (more === null) return 0;
   if (!/^\d{1,9}$/.test(more)) throw integrationError('integration-operation-failed', PROVIDER_ID, 'the paging cursor is not one this connector issued');
   return Number(more);
 }
 
-async function page(ctx: CallContext<WebdavCred>, files: DavEntry[], opts: ListOptions): Promise<{ assets: AssetPage['assets']; more?: string }> {
+async function page(ctx: CallContext<WebdavCred>, files: DavEntry[], opts: ListOptions, parent?: Set<string>): Promise<{ assets: AssetPage['assets']; more?: string }> {
   const from = offsetOf(opts.more);
   const slice = files.slice(from, from + opts.size);
-  const assets = await Promise.all(slice.map((e) => mapEntry(ctx, e)));
+  const assets = await Promise.all(slice.map((e) => mapEntry(ctx, e, parent)));
   return from + opts.size < files.length ? { assets, more: String(from + opts.size) } : { assets };
-}
-
-/** One file as an asset, with its download link and, for a raster image, its thumbnail link. */
-async function mapEntry(ctx: CallContext<WebdavCred>, e: DavEntry) {
-  const item = { p: e.path };
-  // The ETag names the content (else size and date): a changed file gets a new thumbnail key.
-  const version = e.etag ? { etag: e.etag } : { version: `${e.size ?? ''}-${e.modified ?? ''}` };
-  return toAsset(e, {
-    downloadUrl: await ctx.downloadUrl(item, e.name),
-    thumbnailUrl: hasThumbnail(e) ? await ctx.thumbnailUrl(item, `${e.name}.jpg`, version) : undefined,
-  });
 }
 
 export const webdavConnector = defineProvider<WebdavCred>({
@@ -151,14 +135,18 @@ export const webdavConnector = defineProvider<WebdavCred>({
       });
       const self = entries.find((e) => e.path === p);
       if (!self?.collection) throw integrationError('integration-not-found', PROVIDER_ID, `${p} is not a folder`);
-      const members = entries.filter((e) => e.path !== p).sort(byName);
+      // An upload in progress (its temp name) is not content yet.
+      const members = entries.filter((e) => e.path !== p && !isTemp(e)).sort(byName);
       const files = members.filter((e) => !e.collection);
-      const { assets, more } = await page(ctx, files, opts);
+      const { assets, more } = await page(ctx, files, opts, self.privileges);
+      // Deleting or renaming this folder is up to its parent's privileges, where the server reports them.
+      const parent = self.privileges !== undefined && p !== '/' ? (await propfind(ctx.http, ctx.cred, parentOf(p), 0))[0]?.privileges : undefined;
       return {
         id: folderId === 'root' ? 'root' : p,
         name: p === '/' ? 'WebDAV' : self.name,
         folders: opts.more === null ? members.filter((e) => e.collection).map(toFolder) : [],
         assets, filters: [], totalAssetsCount: files.length,
+        capabilities: folderPermissions(self, parent),
         ...(more ? { more } : {}),
       };
     },
@@ -166,7 +154,7 @@ export const webdavConnector = defineProvider<WebdavCred>({
     async search(ctx, q, opts): Promise<AssetPage> {
       const terms = q.query.toLowerCase().split(/\s+/).filter(Boolean);
       const start = cleanPath(q.parentId ?? '/');
-      const matches = (e: DavEntry) => !e.collection && terms.every((t) => e.name.toLowerCase().includes(t));
+      const matches = (e: DavEntry) => !e.collection && !isTemp(e) && terms.every((t) => e.name.toLowerCase().includes(t));
       let hits: DavEntry[] = [];
       if (terms.length && await canSearch(ctx)) {
         // The server searches; its answer is checked again here (a server may ignore caseless).
@@ -181,7 +169,9 @@ export const webdavConnector = defineProvider<WebdavCred>({
       const p = cleanPath(assetId);
       const [e] = await propfind(ctx.http, ctx.cred, p, 0);
       if (!e || e.collection) throw integrationError('integration-not-found', PROVIDER_ID, `${p} is not a file`);
-      const a = await mapEntry(ctx, e);
+      // Deleting or renaming it is up to its folder's privileges, where the server reports them.
+      const parent = e.privileges !== undefined ? (await propfind(ctx.http, ctx.cred, parentOf(p), 0))[0]?.privileges : undefined;
+      const a = await mapEntry(ctx, e, parent);
       // The detail adds what only the file itself says: its pixel size and EXIF, from its head.
       if (hasThumbnail(e)) withImageHead(a, await ctx.imageHead({ p: e.path }));
       return a;
@@ -191,6 +181,8 @@ export const webdavConnector = defineProvider<WebdavCred>({
       if (typeof item.p !== 'string') throw integrationError('integration-not-found', PROVIDER_ID, 'the download link names no file');
       return get(http, cred, cleanPath(item.p), range, ifNoneMatch);
     },
+
+    ...writeHooks,
   },
 });
 
