@@ -146,7 +146,7 @@ function checksumOf(header: string | string[] | undefined): TusCall['checksum'] 
 }
 
 /** tus's own refusals, in the hub's envelope with tus's statuses. */
-function fromTus(err: unknown, status: number, text: string): HubError {
+function fromTus(err: unknown, status: number, text: string, maxBytes: number): HubError {
   if (isHubError(err)) return err;
   const tus = err as { status_code?: number; body?: string } | null;
   if (err && !(tus && typeof tus.status_code === 'number')) return toHubError(err);
@@ -154,7 +154,7 @@ function fromTus(err: unknown, status: number, text: string): HubError {
   switch (tus?.status_code ?? status) {
     case 404: return hubError('hub-not-found', 'no such upload', { message: 'This upload does not exist.' });
     case 410: return hubError('upload-expired', said);
-    case 413: return hubError('hub-payload-too-large', err === ERRORS.ERR_MAX_SIZE_EXCEEDED ? `Upload-Length is over the limit of ${said}` : said);
+    case 413: return hubError('hub-payload-too-large', err === ERRORS.ERR_MAX_SIZE_EXCEEDED ? `Upload-Length is over the limit of ${maxBytes} bytes (DAMHUB_MAX_UPLOAD_BYTES)` : said);
     case 500: return err === ERRORS.ERR_LOCK_TIMEOUT
       ? hubError('hub-unavailable', 'another request of this upload is still running', { headers: { 'retry-after': '1' } })
       : hubError('hub-internal-error', said);
@@ -169,12 +169,7 @@ function fromTus(err: unknown, status: number, text: string): HubError {
 async function send(req: FastifyRequest, reply: FastifyReply, call: TusCall | null, res: Response, hub: Hub): Promise<FastifyReply> {
   reply.header('tus-resumable', '1.0.0');
   if (res.status >= 400) {
-    const text = await res.text();
-    let err = fromTus(call?.error ?? null, res.status, text);
-    if (err.code === 'hub-payload-too-large' && /over the limit of/.test(err.details ?? '')) {
-      err = hubError('hub-payload-too-large', `Upload-Length is over the limit of ${hub.config.maxUploadBytes} bytes (DAMHUB_MAX_UPLOAD_BYTES)`);
-    }
-    throw err;
+    throw fromTus(call?.error ?? null, res.status, await res.text(), hub.config.maxUploadBytes);
   }
   for (const [k, v] of res.headers) {
     if (k.startsWith('access-control-') || k === 'content-length' || k === 'tus-resumable') continue;
