@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../clock.js';
-import { addAccount, changePassword } from '../providers/library/accounts.js';
+import { addAccount, changePassword, normaliseWriteFolders } from '../providers/library/accounts.js';
+import { isWithin } from '../providers/library/paths.js';
 import type { LibraryIndexStore } from '../providers/library/index/contract.js';
 import { PgLibraryIndex } from '../providers/library/index/postgres.js';
 import { libraryPgSchema } from '../providers/library/index/postgres-schema.js';
@@ -69,15 +70,26 @@ async function passwordInput(stdin: boolean | undefined): Promise<string> {
 export async function usersCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'add') {
-    const { values, positionals } = parse(rest, { ...dataOpt, ...dbOpt, 'password-stdin': { type: 'boolean' }, folders: { type: 'string' } }, true);
+    const { values, positionals } = parse(rest, { ...dataOpt, ...dbOpt, 'password-stdin': { type: 'boolean' }, folders: { type: 'string' }, 'write-folders': { type: 'string' } }, true);
     if (positionals.length !== 1) throw new UsageError('users add takes one user name');
+    const list = (v: string | undefined) => (v ? v.split(',').map((f) => f.trim()).filter(Boolean) : []);
+    const folders = list(values.folders);
+    const writeFolders = list(values['write-folders']);
+    try {
+      normaliseWriteFolders(writeFolders);
+    } catch (e) {
+      throw new UsageError(`--write-folders: ${(e as Error).message} (or / for the whole library)`);
+    }
     const password = await passwordInput(values['password-stdin']);
-    const folders = values.folders ? values.folders.split(',').map((f) => f.trim()).filter(Boolean) : [];
     const { index, close } = await openIndex(values);
     try {
-      const acc = await addAccount(index, positionals[0]!, password, folders, Date.now());
-      process.stdout.write(`added ${acc.name}${acc.folders.length ? ` (limited to ${acc.folders.join(', ')})` : ''}\n`);
+      const acc = await addAccount(index, positionals[0]!, password, folders, Date.now(), { writeFolders });
+      process.stdout.write(`added ${acc.name}${acc.folders.length ? ` (limited to ${acc.folders.join(', ')})` : ''}${acc.writeFolders.length ? `, may write in ${writeFoldersText(acc.writeFolders)}` : ''}\n`);
       for (const w of await unknownFolders(index, acc.folders)) process.stderr.write(`damhub: warning: ${w}\n`);
+      for (const w of await unknownFolders(index, acc.writeFolders.filter((f) => f !== ''), 'writes')) process.stderr.write(`damhub: warning: ${w}\n`);
+      for (const w of acc.writeFolders) {
+        if (acc.folders.length && !acc.folders.some((f) => isWithin(w, f))) process.stderr.write(`damhub: warning: write folder ${w || '/'} is outside the folders the account sees (${acc.folders.join(', ')}): it may not write there\n`);
+      }
     } finally {
       await close();
     }
@@ -101,7 +113,8 @@ export async function usersCommand(args: string[]): Promise<number> {
     const { index, close } = await openIndex(values);
     try {
       if (sub === 'list') {
-        for (const a of await index.listAccounts()) process.stdout.write(`${a.name}\t${a.folders.length ? a.folders.join(',') : '(whole library)'}\n`);
+        // A third column only for accounts that may write: the two-column lines stay as they were.
+        for (const a of await index.listAccounts()) process.stdout.write(`${a.name}\t${a.folders.length ? a.folders.join(',') : '(whole library)'}${a.writeFolders.length ? `\twrites: ${writeFoldersText(a.writeFolders)}` : ''}\n`);
       } else {
         if (positionals.length !== 1) throw new UsageError('users remove takes one user name');
         if (!(await index.removeAccount(positionals[0]!))) throw new Error(`no user ${positionals[0]}: damhub users list shows the names`);
@@ -115,14 +128,20 @@ export async function usersCommand(args: string[]): Promise<number> {
   throw new UsageError(`unknown users command ${JSON.stringify(sub ?? '')}`);
 }
 
+function writeFoldersText(folders: string[]): string {
+  return folders.map((f) => (f === '' ? '/ (whole library)' : f)).join(', ');
+}
+
 /**
  * The folders of an account that the library index does not know, said (the account is added all
  * the same: the folder may appear later). A misspelt folder used to give an account that sees
  * nothing, in silence.
  */
-async function unknownFolders(index: LibraryIndexStore, folders: string[]): Promise<string[]> {
+async function unknownFolders(index: LibraryIndexStore, folders: string[], does: 'sees' | 'writes' = 'sees'): Promise<string[]> {
   if (!folders.length) return [];
   if (!(await index.folder(''))) {
+    // Said once, for the folders it sees; write folders are checked the same way once indexed.
+    if (does === 'writes') return [];
     return [`the library of this data directory has not been indexed yet, so ${folders.join(', ')} could not be checked: the account sees only what is in ${folders.length > 1 ? 'these folders' : 'this folder'} once it is indexed (damhub index --library DIR, or a running hub)`];
   }
   const out: string[] = [];
@@ -130,7 +149,8 @@ async function unknownFolders(index: LibraryIndexStore, folders: string[]): Prom
     if (await index.folder(f)) continue;
     const top = (await index.childFolders('')).map((c) => c.path).sort();
     const shown = top.length > 10 ? `${top.slice(0, 10).join(', ')}, …` : top.join(', ');
-    out.push(`folder ${f} is not in the library (its top folders: ${shown || 'none'}): the account sees nothing there until it exists and is indexed; folders are paths from the library root, e.g. projects/alpha`);
+    const effect = does === 'sees' ? 'the account sees nothing there until it exists and is indexed' : 'the account writes there once it exists (made on disk or through the hub)';
+    out.push(`${does === 'sees' ? 'folder' : 'write folder'} ${f} is not in the library (its top folders: ${shown || 'none'}): ${effect}; folders are paths from the library root, e.g. projects/alpha`);
   }
   return out;
 }

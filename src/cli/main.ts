@@ -42,7 +42,7 @@ const COMMAND_USAGE: Record<string, string> = {
 
   --writes (or writes on): the partner's users may upload, change and delete (docs/writes.md); off by default.
   partners commands take --database-url URL --redis-url URL (or DATABASE_URL, REDIS_URL) in cluster mode.`,
-  users: `  damhub users add NAME [--password-stdin] [--folders PATH,...] [--data DIR] [--database-url URL]
+  users: `  damhub users add NAME [--password-stdin] [--folders PATH,...] [--write-folders PATH,...|/] [--data DIR] [--database-url URL]
   damhub users passwd NAME [--password-stdin] [--data DIR] [--database-url URL]
   damhub users list [--data DIR] [--database-url URL]
   damhub users remove NAME [--data DIR] [--database-url URL]`,

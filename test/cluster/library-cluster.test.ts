@@ -11,7 +11,7 @@ import pg from 'pg';
 import { ManualClock } from '../../src/clock.js';
 import { addAccount } from '../../src/providers/library/accounts.js';
 import { PgLibraryIndex } from '../../src/providers/library/index/postgres.js';
-import { migrateLibraryPg } from '../../src/providers/library/index/postgres-schema.js';
+import { LIBRARY_PG_MIGRATIONS, migrateLibraryPg } from '../../src/providers/library/index/postgres-schema.js';
 import { IndexerLease } from '../../src/providers/library/indexer-lease.js';
 import { ClusterStores } from '../../src/stores/index.js';
 import { createPgPool, migratePg } from '../../src/stores/postgres/index.js';
@@ -124,7 +124,7 @@ describe('the library applies its own PostgreSQL schema', () => {
       assert.equal(current, null);
       assert.ok((await tables()) >= 10, 'the library tables exist');
       assert.deepEqual(await migrateLibraryPg(pool), [], 'nothing left to apply');
-      assert.deepEqual((await pool.query('SELECT version FROM library_schema_migrations ORDER BY version')).rows.map((r) => r.version), [1]);
+      assert.deepEqual((await pool.query('SELECT version FROM library_schema_migrations ORDER BY version')).rows.map((r) => r.version), LIBRARY_PG_MIGRATIONS.map((m) => m.version));
     } finally {
       await pool.end();
       await env.cleanup();

@@ -60,12 +60,13 @@ export async function signInToLibrary(t: TestHub, access: string, user: string, 
   return tokens.access_token;
 }
 
-export async function startLibraryHub(files: Record<string, Buffer | string>, opts: { folders?: string[]; config?: Partial<HubConfig> } = {}): Promise<LibraryHarness> {
+/** `writeFolders`: where the account alice may write (default none, as `damhub users add`). */
+export async function startLibraryHub(files: Record<string, Buffer | string>, opts: { folders?: string[]; writeFolders?: string[]; config?: Partial<HubConfig> } = {}): Promise<LibraryHarness> {
   const root = tempDir('damhub-lib-');
   writeFiles(root, files);
   const t = await startTestHub({ config: { libraryDir: root, userRateLimitPerMin: 0, ...opts.config } });
   await t.hub.start();
-  await addAccount(libraryOf(t.hub).index, 'alice', 'correct horse', opts.folders ?? [], t.clock.now());
+  await addAccount(libraryOf(t.hub).index, 'alice', 'correct horse', opts.folders ?? [], t.clock.now(), { writeFolders: opts.writeFolders ?? [] });
   const { access_token } = await t.login();
   const dam = await signInToLibrary(t, access_token, 'alice', 'correct horse');
   const headers = { authorization: `Bearer ${access_token}`, 'provider-authorization': `Bearer ${dam}` };

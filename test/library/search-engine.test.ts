@@ -395,7 +395,7 @@ test('one call to the index answers a search: account, scope, the engine\'s answ
     meta: { keywords: [], categories: [], iptc: {}, xmp: {} } as unknown as AssetRow['meta'], hashes: null, blob: null, indexedAt: i,
   });
   for (let i = 1; i <= 5; i++) index.upsertAsset(row(i, i % 2 ? 'A' : 'B', `harbour ${i}.jpg`), null);
-  index.addAccount({ id: 'acc1', name: 'ann', passwordHash: 'x', folders: ['A'], createdAt: 0 });
+  index.addAccount({ id: 'acc1', name: 'ann', passwordHash: 'x', folders: ['A'], writeFolders: [], createdAt: 0 });
   const query: EngineQuery = { words: ['harb'], folderPath: 'A', allowedRoots: ['A'], filters: {}, limit: 3, after: null, params: null };
   const seen: [string | null, boolean][] = [];
   const answer = await index.search({

@@ -50,11 +50,21 @@ export async function changePassword(index: LibraryIndexStore, name: string, pas
   if (!(await index.setAccountPassword(name, await hashPassword(password)))) throw new Error(`no user ${name}: damhub users list shows the names`);
 }
 
-export async function addAccount(index: LibraryIndexStore, name: string, password: string, folders: string[], now: number): Promise<AccountRow> {
+/**
+ * Write folders as `--write-folders` gives them: paths like `folders`, and `/` for the whole
+ * library (stored as '').
+ */
+export function normaliseWriteFolders(folders: string[]): string[] {
+  return [...new Set(folders.map((f) => (f.trim() === '/' ? '' : normaliseFolders([f])[0]!)))];
+}
+
+/** `opts.writeFolders`: where the account may write (write-rights.ts); default none. */
+export async function addAccount(index: LibraryIndexStore, name: string, password: string, folders: string[], now: number, opts: { writeFolders?: string[] } = {}): Promise<AccountRow> {
   if (!/^[\p{L}\p{N}._@-]{1,64}$/u.test(name)) throw new Error('a user name has 1-64 letters, digits, ".", "_", "@" or "-"');
   if (password.length < 8) throw new Error('a password has at least 8 characters');
+  const writeFolders = normaliseWriteFolders(opts.writeFolders ?? []);
   if (await index.accountByName(name)) throw new Error(`user ${name} already exists`);
-  const row: AccountRow = { id: randomUUID(), name, passwordHash: await hashPassword(password), folders: normaliseFolders(folders), createdAt: now };
+  const row: AccountRow = { id: randomUUID(), name, passwordHash: await hashPassword(password), folders: normaliseFolders(folders), writeFolders, createdAt: now };
   await index.addAccount(row);
   return row;
 }

@@ -2,20 +2,25 @@
  * The embedded library: a folder of media served as a DAM (provider id `library`). This file is
  * the provider contract; the index (index/: its contract, SQLite and PostgreSQL), its keyword
  * search engine (search/), the scanner, renditions, accounts and the sign-in page (signin.ts) each
- * live apart, and the mapping to the common asset shape is mapping.ts.
+ * live apart, and the mapping to the common asset shape is mapping.ts. Writes through the hub
+ * are writes.ts, with who may write where in write-rights.ts and locks in locks.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../../clock.js';
 import { integrationError, validationError } from '../../errors.js';
-import type { ListOptions, LoginHost, MediaBinding, MediaFile, MediaRef, MediaUrls, Provider, ProviderDescriptor, ProviderSession, SearchQuery } from '../contract.js';
-import type { AssetPage, Filter, FolderPage, VersionList } from '../model.js';
+import type { ConflictMode, ListOptions, LoginHost, MediaFile, MediaRef, MediaUrls, Provider, ProviderDescriptor, ProviderSession, SearchQuery, UploadBody, WriteCondition, WriteDestination } from '../contract.js';
+import type { Asset, AssetPage, Filter, Folder, FolderPage, VersionList } from '../model.js';
+import { tagAsset } from '../asset-state.js';
 import { addAccount } from './accounts.js';
-import type { AccountRow, ActiveFilters, FacetKey, LibraryIndexStore } from './index/contract.js';
+import type { AccountRow, ActiveFilters, AssetRow, FacetKey, LibraryIndexStore, LockRow } from './index/contract.js';
 import { LibraryIndex } from './index/sqlite.js';
 import type { IndexerLease } from './indexer-lease.js';
 import { label } from './labels.js';
-import { toAsset, versionToAsset } from './mapping.js';
+import { toAsset, versionToAsset, type MappingContext } from './mapping.js';
+import { nodeWriteFs, type WriteFs } from './disk.js';
+import { assetPermissions, folderPermissions } from './write-rights.js';
+import { contentTag, LibraryWrites } from './writes.js';
 import { iconSvg, Renditions, RENDITIONS, type RenditionName } from './renditions.js';
 import { isInside, LibraryScanner, type ScanReport } from './scanner.js';
 import { tokenize } from './search/tokenize.js';
@@ -54,6 +59,8 @@ export interface LibraryOptions {
   warn?: (message: string) => void;
   /** The image pool and per-file decode budget of indexing (src/images/pool.ts); default a small shared one. */
   images?: ImageWork;
+  /** Where uploads' bytes are written (disk.ts); tests pass one that fails like a full disk. */
+  writeFs?: WriteFs;
 }
 
 const descriptor: ProviderDescriptor = {
@@ -85,6 +92,7 @@ export class LibraryProvider implements Provider {
   private watcher: fs.FSWatcher | null = null;
   private debounce: NodeJS.Timeout | null = null;
   private rescanTimer: NodeJS.Timeout | null = null;
+  private readonly writes: LibraryWrites;
 
   constructor(readonly opts: LibraryOptions) {
     fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
@@ -93,13 +101,29 @@ export class LibraryProvider implements Provider {
     this.renditions = new Renditions(path.join(opts.dataDir, 'renditions'), images);
     this.scanner = new LibraryScanner(opts.root, this.index, this.renditions, opts.dataDir, opts.clock);
     this.similarity = new ImageSimilarity(this.index.descriptors(), librarySources(this.renditions, this.scanner), opts.clock, { images });
+    this.writes = new LibraryWrites({
+      root: opts.root,
+      index: this.index,
+      scanner: this.scanner,
+      renditions: this.renditions,
+      similarity: this.similarity,
+      clock: opts.clock,
+      fs: opts.writeFs ?? nodeWriteFs,
+      warn: (m) => this.warn(m),
+      account: (session) => this.account(session),
+      present: async (session, acc, row) => this.present(row, acc, await this.index.lock(row.id), this.context(session, acc, { uiLocale: 'en', timeZone: null })),
+      folderPath,
+    });
+  }
+
+  private warn(message: string): void {
+    (this.opts.warn ?? ((m: string) => process.emitWarning(m, 'DamhubLibraryWarning')))(message);
   }
 
   /** A scan, then the image descriptors of whatever it added or changed. */
   async rescan(): Promise<ScanReport> {
     const report = await this.scanner.scan();
-    const warn = this.opts.warn ?? ((m: string) => process.emitWarning(m, 'DamhubLibraryWarning'));
-    for (const w of report.warnings) warn(`library file ${w.path} is indexed without renditions: ${w.warning}`);
+    for (const w of report.warnings) this.warn(`library file ${w.path} is indexed without renditions: ${w.warning}`);
     await this.similarity.refresh();
     return report;
   }
@@ -241,7 +265,8 @@ export class LibraryProvider implements Provider {
    */
   async viewVersion(session: ProviderSession): Promise<string> {
     const acc = await this.account(session);
-    return `${acc.id}\n${JSON.stringify(acc.folders)}\n${await this.index.generation()}`;
+    // The write folders too: a browse page states what the account may do there.
+    return `${acc.id}\n${JSON.stringify(acc.folders)}\n${JSON.stringify(acc.writeFolders)}\n${await this.index.generation()}`;
   }
 
   async browse(session: ProviderSession, folderId: string, opts: ListOptions): Promise<FolderPage> {
@@ -252,18 +277,21 @@ export class LibraryProvider implements Provider {
     if (roots && rel === '') {
       const present = await Promise.all(roots.map((r) => this.index.folder(r)));
       const folders = roots.filter((_, i) => present[i]).map((r) => ({ id: `/${r}`, name: r.split('/').pop()! }));
-      return { id: 'root', name: 'Library', folders, assets: [], filters: [], totalAssetsCount: 0 };
+      // A made-up listing, not a folder: nothing can be added to it, nor can it be renamed.
+      const capabilities = { canAddAsset: false, canAddFolder: false, canRenameFolder: false, canDeleteFolder: false };
+      return { id: 'root', name: 'Library', folders, assets: [], filters: [], totalAssetsCount: 0, capabilities };
     }
     const folder = await this.index.folder(rel);
     if (!folder) throw integrationError('integration-not-found', LIBRARY_ID, `no folder ${folderId}`);
     if (roots && !roots.some((r) => isWithin(rel, r))) throw integrationError('integration-forbidden', LIBRARY_ID, `the account may not open ${folderId}`);
-    const page = await this.page(rel, opts, { partnerId: session.partnerId, accountId: acc.id });
+    const page = await this.page(rel, opts, session, acc);
     return {
       id: rel === '' ? 'root' : `/${rel}`,
       name: rel === '' ? 'Library' : folder.name,
       // Subfolders on the first page only (capabilities.foldersOnEveryPage = false).
       folders: opts.more ? [] : (await this.index.childFolders(rel)).map((f) => ({ id: `/${f.path}`, name: f.name })),
       ...page,
+      capabilities: folderPermissions(acc, rel),
     };
   }
 
@@ -311,19 +339,18 @@ export class LibraryProvider implements Provider {
       },
     });
     const hasMore = r.rowids.length > opts.size;
-    const ctx = { urls: this.opts.urls, bind: { partnerId: session.partnerId, accountId: acc.id }, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
     const last = opts.size - 1;
     const cursor: SearchCursor = { k: r.keys[last]!, r: r.rowids[last]!, ...(r.params ? { p: r.params } : {}) };
     return {
       folders: [],
-      assets: rows.map((a) => toAsset(a, ctx)),
+      assets: await this.presentAll(rows, acc, this.context(session, acc, opts)),
       filters: buildFilters(r.facets, parsed, opts.uiLocale),
       totalAssetsCount: r.total,
       ...(hasMore ? { more: JSON.stringify(cursor) } : {}),
     };
   }
 
-  private async page(folderPath: string, opts: ListOptions, bind: MediaBinding): Promise<Omit<AssetPage, 'folders'>> {
+  private async page(folderPath: string, opts: ListOptions, session: ProviderSession, acc: AccountRow): Promise<Omit<AssetPage, 'folders'>> {
     const filters = parseFilters(opts.filters);
     let after: { key: number | string; id: string } | null = null;
     if (opts.more) {
@@ -338,9 +365,8 @@ export class LibraryProvider implements Provider {
     const r = await this.index.list({ folderPath, filters, limit: opts.size + 1, after });
     const rows = r.rows.slice(0, opts.size);
     const hasMore = r.rows.length > opts.size;
-    const ctx = { urls: this.opts.urls, bind, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
     return {
-      assets: rows.map((a) => toAsset(a, ctx)),
+      assets: await this.presentAll(rows, acc, this.context(session, acc, opts)),
       filters: buildFilters(r.facets, filters, opts.uiLocale),
       totalAssetsCount: r.total,
       ...(hasMore ? { more: JSON.stringify({ k: r.sortKeys[opts.size - 1], i: rows[rows.length - 1]!.id }) } : {}),
@@ -356,23 +382,43 @@ export class LibraryProvider implements Provider {
     const roots = acc.folders.length ? acc.folders : null;
     return searchByImage(this.similarity, image, opts, {
       folderAllowed: roots ? (folder) => roots.some((r) => isWithin(folder, r)) : null,
-      toAssets: async (ids) => {
-        const ctx = { urls: this.opts.urls, bind: { partnerId: session.partnerId, accountId: acc.id }, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
-        return (await this.index.assetsByIds(ids)).map((row) => toAsset(row, ctx));
-      },
+      toAssets: async (ids) => this.presentAll(await this.index.assetsByIds(ids), acc, this.context(session, acc, opts)),
     });
   }
 
   async asset(session: ProviderSession, assetId: string, opts: { uiLocale: string; timeZone: string | null }) {
-    const { row, bind } = await this.visibleAsset(session, assetId);
-    return toAsset(row, { urls: this.opts.urls, bind, uiLocale: opts.uiLocale, timeZone: opts.timeZone });
+    const { row, acc } = await this.visibleAsset(session, assetId);
+    return this.present(row, acc, await this.index.lock(row.id), this.context(session, acc, opts));
   }
 
   async versions(session: ProviderSession, assetId: string, opts: { withMaster: boolean; uiLocale: string }): Promise<VersionList> {
-    const { row, bind } = await this.visibleAsset(session, assetId);
-    const ctx = { urls: this.opts.urls, bind, uiLocale: opts.uiLocale, timeZone: null };
+    const { row, acc } = await this.visibleAsset(session, assetId);
+    const ctx = this.context(session, acc, { uiLocale: opts.uiLocale, timeZone: null });
+    // Older versions are history: nothing can be done to them, whatever the account may do to the asset.
     const older = (await this.index.versions(assetId)).map((v) => versionToAsset(row, v, ctx));
-    return { id: row.id, name: row.name, versions: opts.withMaster ? [toAsset(row, ctx), ...older] : older };
+    return { id: row.id, name: row.name, versions: opts.withMaster ? [this.present(row, acc, await this.index.lock(row.id), ctx), ...older] : older };
+  }
+
+  private context(session: ProviderSession, acc: AccountRow, opts: { uiLocale: string; timeZone: string | null }): MappingContext {
+    return { urls: this.opts.urls, bind: { partnerId: session.partnerId, accountId: acc.id }, uiLocale: opts.uiLocale, timeZone: opts.timeZone };
+  }
+
+  /**
+   * An asset as this account sees it: what it may do there (write-rights.ts; the hub ANDs it with
+   * the partner's opt-in), who holds a lock on it, and the hub's tags (asset-state.ts): the content
+   * tag (version and SHA-256, new with every content) and whether the lock is someone else's.
+   */
+  private present(row: AssetRow, acc: AccountRow, lock: LockRow | null, ctx: MappingContext): Asset {
+    const a = toAsset(row, ctx);
+    a.capabilities = assetPermissions(acc, row.folderPath);
+    if (lock) a.lockedBy = lock.lockedBy;
+    return tagAsset(a, { contentTag: contentTag(row), lockedByOther: lock !== null && lock.accountId !== acc.id });
+  }
+
+  /** present() for a page of rows: their locks in one read. */
+  private async presentAll(rows: AssetRow[], acc: AccountRow, ctx: MappingContext): Promise<Asset[]> {
+    const locks = await this.index.locks(rows.map((r) => r.id));
+    return rows.map((r) => this.present(r, acc, locks.get(r.id) ?? null, ctx));
   }
 
   private async visibleAsset(session: ProviderSession, assetId: string) {
@@ -382,7 +428,56 @@ export class LibraryProvider implements Provider {
     if (!row || (acc.folders.length && !acc.folders.some((r) => isWithin(row.folderPath, r)))) {
       throw integrationError('integration-not-found', LIBRARY_ID, `no asset ${assetId}`);
     }
-    return { row, bind: { partnerId: session.partnerId, accountId: acc.id } as MediaBinding };
+    return { row, acc };
+  }
+
+  // ── writes (writes.ts; docs/writes.md) ───────────────────────────────────────────────────
+  upload(session: ProviderSession, target: { parentId: string; name: string; onConflict: ConflictMode }, body: UploadBody): Promise<{ asset: Asset; created: boolean }> {
+    return this.writes.upload(session, target, body);
+  }
+
+  update(session: ProviderSession, assetId: string, body: UploadBody, cond: WriteCondition): Promise<Asset> {
+    return this.writes.update(session, assetId, body, cond);
+  }
+
+  renameAsset(session: ProviderSession, assetId: string, name: string, cond: WriteCondition): Promise<Asset> {
+    return this.writes.renameAsset(session, assetId, name, cond);
+  }
+
+  moveAsset(session: ProviderSession, assetId: string, to: WriteDestination, cond: WriteCondition): Promise<Asset> {
+    return this.writes.moveAsset(session, assetId, to, cond);
+  }
+
+  deleteAsset(session: ProviderSession, assetId: string, cond: WriteCondition): Promise<void> {
+    return this.writes.deleteAsset(session, assetId, cond);
+  }
+
+  createFolder(session: ProviderSession, parentId: string, name: string): Promise<Folder> {
+    return this.writes.createFolder(session, parentId, name);
+  }
+
+  updateFolder(session: ProviderSession, folderId: string, to: { parentId: string | null; name: string | null }): Promise<Folder> {
+    return this.writes.updateFolder(session, folderId, to);
+  }
+
+  deleteFolder(session: ProviderSession, folderId: string, opts: { recursive: boolean }): Promise<void> {
+    return this.writes.deleteFolder(session, folderId, opts);
+  }
+
+  lockAsset(session: ProviderSession, assetId: string): Promise<Asset> {
+    return this.writes.lockAsset(session, assetId);
+  }
+
+  unlockAsset(session: ProviderSession, assetId: string): Promise<Asset> {
+    return this.writes.unlockAsset(session, assetId);
+  }
+
+  /**
+   * Any type: the library indexes every file (metadata and renditions where it can read them, an
+   * icon otherwise), so it narrows nothing; the operator does (DAMHUB_UPLOAD_EXTENSIONS).
+   */
+  uploadExtensions(): null {
+    return null;
   }
 
   async media(ref: MediaRef): Promise<MediaFile> {

@@ -59,6 +59,17 @@ export class Renditions {
     }
   }
 
+  /** Carries an asset's renditions to its new id (a rename or move: ids follow paths); none there: nothing to do. */
+  move(fromId: string, toId: string): void {
+    const to = path.join(this.dir, toId);
+    fs.rmSync(to, { recursive: true, force: true });
+    try {
+      fs.renameSync(path.join(this.dir, fromId), to);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+  }
+
   /** Drops cached renditions of versions other than `keep` (they are regenerated on demand for old versions). */
   remove(assetId: string): void {
     fs.rmSync(path.join(this.dir, assetId), { recursive: true, force: true });

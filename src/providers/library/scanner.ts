@@ -47,6 +47,29 @@ export function assetIdFor(relPath: string): string {
  */
 export const DEFAULT_SCAN_CONCURRENCY = 8;
 
+/**
+ * Names the library writes its own work under, inside the library folder (writes.ts: an upload's
+ * bytes before they are renamed into place, a folder being deleted). Hidden names, which a scan
+ * never lists, so no partial file is ever indexed (isSkippedName).
+ */
+export const WORK_PREFIX = '.damhub-';
+
+/** Whether a scan skips this name: hidden files and folders, the library's own work names among them. */
+export function isSkippedName(name: string): boolean {
+  return name.startsWith('.') || name.startsWith(WORK_PREFIX);
+}
+
+/** What a write through the hub tells the indexing of the file it wrote (indexFile). */
+export interface IndexIntent {
+  /** The version comment of the version this write makes. */
+  comment: string;
+  /**
+   * The version the write replaced: a new version follows it even when the bytes are the same
+   * (an explicit save is a version). Absent: a new asset, or the version is decided by content.
+   */
+  replaces?: number;
+}
+
 /** Files up to this size are read into memory once, hashed and snapshotted from that buffer. */
 const IN_MEMORY_LIMIT = 32 * 1024 * 1024;
 
@@ -91,9 +114,10 @@ export class LibraryScanner {
   private async doScan(opts: { concurrency?: number; onProgress?: (p: ScanProgress) => void }): Promise<ScanReport> {
     const report: ScanReport = { added: 0, updated: 0, unchanged: 0, removed: 0, failed: [], warnings: [], files: 0 };
     const known = await this.index.fileStates();
-    const found = await this.walk();
+    const { files: found, dirs } = await this.walk();
     report.files = found.length;
-    const folders = new Set<string>(['']);
+    // Every folder on disk is kept, an empty one too (a folder made through the hub, before its first upload).
+    const folders = new Set<string>(['', ...dirs]);
     const todo: { rel: string; stat: fs.Stats }[] = [];
     for (const f of found) {
       const folder = parentOf(f.rel);
@@ -136,9 +160,10 @@ export class LibraryScanner {
     return report;
   }
 
-  /** Lists regular files under the root; symlinks are followed only to files inside the root. */
-  private async walk(): Promise<{ rel: string; stat: fs.Stats }[]> {
+  /** Lists regular files and folders under the root; symlinks are followed only to files inside the root. */
+  private async walk(): Promise<{ files: { rel: string; stat: fs.Stats }[]; dirs: string[] }> {
     const out: { rel: string; stat: fs.Stats }[] = [];
+    const dirs: string[] = [];
     const realRoot = await fs.promises.realpath(this.root);
     const visit = async (relDir: string) => {
       let entries: fs.Dirent[];
@@ -148,10 +173,11 @@ export class LibraryScanner {
         return; // vanished or unreadable folder: skip it, the scan goes on
       }
       for (const e of entries) {
-        if (e.name.startsWith('.')) continue; // hidden files and folders (.DS_Store, .git, editors' temp files)
+        if (isSkippedName(e.name)) continue; // hidden files and folders (.DS_Store, .git, editors' and our own temp files)
         const rel = relDir ? `${relDir}/${e.name}` : e.name;
         const abs = path.join(this.root, rel);
         if (e.isDirectory()) {
+          dirs.push(rel);
           await visit(rel);
         } else if (e.isFile() || e.isSymbolicLink()) {
           try {
@@ -168,11 +194,14 @@ export class LibraryScanner {
       }
     };
     await visit('');
-    return out;
+    return { files: out, dirs };
   }
 
-  /** Indexes one file (relative path); a vanished file is removed from the index. */
-  async indexFile(rel: string, onWarning?: (warning: string) => void): Promise<'added' | 'updated' | 'unchanged' | 'removed'> {
+  /**
+   * Indexes one file (relative path); a vanished file is removed from the index. A write through
+   * the hub (writes.ts) indexes the file it wrote here too, with its `intent`.
+   */
+  async indexFile(rel: string, onWarning?: (warning: string) => void, intent?: IndexIntent): Promise<'added' | 'updated' | 'unchanged' | 'removed'> {
     const abs = path.join(this.root, rel);
     const snapshot = path.join(this.blobDir, `.tmp-${randomBytes(8).toString('hex')}`);
     try {
@@ -183,7 +212,9 @@ export class LibraryScanner {
       const id = assetIdFor(rel);
       const existing = await this.index.asset(id);
       const blob = hashes.sha256;
-      const sameContent = existing?.hashes?.sha256 === hashes.sha256;
+      // An explicit save of the same bytes is still a version; a scan's same bytes are not.
+      const saved = intent?.replaces !== undefined && existing?.version === intent.replaces;
+      const sameContent = existing?.hashes?.sha256 === hashes.sha256 && !saved;
       const version = existing ? (sameContent ? existing.version : existing.version + 1) : 1;
       await this.keepBlob(snapshot, blob);
       if (!sameContent || !this.renditions.has(id, version, 'thumbnail')) {
@@ -207,7 +238,8 @@ export class LibraryScanner {
         width: meta.width ?? null,
         height: meta.height ?? null,
         version,
-        versionComment: existing && !sameContent ? `Content changed on disk (${new Date(before.mtimeMs).toISOString()})` : (existing?.versionComment ?? 'Original'),
+        versionComment: intent && !sameContent ? intent.comment
+          : existing && !sameContent ? `Content changed on disk (${new Date(before.mtimeMs).toISOString()})` : (existing?.versionComment ?? 'Original'),
         meta,
         hashes,
         blob,

@@ -59,7 +59,29 @@ export interface AccountRow {
   passwordHash: string;
   /** Sub-folder paths the account is limited to; empty = the whole library. */
   folders: string[];
+  /**
+   * Folders the account may write in, with their sub-folders (write-rights.ts); empty = none
+   * (the default), '' = the whole library. Writes also need the folder to be visible (`folders`).
+   */
+  writeFolders: string[];
   createdAt: number;
+}
+
+/**
+ * A lock on an asset (lockAsset): kept in the index so that every node sharing it (cluster mode)
+ * sees it. One per asset; `lockedBy` is the holder's account name, as the Asset's lockedBy shows it.
+ */
+export interface LockRow {
+  assetId: string;
+  accountId: string;
+  lockedBy: string;
+  lockedAt: number;
+}
+
+/** An asset that moves (rename, move, a folder's rename or move): its row before, and after with its new path and id. */
+export interface AssetMove {
+  from: AssetRow;
+  to: AssetRow;
 }
 
 /** One page of a folder listing (LibraryIndexStore.list). */
@@ -149,5 +171,31 @@ export interface LibraryIndexStore {
   /** Replaces an account's password hash; false when there is no such account. */
   setAccountPassword(name: string, passwordHash: string): Awaitable<boolean>;
   listAccounts(): Awaitable<AccountRow[]>;
+
+  // ── writes through the hub (writes.ts) ──────────────────────────────────────────────────
+  /** The assets of `folderPath` and of every folder below it. */
+  assetsUnder(folderPath: string): Awaitable<AssetRow[]>;
+  /** The folder and every folder below it. */
+  foldersUnder(folderPath: string): Awaitable<string[]>;
+  /**
+   * Moves assets to new paths (and so new ids: ids are derived from paths) in one transaction:
+   * each old row is removed (logged for the search engines), the new one written, its versions
+   * and its lock carried to the new id; `folders` (a folder's rename or move) moves the folder
+   * rows below `from` to `to`. Whatever the index held at a new id before is dropped first.
+   */
+  relocate(moves: AssetMove[], folders: { from: string; to: string } | null): Awaitable<void>;
+  /**
+   * Drops assets for good (a delete through the hub), with their versions and locks, and the
+   * folder rows at and below each of `folders`, in one transaction.
+   */
+  dropAssets(ids: string[], folders: string[]): Awaitable<void>;
+  /** The lock on the asset, or null. */
+  lock(assetId: string): Awaitable<LockRow | null>;
+  /** The locks on these assets (a page's worth), by asset id. */
+  locks(assetIds: string[]): Awaitable<Map<string, LockRow>>;
+  /** Takes the lock unless someone holds it; answers the lock as it now is (possibly another's). */
+  takeLock(l: LockRow): Awaitable<LockRow>;
+  /** Releases the account's lock on the asset; false when it held none. */
+  releaseLock(assetId: string, accountId: string): Awaitable<boolean>;
   close(): Awaitable<void>;
 }

@@ -85,6 +85,15 @@ export const LIBRARY_PG_MIGRATIONS: { version: number; name: string; sql: string
       CREATE TABLE library_lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at BIGINT NOT NULL);
     `,
   },
+  {
+    version: 2,
+    name: 'write folders of accounts, locks on assets',
+    sql: `
+      ALTER TABLE library_accounts ADD COLUMN write_folders JSONB NOT NULL DEFAULT '[]';
+      CREATE TABLE library_locks (asset_id TEXT PRIMARY KEY, account_id TEXT NOT NULL, locked_by TEXT NOT NULL, locked_at BIGINT NOT NULL);
+      CREATE INDEX library_locks_account ON library_locks (account_id);
+    `,
+  },
 ];
 
 /** Applies pending library migrations, in one transaction under the migration lock; returns the versions applied. */

@@ -20,9 +20,9 @@ import type { SearchEngine } from '../search/engine.js';
 import { FACETS } from '../search/types.js';
 import { fromRow, type DescriptorBackend, type PendingImage, type StoredDescriptor } from '../similarity/backend.js';
 import { DIM, type Descriptor } from '../similarity/descriptor.js';
-import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, FileState, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
+import type { AccountRow, AssetMove, AssetRow, FacetKey, LockRow, IndexListQuery, IndexSearch, IndexSearchResult, FileState, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
 import { LibraryDb } from './postgres-schema.js';
-import { inOrder, ASSET_COLUMNS, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
+import { belowRange, inOrder, toLock, ASSET_COLUMNS, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
 import { LargeMap } from '../large-map.js';
 
 type Row = Record<string, unknown>;
@@ -96,53 +96,11 @@ export class PgLibraryIndex implements LibraryIndexStore {
   }
 
   async upsertAsset(a: AssetRow, previous: VersionRow | null): Promise<void> {
-    await this.db.tx(async (c) => {
-      // Lock order everywhere: the asset's row, then the sequence row (PgDescriptors.put and
-      // removeAsset take them in the same order), so concurrent writers cannot deadlock.
-      const old = (await c.query<Row>('SELECT rowid, blob FROM library_assets WHERE id = $1 FOR UPDATE', [a.id])).rows[0];
-      await ensureFolders(c, a.folderPath);
-      if (previous) {
-        await c.query(
-          `INSERT INTO library_versions (asset_id, version, size, mtime_ms, mime, width, height, hashes, meta, blob, comment, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-           ON CONFLICT (asset_id, version) DO UPDATE SET size = EXCLUDED.size, mtime_ms = EXCLUDED.mtime_ms, mime = EXCLUDED.mime, width = EXCLUDED.width,
-             height = EXCLUDED.height, hashes = EXCLUDED.hashes, meta = EXCLUDED.meta, blob = EXCLUDED.blob, comment = EXCLUDED.comment, created_at = EXCLUDED.created_at`,
-          [previous.assetId, previous.version, previous.size, previous.mtimeMs, previous.mimeType, previous.width, previous.height,
-            previous.hashes ? JSON.stringify(previous.hashes) : null, JSON.stringify(previous.meta), previous.blob, previous.comment, previous.createdAt],
-        );
-      }
-      if (old) await c.query('DELETE FROM library_asset_keywords WHERE asset_rowid = $1', [old.rowid]);
-      const seq = await nextSeq(c);
-      const row = (await c.query<Row>(
-        `INSERT INTO library_assets (id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation,
-           version, version_comment, meta, hashes, blob, indexed_at, search_text, change_seq)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
-         ON CONFLICT (id) DO UPDATE SET rel_path = EXCLUDED.rel_path, folder_path = EXCLUDED.folder_path, name = EXCLUDED.name, ext = EXCLUDED.ext,
-           size = EXCLUDED.size, mtime_ms = EXCLUDED.mtime_ms, created_ms = EXCLUDED.created_ms, mime = EXCLUDED.mime, kind = EXCLUDED.kind,
-           width = EXCLUDED.width, height = EXCLUDED.height, year = EXCLUDED.year, orientation = EXCLUDED.orientation, version = EXCLUDED.version,
-           version_comment = EXCLUDED.version_comment, meta = EXCLUDED.meta, hashes = EXCLUDED.hashes, blob = EXCLUDED.blob,
-           indexed_at = EXCLUDED.indexed_at, search_text = EXCLUDED.search_text, change_seq = EXCLUDED.change_seq
-         RETURNING rowid`,
-        [a.id, a.relPath, a.folderPath, a.name, a.ext, a.size, a.mtimeMs, a.createdMs, a.mimeType, a.kind, a.width, a.height, yearOf(a), orientationOf(a),
-          a.version, a.versionComment, JSON.stringify(a.meta), a.hashes ? JSON.stringify(a.hashes) : null, a.blob, a.indexedAt,
-          searchText(a.name, a.folderPath, a.meta), seq],
-      )).rows[0]!;
-      const keywords = [...new Set(a.meta.keywords.map((k) => k.toLowerCase()))];
-      if (keywords.length) {
-        await c.query('INSERT INTO library_asset_keywords (asset_rowid, keyword) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING', [row.rowid, keywords]);
-      }
-      // New content: the descriptor of the old one is stale (SQLite does this with a trigger).
-      if (old && old.blob !== a.blob) await dropDescriptor(c, a.id);
-    });
+    await this.db.tx((c) => upsertWith(c, a, previous));
   }
 
   async removeAsset(relPath: string): Promise<void> {
-    await this.db.tx(async (c) => {
-      const r = (await c.query<Row>('DELETE FROM library_assets WHERE rel_path = $1 RETURNING rowid, id', [relPath])).rows[0];
-      if (!r) return;
-      await c.query('INSERT INTO library_removed (seq, asset_rowid) VALUES ($1, $2)', [await nextSeq(c), r.rowid]);
-      await dropDescriptor(c, r.id as string);
-    });
+    await this.db.tx((c) => removeWhere(c, 'rel_path', relPath));
   }
 
   async pruneRemovalLog(): Promise<void> {
@@ -286,8 +244,8 @@ export class PgLibraryIndex implements LibraryIndexStore {
   // ── accounts ─────────────────────────────────────────────────────────────────────────────
   async addAccount(a: AccountRow): Promise<void> {
     // Two nodes may add the same name at once (the demo account at start): one insert wins.
-    const r = await this.db.query('INSERT INTO library_accounts (id, name, password_hash, folders, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING',
-      [a.id, a.name, a.passwordHash, JSON.stringify(a.folders), a.createdAt]);
+    const r = await this.db.query('INSERT INTO library_accounts (id, name, password_hash, folders, write_folders, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING',
+      [a.id, a.name, a.passwordHash, JSON.stringify(a.folders), JSON.stringify(a.writeFolders), a.createdAt]);
     if (r.rowCount === 0) throw new Error(`user ${a.name} already exists`);
   }
 
@@ -302,7 +260,12 @@ export class PgLibraryIndex implements LibraryIndexStore {
   }
 
   async removeAccount(name: string): Promise<boolean> {
-    return ((await this.db.query('DELETE FROM library_accounts WHERE name = $1', [name])).rowCount ?? 0) > 0;
+    // Its locks go with it: nobody else could release them.
+    return this.db.tx(async (c) => {
+      const locks = await c.query('DELETE FROM library_locks WHERE account_id IN (SELECT id FROM library_accounts WHERE name = $1)', [name]);
+      if (locks.rowCount) await nextSeq(c);
+      return ((await c.query('DELETE FROM library_accounts WHERE name = $1', [name])).rowCount ?? 0) > 0;
+    });
   }
 
   async setAccountPassword(name: string, passwordHash: string): Promise<boolean> {
@@ -311,6 +274,84 @@ export class PgLibraryIndex implements LibraryIndexStore {
 
   async listAccounts(): Promise<AccountRow[]> {
     return (await this.db.query('SELECT * FROM library_accounts ORDER BY name', [], true)).rows.map(accountOf);
+  }
+
+  // ── writes through the hub ───────────────────────────────────────────────────────────────
+  async assetsUnder(folderPath: string): Promise<AssetRow[]> {
+    const [lo, hi] = belowRange(folderPath);
+    const r = folderPath === ''
+      ? await this.db.query(`SELECT ${ASSET_COLUMNS} FROM library_assets`, [], true)
+      : await this.db.query(`SELECT ${ASSET_COLUMNS} FROM library_assets WHERE folder_path = $1 OR (folder_path >= $2 AND folder_path < $3)`, [folderPath, lo, hi], true);
+    return r.rows.map(toAsset);
+  }
+
+  async foldersUnder(folderPath: string): Promise<string[]> {
+    return this.db.tx((c) => foldersUnderWith(c, folderPath));
+  }
+
+  async relocate(moves: AssetMove[], folders: { from: string; to: string } | null): Promise<void> {
+    await this.db.tx(async (c) => {
+      await lockAssetRows(c, moves.flatMap((m) => [m.from.id, m.to.id]));
+      if (folders) {
+        const paths = await foldersUnderWith(c, folders.from);
+        await c.query('DELETE FROM library_folders WHERE path = ANY($1::text[])', [paths]);
+        for (const p of paths) await ensureFolders(c, folders.to + p.slice(folders.from.length));
+        await nextSeq(c);
+      }
+      for (const { from, to } of moves) {
+        // A stale row at the new path (its file gone, not yet rescanned) makes way, with its history.
+        await removeWhere(c, 'id', to.id);
+        await c.query('DELETE FROM library_versions WHERE asset_id = $1', [to.id]);
+        await c.query('DELETE FROM library_locks WHERE asset_id = $1', [to.id]);
+        await removeWhere(c, 'id', from.id);
+        await upsertWith(c, to, null);
+        await c.query('UPDATE library_versions SET asset_id = $1 WHERE asset_id = $2', [to.id, from.id]);
+        await c.query('UPDATE library_locks SET asset_id = $1 WHERE asset_id = $2', [to.id, from.id]);
+      }
+    });
+  }
+
+  async dropAssets(ids: string[], folders: string[]): Promise<void> {
+    await this.db.tx(async (c) => {
+      await lockAssetRows(c, ids);
+      for (const id of ids) await removeWhere(c, 'id', id);
+      await c.query('DELETE FROM library_versions WHERE asset_id = ANY($1::text[])', [ids]);
+      await c.query('DELETE FROM library_locks WHERE asset_id = ANY($1::text[])', [ids]);
+      for (const f of folders) {
+        const paths = (await foldersUnderWith(c, f)).filter((p) => p !== '');
+        await c.query('DELETE FROM library_folders WHERE path = ANY($1::text[])', [paths]);
+      }
+      await nextSeq(c); // the generation moves: cached folder pages drop
+    });
+  }
+
+  async lock(assetId: string): Promise<LockRow | null> {
+    const r = await this.one('SELECT * FROM library_locks WHERE asset_id = $1', [assetId]);
+    return r ? toLock(r) : null;
+  }
+
+  async locks(assetIds: string[]): Promise<Map<string, LockRow>> {
+    if (!assetIds.length) return new Map();
+    const r = await this.db.query('SELECT * FROM library_locks WHERE asset_id = ANY($1::text[])', [assetIds], true);
+    return new Map(r.rows.map((x) => [x.asset_id as string, toLock(x)]));
+  }
+
+  async takeLock(l: LockRow): Promise<LockRow> {
+    return this.db.tx(async (c) => {
+      // Of two nodes locking at once, one insert wins; both read the winner.
+      const ins = await c.query('INSERT INTO library_locks (asset_id, account_id, locked_by, locked_at) VALUES ($1, $2, $3, $4) ON CONFLICT (asset_id) DO NOTHING',
+        [l.assetId, l.accountId, l.lockedBy, l.lockedAt]);
+      if (ins.rowCount) await nextSeq(c); // listings show lockedBy: cached pages drop
+      return toLock((await c.query<Row>('SELECT * FROM library_locks WHERE asset_id = $1', [l.assetId])).rows[0]!);
+    });
+  }
+
+  async releaseLock(assetId: string, accountId: string): Promise<boolean> {
+    return this.db.tx(async (c) => {
+      const gone = ((await c.query('DELETE FROM library_locks WHERE asset_id = $1 AND account_id = $2', [assetId, accountId])).rowCount ?? 0) > 0;
+      if (gone) await nextSeq(c);
+      return gone;
+    });
   }
 
   // ── image descriptors ────────────────────────────────────────────────────────────────────
@@ -323,7 +364,71 @@ export class PgLibraryIndex implements LibraryIndexStore {
 
 /** JSONB arrives parsed; the shared mapper expects the SQLite store's JSON text. */
 function accountOf(r: Row): AccountRow {
-  return toAccount({ ...r, folders: JSON.stringify(r.folders) });
+  return toAccount({ ...r, folders: JSON.stringify(r.folders), write_folders: JSON.stringify(r.write_folders ?? []) });
+}
+
+/** Removes the asset whose `column` is `value`, logs the removal and drops its descriptor (inside the caller's transaction). */
+async function removeWhere(c: Q, column: 'rel_path' | 'id', value: string): Promise<void> {
+  const r = (await c.query<Row>(`DELETE FROM library_assets WHERE ${column} = $1 RETURNING rowid, id`, [value])).rows[0];
+  if (!r) return;
+  await c.query('INSERT INTO library_removed (seq, asset_rowid) VALUES ($1, $2)', [await nextSeq(c), r.rowid]);
+  await dropDescriptor(c, r.id as string);
+}
+
+/**
+ * Locks the rows of many assets before anything else: the lock order of upsertWith (asset rows,
+ * then the sequence row) holds for a transaction that touches several, so none deadlocks with a scan.
+ */
+async function lockAssetRows(c: Q, ids: string[]): Promise<void> {
+  if (ids.length) await c.query('SELECT 1 FROM library_assets WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', [[...new Set(ids)]]);
+}
+
+async function foldersUnderWith(c: Q, folderPath: string): Promise<string[]> {
+  const [lo, hi] = belowRange(folderPath);
+  const r = folderPath === ''
+    ? await c.query<Row>('SELECT path FROM library_folders')
+    : await c.query<Row>('SELECT path FROM library_folders WHERE path = $1 OR (path >= $2 AND path < $3)', [folderPath, lo, hi]);
+  return r.rows.map((x) => x.path as string);
+}
+
+/** upsertAsset's work inside the caller's transaction. */
+async function upsertWith(c: Q, a: AssetRow, previous: VersionRow | null): Promise<void> {
+  // Lock order everywhere: the asset's row, then the sequence row (PgDescriptors.put and
+  // removeAsset take them in the same order), so concurrent writers cannot deadlock.
+  const old = (await c.query<Row>('SELECT rowid, blob FROM library_assets WHERE id = $1 FOR UPDATE', [a.id])).rows[0];
+  await ensureFolders(c, a.folderPath);
+  if (previous) {
+    await c.query(
+      `INSERT INTO library_versions (asset_id, version, size, mtime_ms, mime, width, height, hashes, meta, blob, comment, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       ON CONFLICT (asset_id, version) DO UPDATE SET size = EXCLUDED.size, mtime_ms = EXCLUDED.mtime_ms, mime = EXCLUDED.mime, width = EXCLUDED.width,
+         height = EXCLUDED.height, hashes = EXCLUDED.hashes, meta = EXCLUDED.meta, blob = EXCLUDED.blob, comment = EXCLUDED.comment, created_at = EXCLUDED.created_at`,
+      [previous.assetId, previous.version, previous.size, previous.mtimeMs, previous.mimeType, previous.width, previous.height,
+        previous.hashes ? JSON.stringify(previous.hashes) : null, JSON.stringify(previous.meta), previous.blob, previous.comment, previous.createdAt],
+    );
+  }
+  if (old) await c.query('DELETE FROM library_asset_keywords WHERE asset_rowid = $1', [old.rowid]);
+  const seq = await nextSeq(c);
+  const row = (await c.query<Row>(
+    `INSERT INTO library_assets (id, rel_path, folder_path, name, ext, size, mtime_ms, created_ms, mime, kind, width, height, year, orientation,
+       version, version_comment, meta, hashes, blob, indexed_at, search_text, change_seq)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+     ON CONFLICT (id) DO UPDATE SET rel_path = EXCLUDED.rel_path, folder_path = EXCLUDED.folder_path, name = EXCLUDED.name, ext = EXCLUDED.ext,
+       size = EXCLUDED.size, mtime_ms = EXCLUDED.mtime_ms, created_ms = EXCLUDED.created_ms, mime = EXCLUDED.mime, kind = EXCLUDED.kind,
+       width = EXCLUDED.width, height = EXCLUDED.height, year = EXCLUDED.year, orientation = EXCLUDED.orientation, version = EXCLUDED.version,
+       version_comment = EXCLUDED.version_comment, meta = EXCLUDED.meta, hashes = EXCLUDED.hashes, blob = EXCLUDED.blob,
+       indexed_at = EXCLUDED.indexed_at, search_text = EXCLUDED.search_text, change_seq = EXCLUDED.change_seq
+     RETURNING rowid`,
+    [a.id, a.relPath, a.folderPath, a.name, a.ext, a.size, a.mtimeMs, a.createdMs, a.mimeType, a.kind, a.width, a.height, yearOf(a), orientationOf(a),
+      a.version, a.versionComment, JSON.stringify(a.meta), a.hashes ? JSON.stringify(a.hashes) : null, a.blob, a.indexedAt,
+      searchText(a.name, a.folderPath, a.meta), seq],
+  )).rows[0]!;
+  const keywords = [...new Set(a.meta.keywords.map((k) => k.toLowerCase()))];
+  if (keywords.length) {
+    await c.query('INSERT INTO library_asset_keywords (asset_rowid, keyword) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING', [row.rowid, keywords]);
+  }
+  // New content: the descriptor of the old one is stale (SQLite does this with a trigger).
+  if (old && old.blob !== a.blob) await dropDescriptor(c, a.id);
 }
 
 async function ensureFolders(c: Q, path: string): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import type { ExtractedMetadata } from '../../metadata/index.js';
 import type { SearchDoc, SearchField } from '../search/types.js';
-import type { AccountRow, AssetRow, FacetKey, VersionRow } from './contract.js';
+import type { AccountRow, AssetRow, FacetKey, LockRow, VersionRow } from './contract.js';
 
 export const FACET_COLUMN: Record<Exclude<FacetKey, 'keyword'>, string> = { type: 'kind', ext: 'ext', year: 'year', orientation: 'orientation' };
 
@@ -111,5 +111,21 @@ export function toVersion(r: Record<string, unknown>): VersionRow {
 }
 
 export function toAccount(r: Record<string, unknown>): AccountRow {
-  return { id: r.id as string, name: r.name as string, passwordHash: r.password_hash as string, folders: JSON.parse(r.folders as string), createdAt: r.created_at as number };
+  return {
+    id: r.id as string, name: r.name as string, passwordHash: r.password_hash as string, folders: JSON.parse(r.folders as string),
+    writeFolders: JSON.parse((r.write_folders as string | undefined) ?? '[]'), createdAt: Number(r.created_at),
+  };
+}
+
+export function toLock(r: Record<string, unknown>): LockRow {
+  return { assetId: r.asset_id as string, accountId: r.account_id as string, lockedBy: r.locked_by as string, lockedAt: Number(r.locked_at) };
+}
+
+/**
+ * The paths strictly below a folder as a range [lo, hi): '/' and '0' are neighbours in byte order,
+ * which both stores sort these columns by (SQLite's BINARY, PostgreSQL's "C"); unlike LIKE, no
+ * character of a name needs escaping and case is never folded.
+ */
+export function belowRange(folderPath: string): [string, string] {
+  return [`${folderPath}/`, `${folderPath}0`];
 }

@@ -79,6 +79,13 @@ const MIGRATIONS: (string | ((db: BetterSqlite3.Database) => void))[] = [
   (db) => {
     db.prepare("INSERT INTO index_meta (key, value) VALUES ('instance', ?)").run(randomInt(1, 2 ** 47));
   },
+  // 4: writes through the hub (issue 30): each account's write folders (none by default) and the
+  // locks on assets.
+  `
+  ALTER TABLE accounts ADD COLUMN write_folders TEXT NOT NULL DEFAULT '[]';
+  CREATE TABLE asset_locks (asset_id TEXT PRIMARY KEY, account_id TEXT NOT NULL, locked_by TEXT NOT NULL, locked_at INTEGER NOT NULL) WITHOUT ROWID;
+  CREATE INDEX asset_locks_account ON asset_locks(account_id);
+  `,
 ];
 
 /** The schema version (`PRAGMA user_version`) this build migrates an index file to. */

@@ -12,8 +12,8 @@ import { SearchEngine } from '../search/engine.js';
 import { readSnapshot, writeSnapshot } from '../search/snapshot.js';
 import { FACETS } from '../search/types.js';
 import { DescriptorStore } from '../similarity/store.js';
-import type { AccountRow, AssetRow, FacetKey, IndexListQuery, IndexSearch, IndexSearchResult, FileState, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
-import { inOrder, ASSET_COLUMNS, ASSET_COLUMNS_OF_A, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
+import type { AccountRow, AssetMove, AssetRow, FacetKey, LockRow, IndexListQuery, IndexSearch, IndexSearchResult, FileState, LibraryIndexStore, ListPage, VersionRow } from './contract.js';
+import { belowRange, inOrder, toLock, ASSET_COLUMNS, ASSET_COLUMNS_OF_A, FACET_COLUMN, orientationOf, searchDoc, searchText, toAccount, toAsset, toVersion, yearOf } from './rows.js';
 import { migrateSqliteIndex } from './sqlite-schema.js';
 import { LargeMap } from '../large-map.js';
 import { FolderAggregates } from './folder-aggregates.js';
@@ -183,10 +183,14 @@ export class LibraryIndex implements LibraryIndexStore {
   removeAsset(relPath: string): void {
     this.db.transaction(() => {
       const r = this.db.prepare('SELECT rowid FROM assets WHERE rel_path = ?').get(relPath) as { rowid: number } | undefined;
-      if (!r) return;
-      this.db.prepare('DELETE FROM assets WHERE rowid = ?').run(r.rowid);
-      this.db.prepare('INSERT INTO removed_assets (seq, asset_rowid) VALUES (?, ?)').run(this.stmts.nextSeq.get() as number, r.rowid);
+      if (r) this.removeRow(r.rowid);
     })();
+  }
+
+  /** Deletes an asset row and logs the removal for the search engines (inside a transaction). */
+  private removeRow(rowid: number): void {
+    this.db.prepare('DELETE FROM assets WHERE rowid = ?').run(rowid);
+    this.db.prepare('INSERT INTO removed_assets (seq, asset_rowid) VALUES (?, ?)').run(this.stmts.nextSeq.get() as number, rowid);
   }
 
   /** Keeps the removal log bounded; an engine further behind than what is kept rebuilds. */
@@ -333,7 +337,8 @@ export class LibraryIndex implements LibraryIndexStore {
 
   // ── accounts ─────────────────────────────────────────────────────────────────────────────
   addAccount(a: AccountRow): void {
-    this.db.prepare('INSERT INTO accounts (id, name, password_hash, folders, created_at) VALUES (?, ?, ?, ?, ?)').run(a.id, a.name, a.passwordHash, JSON.stringify(a.folders), a.createdAt);
+    this.db.prepare('INSERT INTO accounts (id, name, password_hash, folders, write_folders, created_at) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(a.id, a.name, a.passwordHash, JSON.stringify(a.folders), JSON.stringify(a.writeFolders), a.createdAt);
   }
 
   account(id: string): AccountRow | null {
@@ -347,7 +352,11 @@ export class LibraryIndex implements LibraryIndexStore {
   }
 
   removeAccount(name: string): boolean {
-    return this.db.prepare('DELETE FROM accounts WHERE name = ?').run(name).changes > 0;
+    // Its locks go with it: nobody else could release them.
+    return this.db.transaction(() => {
+      this.db.prepare('DELETE FROM asset_locks WHERE account_id IN (SELECT id FROM accounts WHERE name = ?)').run(name);
+      return this.db.prepare('DELETE FROM accounts WHERE name = ?').run(name).changes > 0;
+    })();
   }
 
   setAccountPassword(name: string, passwordHash: string): boolean {
@@ -357,5 +366,79 @@ export class LibraryIndex implements LibraryIndexStore {
   listAccounts(): AccountRow[] {
     return (this.db.prepare('SELECT * FROM accounts ORDER BY name').all() as Record<string, unknown>[]).map(toAccount);
   }
-}
 
+  // ── writes through the hub ───────────────────────────────────────────────────────────────
+  assetsUnder(folderPath: string): AssetRow[] {
+    const [lo, hi] = belowRange(folderPath);
+    const sql = folderPath === ''
+      ? `SELECT ${ASSET_COLUMNS} FROM assets`
+      : `SELECT ${ASSET_COLUMNS} FROM assets WHERE folder_path = ? OR (folder_path >= ? AND folder_path < ?)`;
+    return (this.db.prepare(sql).all(...(folderPath === '' ? [] : [folderPath, lo, hi])) as Record<string, unknown>[]).map(toAsset);
+  }
+
+  foldersUnder(folderPath: string): string[] {
+    const [lo, hi] = belowRange(folderPath);
+    if (folderPath === '') return this.db.prepare('SELECT path FROM folders').pluck().all() as string[];
+    return this.db.prepare('SELECT path FROM folders WHERE path = ? OR (path >= ? AND path < ?)').pluck().all(folderPath, lo, hi) as string[];
+  }
+
+  relocate(moves: AssetMove[], folders: { from: string; to: string } | null): void {
+    this.db.transaction(() => {
+      if (folders) {
+        const paths = this.foldersUnder(folders.from);
+        const del = this.db.prepare('DELETE FROM folders WHERE path = ?');
+        for (const p of paths) del.run(p);
+        for (const p of paths) this.ensureFolder(folders.to + p.slice(folders.from.length));
+      }
+      const rowOf = this.db.prepare('SELECT rowid FROM assets WHERE id = ?');
+      for (const { from, to } of moves) {
+        // A stale row at the new path (its file gone, not yet rescanned) makes way, with its history.
+        const stale = rowOf.get(to.id) as { rowid: number } | undefined;
+        if (stale) this.removeRow(stale.rowid);
+        this.db.prepare('DELETE FROM versions WHERE asset_id = ?').run(to.id);
+        this.db.prepare('DELETE FROM asset_locks WHERE asset_id = ?').run(to.id);
+        const old = rowOf.get(from.id) as { rowid: number } | undefined;
+        if (old) this.removeRow(old.rowid);
+        this.upsertAsset(to, null);
+        this.db.prepare('UPDATE versions SET asset_id = ? WHERE asset_id = ?').run(to.id, from.id);
+        this.db.prepare('UPDATE asset_locks SET asset_id = ? WHERE asset_id = ?').run(to.id, from.id);
+      }
+    })();
+  }
+
+  dropAssets(ids: string[], folders: string[]): void {
+    this.db.transaction(() => {
+      const rowOf = this.db.prepare('SELECT rowid FROM assets WHERE id = ?');
+      for (const id of ids) {
+        const r = rowOf.get(id) as { rowid: number } | undefined;
+        if (r) this.removeRow(r.rowid);
+        this.db.prepare('DELETE FROM versions WHERE asset_id = ?').run(id);
+        this.db.prepare('DELETE FROM asset_locks WHERE asset_id = ?').run(id);
+      }
+      const del = this.db.prepare('DELETE FROM folders WHERE path = ?');
+      for (const f of folders) for (const p of this.foldersUnder(f)) if (p !== '') del.run(p);
+    })();
+  }
+
+  lock(assetId: string): LockRow | null {
+    const r = this.db.prepare('SELECT * FROM asset_locks WHERE asset_id = ?').get(assetId) as Record<string, unknown> | undefined;
+    return r ? toLock(r) : null;
+  }
+
+  locks(assetIds: string[]): Map<string, LockRow> {
+    if (!assetIds.length) return new Map();
+    const rows = this.db.prepare('SELECT * FROM asset_locks WHERE asset_id IN (SELECT value FROM json_each(?))').all(JSON.stringify(assetIds)) as Record<string, unknown>[];
+    return new Map(rows.map((r) => [r.asset_id as string, toLock(r)]));
+  }
+
+  takeLock(l: LockRow): LockRow {
+    return this.db.transaction(() => {
+      this.db.prepare('INSERT OR IGNORE INTO asset_locks (asset_id, account_id, locked_by, locked_at) VALUES (?, ?, ?, ?)').run(l.assetId, l.accountId, l.lockedBy, l.lockedAt);
+      return this.lock(l.assetId)!;
+    })();
+  }
+
+  releaseLock(assetId: string, accountId: string): boolean {
+    return this.db.prepare('DELETE FROM asset_locks WHERE asset_id = ? AND account_id = ?').run(assetId, accountId).changes > 0;
+  }
+}

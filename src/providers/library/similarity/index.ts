@@ -173,6 +173,20 @@ export class ImageSimilarity {
     return r.outputs[0]!;
   }
 
+  /**
+   * Describes the given images (just written through the hub: writes.ts) and applies the log,
+   * without looking for other pending ones: a write costs its own images, not a pass over the
+   * library (refresh() reads every image without a descriptor). A put is the same one refresh()
+   * would make, so the two may run side by side.
+   */
+  async describeWritten(images: PendingImage[]): Promise<void> {
+    await this.ready();
+    await this.each(images, async (img) => this.store.put(img, await this.describe(img), this.clock.now()));
+    const sem = this.semantic;
+    if (sem) await this.each(images, async (img) => sem.store.put(img, await this.embed(sem.embedder, img), this.clock.now()));
+    if (this.load) await this.sync();
+  }
+
   /** Applies descriptor changes made since the last look (by this or another process). */
   async sync(): Promise<void> {
     await this.ready();
