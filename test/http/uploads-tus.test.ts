@@ -1,8 +1,8 @@
 /**
  * Resumable uploads (tus 1.0 at /api/v1/uploads) over real HTTP with tus-js-client, the client
  * partners use, against the hub's routes, data store and stores; the write engine is a small fake
- * here (what it received is what the test checks). test/http/uploads-library.test.ts runs the same
- * protocol into the embedded library through the real engine.
+ * here (what it received is what the test checks). uploads-engine.test.ts runs the protocol through
+ * the real engine into a DAM in memory, uploads-library.test.ts into the embedded library.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
