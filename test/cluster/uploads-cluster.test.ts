@@ -7,13 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import * as tus from 'tus-js-client';
 import type { HubConfig } from '../../src/config.js';
 import { ClusterStores } from '../../src/stores/index.js';
 import { startTestHub, tempDir, type TestHub } from '../helpers/hub.js';
 import { memoryDam, type MemoryDam } from '../helpers/memory-dam.js';
-import { freePort } from '../helpers/process.js';
 import { clusterEnv, type ClusterEnv } from '../helpers/stores-env.js';
 import { bytes, cuttingProxy, meta, sha256 } from '../helpers/tus.js';
 
@@ -33,14 +33,15 @@ describe('tus uploads across two cluster nodes (PostgreSQL + Redis, one upload d
     if (!env) return;
     const open = () => ClusterStores.open({ databaseUrl: env!.databaseUrl, redisUrl: env!.redisUrl, keyPrefix: env!.keyPrefix });
     dam = memoryDam();
-    const [portA, portB] = [await freePort(), await freePort()];
-    proxy = await cuttingProxy(portA);
-    const config = (port: number, publicUrl: string) => ({ port, publicUrl, uploadDir, userRateLimitPerMin: 0 }) as Partial<HubConfig>;
-    a = await startTestHub({ providers: [dam], partner: { writes: true }, stores: await open(), config: config(portA, `http://127.0.0.1:${proxy.port}`) });
+    proxy = await cuttingProxy();
+    const config = (publicUrl: string) => ({ publicUrl, uploadDir, userRateLimitPerMin: 0 }) as Partial<HubConfig>;
+    a = await startTestHub({ providers: [dam], partner: { writes: true }, stores: await open(), config: config(`http://127.0.0.1:${proxy.port}`) });
     // The second node: the first one's data dir (keys and secrets, as cluster nodes share them), its own store connections.
-    b = await startTestHub({ providers: [dam], stores: await open(), dataDir: a.dataDir, clock: a.clock, config: config(portB, `http://127.0.0.1:${portB}`) });
-    await a.app.listen({ host: '127.0.0.1', port: portA });
-    await b.app.listen({ host: '127.0.0.1', port: portB });
+    b = await startTestHub({ providers: [dam], stores: await open(), dataDir: a.dataDir, clock: a.clock, config: config('http://node-b.invalid') });
+    await a.app.listen({ host: '127.0.0.1', port: 0 });
+    await b.app.listen({ host: '127.0.0.1', port: 0 });
+    proxy.to((a.app.server.address() as AddressInfo).port);
+    const portB = (b.app.server.address() as AddressInfo).port;
     urlA = `http://127.0.0.1:${proxy.port}/api/v1/uploads`;
     urlB = `http://127.0.0.1:${portB}/api/v1/uploads`;
     const { access_token } = await a.login({ sub: 'sub-alice' });

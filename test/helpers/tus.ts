@@ -10,7 +10,9 @@ export const bytes = (n: number, seed = 1) => Buffer.from(Array.from({ length: n
 export const meta = (m: Record<string, string>) => Object.entries(m).map(([k, v]) => `${k} ${Buffer.from(v).toString('base64')}`).join(',');
 
 /** A TCP proxy in front of the hub that can cut the next request after so many bytes (a dropped connection). */
-export async function cuttingProxy(port: number) {
+/** Listens first (its port names the hub's public URL); `to(port)` names the hub once it listens. */
+export async function cuttingProxy() {
+  let port = 0;
   let cutAfter: number | null = null;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
@@ -36,6 +38,9 @@ export async function cuttingProxy(port: number) {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     port: (server.address() as net.AddressInfo).port,
+    to(p: number) {
+      port = p;
+    },
     /** Cuts the connection that carries the next `n` bytes from the client, counted from now. */
     cut(n: number) {
       cutAfter = n;

@@ -5,13 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as tus from 'tus-js-client';
 import type { HubConfig } from '../../src/config.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { memoryDam, type MemoryDam } from '../helpers/memory-dam.js';
-import { freePort } from '../helpers/process.js';
 import { bytes, cuttingProxy, meta, sha256 } from '../helpers/tus.js';
 
 const MAX = 16 * 1024 * 1024;
@@ -24,14 +24,14 @@ describe('tus uploads into a DAM through the write engine', () => {
   let headers: Record<string, string>;
 
   before(async () => {
-    const port = await freePort();
-    proxy = await cuttingProxy(port);
+    proxy = await cuttingProxy();
     dam = memoryDam();
     t = await startTestHub({
       providers: [dam], partner: { writes: true },
-      config: { port, publicUrl: `http://127.0.0.1:${proxy.port}`, userRateLimitPerMin: 0, maxUploadBytes: MAX } as Partial<HubConfig>,
+      config: { publicUrl: `http://127.0.0.1:${proxy.port}`, userRateLimitPerMin: 0, maxUploadBytes: MAX } as Partial<HubConfig>,
     });
-    await t.app.listen({ host: '127.0.0.1', port });
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    proxy.to((t.app.server.address() as AddressInfo).port);
     base = `http://127.0.0.1:${proxy.port}/api/v1/uploads`;
     const { access_token } = await t.login({ sub: 'sub-alice' });
     const start = (await t.app.inject({ method: 'POST', url: '/api/v1/auth/login?provider=memdam&polling=true', headers: { authorization: `Bearer ${access_token}` } })).json();

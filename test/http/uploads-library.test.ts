@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as tus from 'tus-js-client';
 import type { HubConfig } from '../../src/config.js';
 import { startLibraryHub, type LibraryHarness } from '../helpers/library.js';
-import { freePort } from '../helpers/process.js';
 import { bytes, cuttingProxy, meta, sha256 } from '../helpers/tus.js';
 
 describe('tus uploads into the embedded library', () => {
@@ -19,13 +19,13 @@ describe('tus uploads into the embedded library', () => {
   let base: string;
 
   before(async () => {
-    const port = await freePort();
-    proxy = await cuttingProxy(port);
+    proxy = await cuttingProxy();
     h = await startLibraryHub({ 'inbox/readme.txt': 'drop files here', 'archive/old.txt': 'read only' }, {
-      writeFolders: ['inbox'], config: { port, publicUrl: `http://127.0.0.1:${proxy.port}` } as Partial<HubConfig>,
+      writeFolders: ['inbox'], config: { publicUrl: `http://127.0.0.1:${proxy.port}` } as Partial<HubConfig>,
     });
     await h.t.hub.stores.partners.update(h.t.partner.id, { writes: true }, h.t.clock.now());
-    await h.t.app.listen({ host: '127.0.0.1', port });
+    await h.t.app.listen({ host: '127.0.0.1', port: 0 });
+    proxy.to((h.t.app.server.address() as AddressInfo).port);
     base = `http://127.0.0.1:${proxy.port}/api/v1/uploads`;
   });
   after(async () => {

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
@@ -20,7 +21,6 @@ import type { UploadWrites } from '../../src/content/uploads/uploads.js';
 import type { ProviderSession } from '../../src/providers/contract.js';
 import { uploadsOf, uploadWritesOverride } from '../../src/routes/uploads.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
-import { freePort } from '../helpers/process.js';
 import { bytes, cuttingProxy, meta, sha256 } from '../helpers/tus.js';
 import { testProvider } from '../helpers/test-provider.js';
 
@@ -85,15 +85,15 @@ describe('tus uploads (fake write engine)', () => {
   }
 
   before(async () => {
-    const port = await freePort();
-    proxy = await cuttingProxy(port);
+    proxy = await cuttingProxy();
     t = await startTestHub({
       providers: [testProvider()],
-      config: { port, publicUrl: `http://127.0.0.1:${proxy.port}`, userRateLimitPerMin: 0, uploadExpirySec: 600, maxUploadBytes: MAX } as Partial<HubConfig>,
+      config: { publicUrl: `http://127.0.0.1:${proxy.port}`, userRateLimitPerMin: 0, uploadExpirySec: 600, maxUploadBytes: MAX } as Partial<HubConfig>,
     });
     writes = new FakeWrites();
     uploadWritesOverride.set(t.hub, writes);
-    await t.app.listen({ host: '127.0.0.1', port });
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    proxy.to((t.app.server.address() as AddressInfo).port);
     base = `http://127.0.0.1:${proxy.port}/api/v1/uploads`;
     alice = await session('alice');
     uploadDir = path.join(t.dataDir, 'uploads');
@@ -173,11 +173,11 @@ describe('tus uploads (fake write engine)', () => {
     const url = await create(data.length, { parentId: 'root', name: 'two-nodes.bin' });
     const first = await call(url, { method: 'PATCH', headers: { 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, body: data.subarray(0, 400_000) });
     assert.equal(first.status, 204);
-    const port2 = await freePort();
-    const hub2 = new Hub({ ...t.hub.config, port: port2, publicUrl: `http://127.0.0.1:${port2}` }, { clock: t.clock, stores: t.hub.stores, providers: [testProvider()] });
+    const hub2 = new Hub(t.hub.config, { clock: t.clock, stores: t.hub.stores, providers: [testProvider()] });
     const app2 = await buildApp(hub2, { logger: false });
     uploadWritesOverride.set(hub2, writes);
-    await app2.listen({ host: '127.0.0.1', port: port2 });
+    await app2.listen({ host: '127.0.0.1', port: 0 });
+    const port2 = (app2.server.address() as AddressInfo).port;
     try {
       const url2 = `http://127.0.0.1:${port2}/api/v1/uploads/${url.split('/').pop()}`;
       const { response } = await upload(data, alice, { uploadUrl: url2 });
