@@ -26,6 +26,7 @@ import { authRoutes } from './routes/auth.js';
 import { assetOpsOf } from './routes/content.js';
 import { demoRoutes } from './routes/demo.js';
 import { systemRoutes } from './routes/system.js';
+import { uploadRoutes } from './routes/uploads.js';
 import { mcpRoutes } from './mcp/http.js';
 
 export const API_PREFIX = '/api/v1';
@@ -144,6 +145,7 @@ export async function buildApp(hub: Hub, opts: AppOptions = {}): Promise<Fastify
     await api.register(assetRoutes);
     await api.register(writeRoutes);
     await api.register(adminRoutes);
+    await api.register(uploadRoutes);
     api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     for (const p of hub.providers.list()) {
       const routes = p.routes?.bind(p);

@@ -170,6 +170,25 @@ export interface HubConfig {
   libraryRescanSec: number;
   /** How long the write audit keeps an entry (days, DAMHUB_AUDIT_RETENTION); older ones go with the periodic sweep. */
   auditRetentionDays: number;
+  /**
+   * Part files of unfinished resumable (tus) uploads; null: `<dataDir>/uploads`. In cluster mode a
+   * directory every node shares (like the library folder), so any node continues an upload.
+   */
+  uploadDir: string | null;
+  /** An unfinished resumable upload expires this long after its creation (410 upload-expired; its parts removed). */
+  uploadExpirySec: number;
+}
+
+/** Where the part files of resumable uploads go. */
+export function uploadDirOf(config: HubConfig): string {
+  return config.uploadDir ?? path.join(config.dataDir, 'uploads');
+}
+
+/** `90`, `90s`, `15m`, `24h`, `7d` → seconds; null when it is none of these. */
+export function parseDurationSec(v: string): number | null {
+  const m = /^\s*(\d+)\s*([smhd]?)\s*$/.exec(v);
+  if (!m) return null;
+  return Number(m[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
 }
 
 /** The public URL of a hub that was given none: where it listens. */
@@ -253,6 +272,8 @@ export function defaultConfig(overrides: Partial<HubConfig> = {}): HubConfig {
     libraryLeaseSec: 15,
     libraryRescanSec: 60,
     auditRetentionDays: 90,
+    uploadDir: null,
+    uploadExpirySec: 24 * 3600,
   };
   return { ...base, ...overrides };
 }

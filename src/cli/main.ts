@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { defaultConfig, type HubConfig } from '../config.js';
+import { defaultConfig, parseDurationSec, type HubConfig } from '../config.js';
 import { partnerInput, partnerView } from '../auth/partners.js';
 import { rotateKeyRing } from '../auth/keys.js';
 import { isHubError } from '../errors.js';
@@ -283,6 +283,15 @@ export function configFrom(values: Record<string, string | boolean | string[] | 
   if (leaseSec !== undefined) overrides.libraryLeaseSec = leaseSec;
   const rescanSec = num('DAMHUB_LIBRARY_RESCAN_SEC');
   if (rescanSec !== undefined) overrides.libraryRescanSec = rescanSec;
+  // Resumable uploads (docs/writes.md): where their parts wait, and how long an unfinished one lives.
+  const uploadDir = read('DAMHUB_UPLOAD_DIR');
+  if (uploadDir) overrides.uploadDir = path.resolve(uploadDir);
+  const expiry = read('DAMHUB_UPLOAD_EXPIRY');
+  if (expiry) {
+    const sec = parseDurationSec(expiry);
+    if (sec === null || sec < 1) throw new UsageError('DAMHUB_UPLOAD_EXPIRY must be a positive duration in seconds, or with a unit: 90s, 30m, 24h, 7d');
+    overrides.uploadExpirySec = sec;
+  }
   const model = pick('image-model', 'DAMHUB_IMAGE_MODEL');
   if (model) overrides.imageModel = path.resolve(model);
   const weight = num('DAMHUB_IMAGE_MODEL_WEIGHT');

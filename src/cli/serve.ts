@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { buildApp } from '../app.js';
+import { uploadsOf } from '../routes/uploads.js';
 import { ensureDemoLibrary } from '../demo/library.js';
 import { defaultPublicUrl, type HubConfig } from '../config.js';
 import { openHub, type Hub } from '../hub.js';
@@ -81,6 +82,8 @@ async function serveOn(config: HubConfig, reserved: Reservation | null): Promise
 
   const sweepOnce = () => {
     sweepStores(hub.stores, hub.clock.now(), hub.config.auditRetentionDays).catch((e) => app.log.error({ err: e }, 'sweep failed'));
+    // Unfinished resumable uploads past DAMHUB_UPLOAD_EXPIRY, with their part files.
+    uploadsOf(hub).sweep().catch((e) => app.log.error({ err: e }, 'upload sweep failed'));
   };
   // Once at start too: a node restarted more often than the interval would otherwise never sweep.
   sweepOnce();

@@ -14,7 +14,7 @@ import { mimeTypeOfName, UNKNOWN_MIME_TYPE } from '../providers/kit/mime.js';
 import { typeByName } from '../providers/metadata/sniff.js';
 
 /** Bytes file-type needs to recognise every format it knows. */
-const SNIFF_BYTES = 4100;
+export const SNIFF_BYTES = 4100;
 
 export function tooLarge(limit: number, got: number | string): HubError {
   return hubError('hub-payload-too-large', `the upload is ${got} bytes; the limit is ${limit} bytes (DAMHUB_MAX_UPLOAD_BYTES)`);

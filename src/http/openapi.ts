@@ -35,7 +35,7 @@ const envelope = (status: number, code: string, message: string, details: string
   error: { code, source: code.startsWith('integration-') ? 'integration' : 'hub', status, message, details: `${details} (request 5f0c2a9e1b7d4c3a)`, ...(code.startsWith('integration-') ? { provider: 'library' } : {}), requestId: '5f0c2a9e1b7d4c3a' },
 });
 
-/** The errors an operation's clients meet most, as examples of its 4XX answer. */
+/** The errors an operation's clients meet most, as examples of its 4XX answer (`code#case`: a second example of one code). */
 const ERRORS: Record<string, [number, string, string]> = {
   'hub-validation-error': [400, 'The request is invalid.', 'querystring/size must be integer'],
   'hub-sdk-token-missing': [401, 'The partner token is missing.', 'send the partner JWT as "Authorization: Bearer <jwt>"'],
@@ -50,6 +50,10 @@ const ERRORS: Record<string, [number, string, string]> = {
   'integration-not-found': [404, 'Not found.', 'no folder /Brand/Old'],
   'integration-not-supported': [501, 'Not supported by the DAM.', 'the DAM has no search by image'],
   'hub-rate-limited': [429, 'Too many requests.', 'retry in 2 s'],
+  'upload-expired': [410, 'This upload has expired; start it again.', 'the upload expired at 2026-06-02T12:00:00.000Z; its parts are removed'],
+  'hub-validation-error#checksum': [460, 'The uploaded chunk was damaged in transit; send it again.', 'Upload-Checksum: the sha256 of the 1048576 bytes received does not match; the chunk was discarded'],
+  'hub-payload-too-large#upload': [413, 'The request body is too large.', 'Upload-Length is over the limit of 5368709120 bytes (DAMHUB_MAX_UPLOAD_BYTES)'],
+  'hub-not-found#upload': [404, 'This upload does not exist.', 'no such upload'],
   'writes-disabled': [403, 'Saving to the asset library is not enabled for this application.', 'partner p1 may not write; the operator allows it with "damhub partners writes p1 on"'],
   'asset-name-invalid': [400, 'This name cannot be used.', 'name "a/b.png" contains a path separator (/ or \\) (rule: separator)'],
   'asset-exists': [409, 'Something with this name is already there.', 'logo-blue.png exists in /Brand'],
@@ -118,6 +122,13 @@ const OPERATIONS: Record<string, OpDoc> = {
     description: 'A rendition (thumbnail, preview, conversion) of an asset version, through the signed `thumbnailUrl` or `conversions[].url`. Ranges, `ETag` and 304 as for the original.' },
   'get /api/v1/connectors/{connectorId}/download/{name}': { id: 'connectorDownload', errors: ['hub-access-denied', 'integration-not-found'], summary: 'Bytes of a connector\'s file (download link from downloadUrl)',
     description: 'A file of a remote DAM (WebDAV, S3, …), streamed through the hub from the `downloadUrl` its connector put on the asset; the `g` grant is the credential and works 4 hours. Ranges, `ETag` and 304 as the DAM answers them.' },
+  // Resumable uploads (tus 1.0; src/routes/uploads.ts).
+  'post /api/v1/uploads': { id: 'createUpload', limit: 'user', example: ASSET, errors: ['hub-validation-error', 'hub-access-token-invalid', 'provider-access-token-missing', 'writes-disabled', 'asset-name-invalid', 'hub-precondition-required', 'hub-payload-too-large#upload', 'hub-unsupported-media-type', 'hub-rate-limited'],
+    description: 'Creates a resumable upload (tus 1.0 creation): `Upload-Length` and `Upload-Metadata` (base64 values) naming `parentId`, `name` and `onConflict` (`fail`, `rename`, `version`) for a new asset, or `assetId` and `ifMatch` for a new version. The write engine checks them (writes allowed, name, type, size) before any byte is stored. Answers 201 with `Location`, the upload\'s URL, and `Upload-Expires`. With a body (`Content-Type: application/offset+octet-stream`, creation-with-upload) the bytes are stored at once (`Upload-Offset`); when they are all of them, the 201 carries the Asset as for the final PATCH. `HEAD` on the upload\'s URL (tus) answers its `Upload-Offset` to resume from, `Upload-Length`, `Upload-Metadata` and `Upload-Expires`, and once finished `Damhub-Asset-Id` and `ETag`; 404 for an upload of another user, partner or provider, 410 after its expiry.' },
+  'patch /api/v1/uploads/{id}': { id: 'appendUpload', limit: 'user', example: ASSET, errors: ['hub-validation-error', 'hub-access-token-invalid', 'hub-not-found#upload', 'upload-expired', 'hub-validation-error#checksum', 'asset-exists', 'asset-version-conflict', 'hub-rate-limited'],
+    description: 'Appends the body at `Upload-Offset` (409 when it is not the upload\'s offset). `Upload-Checksum` (`sha1` or `sha256`, base64) is checked: a mismatch answers 460 and the chunk is discarded. Answers 204 with the new `Upload-Offset`; the request that brings the last byte stores the asset and answers **200** with the Asset, `Damhub-Asset-Id` and its `ETag` (tus clients accept any 2xx); a repeated final PATCH answers the same.' },
+  'delete /api/v1/uploads/{id}': { id: 'terminateUpload', limit: 'user', errors: ['hub-access-token-invalid', 'hub-not-found#upload', 'hub-rate-limited'],
+    description: 'Terminates the upload (tus termination): its parts are removed; 204.' },
   'post /api/v1/assets/upload': { id: 'uploadAsset', limit: 'user', example: { ...ASSET, version: 1, displayVersion: 1, ...WRITABLE }, errors: [...WRITE_ERRORS, 'asset-name-invalid', 'asset-exists', 'hub-payload-too-large', 'hub-unsupported-media-type'],
     description: `A new asset named \`name\` in the folder \`parentId\`; the body is the file (any \`Content-Type\`, streamed; \`Content-Length\` lets a too-large file be refused before it is sent). 201 with the asset, its \`ETag\` and \`Damhub-Asset-Id\`. When the name is taken: \`onConflict=fail\` (default) answers 409 \`asset-exists\`, \`rename\` keeps both (\`name (2).ext\`), \`version\` saves a new version of that asset (200). Names are checked for every DAM alike (400 \`asset-name-invalid\` names the rule); size and type against \`DAMHUB_MAX_UPLOAD_BYTES\` (413) and the allowed extensions and the bytes themselves (415). Large files: tus at \`/api/v1/uploads\`.\${IDEMPOTENCY}` },
   'post /api/v1/assets/update/{assetId}': { id: 'updateAsset', limit: 'user', example: { ...ASSET, version: 3, displayVersion: 3, ...WRITABLE }, errors: [...WRITE_ERRORS, 'asset-version-conflict', 'hub-precondition-required', 'hub-payload-too-large', 'hub-unsupported-media-type'],
@@ -179,7 +190,8 @@ function mediaResponses(errors: string[]): Json {
 function examplesOf(codes: string[]): Json {
   return Object.fromEntries(codes.map((c) => {
     const [status, message, details] = ERRORS[c]!;
-    return [c, { summary: `${status} ${c}`, value: envelope(status, c, message, details) }];
+    const code = c.split('#')[0]!;
+    return [c, { summary: `${status} ${code}`, value: envelope(status, code, message, details) }];
   }));
 }
 
@@ -213,6 +225,7 @@ export function polishDocument(doc: Json): Json {
     { name: 'auth', description: 'Token exchange, sessions, DAM providers and the DAM login.' },
     { name: 'system', description: 'Runtime details of the connected DAM.' },
     { name: 'assets', description: 'Browse, search, assets, versions and their media.' },
+    { name: 'uploads', description: 'Resumable uploads (tus 1.0: creation, creation-with-upload, termination, expiration, checksum).' },
     { name: 'writes', description: 'Upload, new versions, rename, move, delete, folders and locks (docs/writes.md); off until the operator allows the partner to write.' },
     { name: 'admin', description: 'Partner registration and the write audit (admin key).' },
   ];

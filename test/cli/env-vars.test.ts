@@ -175,6 +175,11 @@ async function writer(p: Partner): Promise<{ access: string; dam: string }> {
   return damUser(p);
 }
 
+/** tus Upload-Metadata: keys with base64 values. */
+const tusMeta = (m: Record<string, string>) => Object.entries(m).map(([k, v]) => `${k} ${Buffer.from(v).toString('base64')}`).join(',');
+/** The DAMHUB_UPLOAD_DIR row's directory (made when its group starts). */
+let uploadDir = '';
+
 /** A library DAM token for a fresh hub user (account `alice`). */
 async function damUser(p: Partner): Promise<{ access: string; dam: string }> {
   const u = await p.user();
@@ -490,6 +495,26 @@ const ROWS: Record<string, Row> = {
     const r = await call(`${c.hub.url}/api/v1/assets/upload?parentId=root&name=notes.txt`, { method: 'POST', token: w.access, headers: { 'provider-authorization': `Bearer ${w.dam}`, 'content-type': 'text/plain' }, body: 'hi' });
     assert.equal(r.status, 415, JSON.stringify(r.body));
     assert.match(r.body.error.details, /allowed: \.png, \.jpg/);
+  } },
+  DAMHUB_UPLOAD_EXPIRY: { group: 'core', value: '90s', async check(c) {
+    // A tus upload's Upload-Expires is its creation plus the expiry (default 24 h).
+    const w = await writer(c.partner);
+    const r = await call(`${c.hub.url}/api/v1/uploads`, { method: 'POST', token: w.access, dam: w.dam, headers: { 'tus-resumable': '1.0.0', 'upload-length': '10', 'upload-metadata': tusMeta({ parentId: 'root', name: 'expiry.png' }) } });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    const lifetime = Date.parse(r.headers.get('upload-expires')!) - Date.parse(r.headers.get('date')!);
+    assert.ok(lifetime >= 88_000 && lifetime <= 91_000, `expires ${lifetime} ms after creation`);
+  } },
+  DAMHUB_UPLOAD_DIR: { group: 'core', value: () => (uploadDir = tempDir('damhub-env-uploads-')), async check(c) {
+    // The bytes of an unfinished tus upload wait in a part file there (default <data dir>/uploads).
+    const w = await writer(c.partner);
+    const r = await call(`${c.hub.url}/api/v1/uploads`, {
+      method: 'POST', token: w.access, dam: w.dam, body: 'fives',
+      headers: { 'tus-resumable': '1.0.0', 'upload-length': '10', 'upload-metadata': tusMeta({ parentId: 'root', name: 'parts.png' }), 'content-type': 'application/offset+octet-stream' },
+    });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    assert.equal(r.headers.get('upload-offset'), '5');
+    const id = new URL(r.headers.get('location')!).pathname.split('/').pop()!;
+    assert.equal(fs.readFileSync(path.join(uploadDir, `${id}.part`), 'utf8'), 'fives');
   } },
   DAMHUB_AUDIT_RETENTION: { group: 'core', value: ({ dirs }) => {
     // Two writes in the data dir's audit before the hub starts: three days old and an hour old.

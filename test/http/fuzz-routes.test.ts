@@ -236,8 +236,9 @@ function checkAnswer(res: { statusCode: number; body: string; headers: Record<st
   assert.equal(e.error.code, e.errorCode, where);
   assert.equal(e.error.status, res.statusCode, where);
   assert.equal(e.error.source, spec.source, where);
-  // Codes whose status may vary by design: a range answer (416) is a validation error, the DAM's 502/504.
-  const allowed = e.errorCode === 'integration-unavailable' ? [502, 503, 504] : e.errorCode === 'hub-validation-error' ? [400, 408, 414, 416, 431] : [spec.status];
+  // Codes whose status may vary by design: a range answer (416) is a validation error, the DAM's
+  // 502/504, and tus's statuses on /uploads (409 offset, 412 Tus-Resumable, 460 checksum).
+  const allowed = e.errorCode === 'integration-unavailable' ? [502, 503, 504] : e.errorCode === 'hub-validation-error' ? [400, 408, 414, 416, 431, 409, 412, 460] : [spec.status];
   assert.ok(allowed.includes(res.statusCode), `status ${res.statusCode} for ${e.errorCode}: ${where}`);
   assert.match(e.details, /^[A-Z]+ \S* failed: .+/s, where);
   assert.equal(e.error.requestId, res.headers['x-request-id'], where);

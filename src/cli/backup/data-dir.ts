@@ -6,7 +6,9 @@
  * (`library/blobs/`) and renditions (`library/renditions/`), and a demo library when there is one.
  *
  * Left out, because they are caches or scratch that the hub makes again: connector thumbnails
- * (`thumbnails/`), the search engine's snapshot (`*.sqlite.search`, rebuilt from the index at
+ * (`thumbnails/`), the parts of unfinished resumable uploads (`uploads/`, the default
+ * DAMHUB_UPLOAD_DIR: possibly large and appended to as the backup runs; a restored hub answers
+ * those uploads 410 and their clients start them again), the search engine's snapshot (`*.sqlite.search`, rebuilt from the index at
  * start), temporary files, and SQLite's WAL/SHM/journal files (the online copy of their database
  * holds what they hold).
  */
@@ -55,7 +57,7 @@ export function isDataDir(dir: string): boolean {
 
 function excluded(rel: string, name: string): boolean {
   // The manifest's own name is the archive's, not a data file's (none has it; a stray one is left out).
-  if (rel === 'thumbnails' || rel.startsWith(STAGING_PREFIX) || rel === MANIFEST_NAME) return true;
+  if (rel === 'thumbnails' || rel === 'uploads' || rel.startsWith(STAGING_PREFIX) || rel === MANIFEST_NAME) return true;
   if (name.endsWith('.sqlite.search')) return true;
   return name.endsWith('.tmp') || name.startsWith('.tmp-');
 }
