@@ -214,8 +214,8 @@ test('upload conflict: the same name again offers New version / Keep both / Canc
   const { page, picker } = await p.open({ upload: true });
   try {
     await openFolder(picker, 'Photos');
-    const v1 = await picker.getByRole('option', { name: /harbor boats\.jpg/ }).count();
-    assert.equal(v1, 1);
+    await picker.getByRole('option', { name: /harbor boats\.jpg/ }).waitFor();
+    assert.equal(await picker.getByRole('option', { name: /harbor boats\.jpg/ }).count(), 1);
     const newer = await solidJpeg(64, 48, [200, 40, 40]);
     await dropFiles(picker, [{ name: 'harbor boats.jpg', type: 'image/jpeg', base64: newer.toString('base64') }]);
     const row = picker.getByRole('list', { name: 'Uploads' }).getByRole('listitem').filter({ hasText: 'harbor boats.jpg' });
