@@ -341,6 +341,12 @@ try {
   }
 
   for (const b of all) {
+    // One small upload first, so the first measured one does not carry the first write's one-off
+    // costs (modules loaded on first use, the connector's first connections) in its RSS.
+    const warm = `warm-up-${randomUUID().slice(0, 8)}.bin`;
+    const w = await send(`${api}/assets/upload?parentId=root&name=${warm}`, 'POST', b.headers, MiB);
+    if (w.status !== 201) throw new Error(`${b.name}: the warm-up upload answered ${w.status}: ${w.text.slice(0, 300)}`);
+    await b.readBackAndRemove(warm, 'hub');
     const ratios: number[] = [];
     const growth: number[] = [];
     const hubMs: number[] = [];
@@ -418,7 +424,12 @@ try {
   };
   const before = walk(library);
   const cutName = `cut-${randomUUID().slice(0, 8)}.bin`;
+  // Watched while it streams: the hub's temp file must show up, or the cut proved nothing.
+  let seenDuring = 0;
+  const watcher = setInterval(() => (seenDuring = Math.max(seenDuring, [...walk(library)].filter((p) => !before.has(p)).length)), 10);
   await sendHalf(`${api}/assets/upload?parentId=root&name=${cutName}`, libHeaders, cutSize);
+  clearInterval(watcher);
+  if (!seenDuring) throw new Error('the cut upload: no new file appeared in the library while it streamed (nothing was written before the cut?)');
   // The hub notices the closed socket and discards what it wrote; wait (at most 10 s) until no
   // new entry is left, and count whatever still is.
   let left: string[] = [];
@@ -430,7 +441,7 @@ try {
   }
   const check = await fetch(`${api}/auth/checkToken`, { headers: { authorization: `Bearer ${access}` } });
   if (!check.ok) throw new Error(`the hub does not answer after the cut upload: ${check.status}`);
-  console.log(`cut upload of ${cutSize / MiB} MiB at 50 %: ${left.length} new entries left in the library${left.length ? `: ${left.map((p) => path.relative(library, p)).join(', ')}` : ''}`);
+  console.log(`cut upload of ${cutSize / MiB} MiB at 50 %: ${seenDuring} new entries while it streamed, ${left.length} new entries left in the library${left.length ? `: ${left.map((p) => path.relative(library, p)).join(', ')}` : ''}`);
   result('upload-cut-leftovers', left.length, 'files', ['<=', 0], 'non-negative');
   reportResults();
 } finally {
