@@ -9,38 +9,18 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { AssetOps, ListParams } from '../content/asset-ops.js';
-import type { AssetWrites } from '../content/asset-writes.js';
+import type { ListParams } from '../content/asset-ops.js';
 import { registerWriteTools } from './write-tools.js';
+import { compactAsset, json, prune, type ToolContext, type ToolHints } from './tool-kit.js';
+
+export type { ToolContext } from './tool-kit.js';
 import { hubError, integrationError, type HubError } from '../errors.js';
-import type { Hub } from '../hub.js';
 import { rateLimited } from '../http/auth.js';
 import { toHubError } from '../http/errors.js';
 import { UI_LOCALES, type ProviderSession } from '../providers/contract.js';
 import type { Asset, AssetPage } from '../providers/model.js';
-import type { McpConnections } from './connections.js';
 import type { McpIdentity } from './identity.js';
 
-export interface ToolContext {
-  hub: Hub;
-  ops: AssetOps;
-  writes: AssetWrites;
-  connections: McpConnections;
-}
-
-/** MCP's tool annotations (hints to the assistant's client, which may ask the user before a destructive call). */
-export interface ToolHints {
-  readOnlyHint?: boolean;
-  destructiveHint?: boolean;
-  idempotentHint?: boolean;
-}
-
-/** What a tool module registers its tools with (the write tools: ./write-tools.ts). */
-export interface ToolKit {
-  tool<S extends z.ZodObject>(name: string, description: string, schema: S, run: (args: z.infer<S>) => Promise<CallToolResult>, hints?: ToolHints): void;
-  /** The user's DAM connection for `provider` (default: the hub's default provider), after the per-user budget. */
-  session(provider: string | undefined): Promise<ProviderSession>;
-}
 
 /** Thumbnails attached to one result, at most. */
 const MAX_THUMBNAILS = 8;
@@ -215,9 +195,6 @@ export function registerTools(server: McpServer, ctx: ToolContext, id: McpIdenti
   }
 }
 
-export function json(body: unknown): CallToolResult & { content: CallToolResult['content'] } {
-  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown> };
-}
 
 export function errorResult(e: HubError): CallToolResult {
   const error: Record<string, unknown> = { code: e.code, source: e.source, status: e.status, message: e.message };
@@ -238,17 +215,7 @@ function compactPage(p: AssetPage) {
   return out;
 }
 
-export function compactAsset(a: Asset) {
-  return prune({
-    id: a.id, name: a.name, title: a.title, type: a.type, mimeType: a.mimeType, fileSize: a.fileSize,
-    width: a.xSizePx, height: a.ySizePx, modified: a.modified, version: a.version, parentPath: a.parentPath,
-    thumbnailUrl: a.thumbnailUrl, downloadUrl: a.downloadUrl,
-  });
-}
 
-export function prune<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as T;
-}
 
 function expiryOf(url: string): number | undefined {
   try {

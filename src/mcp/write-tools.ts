@@ -12,7 +12,7 @@ import { hubError } from '../errors.js';
 import { toHubError } from '../http/errors.js';
 import { FetchError, safeFetch } from '../net/safe-fetch.js';
 import type { ProviderSession } from '../providers/contract.js';
-import { compactAsset, json, prune, type ToolContext, type ToolKit } from './tools.js';
+import { compactAsset, json, prune, type ToolContext, type ToolKit } from './tool-kit.js';
 
 /**
  * The largest file upload_from_url fetches: the fetched bytes are held in memory until they are

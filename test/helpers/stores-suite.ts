@@ -725,6 +725,12 @@ export function storeSuite(name: string, factory: PairFactory): void {
       assert.deepEqual(ours(await a.uploads.expired(T0 + 5000, 100)), [deferred.id, later.id]);
       assert.deepEqual(ours(await a.uploads.expired(T0 + DAY * 2, 1000)), [deferred.id, later.id], 'a finished upload is never expired');
       assert.ok((await a.uploads.expired(T0 + DAY * 2, 1)).length <= 1);
+      // The sweep drops a finished upload's record once past its expiry (it answered repeated final PATCHes until then).
+      await a.sweep(T0 + 499);
+      assert.ok(await b.uploads.get(finishedExpired.id), 'kept until its expiry');
+      await a.sweep(T0 + 500);
+      assert.equal(await b.uploads.get(finishedExpired.id), null, 'swept once expired');
+      assert.ok(await b.uploads.get(later.id), 'an unfinished one is the upload sweep\'s (its part file goes with it)');
 
       assert.equal(await b.uploads.remove(deferred.id), true);
       assert.equal(await a.uploads.remove(deferred.id), false);

@@ -317,6 +317,8 @@ export class PgDurableStores {
   async sweep(now: number): Promise<void> {
     await this.db.query('DELETE FROM sessions WHERE expires_at <= $1 OR revoked_at <= $2', [now, now - 31 * 24 * 3600_000]);
     await this.db.query('DELETE FROM idempotency_keys WHERE expires_at <= $1', [now]);
+    // A finished tus upload's record answers a repeated final PATCH until the upload's expiry; then it goes.
+    await this.db.query('DELETE FROM uploads WHERE expires_at <= $1 AND result IS NOT NULL', [now]);
   }
 
   async close(): Promise<void> {

@@ -420,6 +420,8 @@ export class SqliteStores implements Stores {
       this.db.prepare('DELETE FROM rate_limits WHERE tat <= ?').run(now);
       this.db.prepare('DELETE FROM write_locks WHERE expires_at <= ?').run(now);
       this.db.prepare('DELETE FROM idempotency_keys WHERE expires_at <= ?').run(now);
+      // A finished tus upload's record answers a repeated final PATCH until the upload's expiry; then it goes.
+      this.db.prepare('DELETE FROM uploads WHERE expires_at <= ? AND result IS NOT NULL').run(now);
     })();
   }
 
