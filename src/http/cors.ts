@@ -15,10 +15,11 @@ import type { Hub } from '../hub.js';
 
 // The tus headers (resumable uploads, src/routes/uploads.ts) are read and sent by browser clients too.
 const TUS_EXPOSED = 'location, etag, damhub-asset-id, tus-resumable, tus-version, tus-extension, tus-max-size, tus-checksum-algorithm, upload-offset, upload-length, upload-metadata, upload-expires';
-const EXPOSED = `x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ${TUS_EXPOSED}`;
+// The writes' headers (docs/writes.md): browsers send If-Match and Idempotency-Key, and read whether an answer was replayed.
+const EXPOSED = `x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, idempotent-replayed, ${TUS_EXPOSED}`;
 const PREFLIGHT = {
   'access-control-allow-methods': 'GET, HEAD, POST, PATCH, DELETE',
-  'access-control-allow-headers': 'authorization, provider-authorization, content-type, x-request-id, tus-resumable, upload-length, upload-offset, upload-metadata, upload-checksum, upload-defer-length',
+  'access-control-allow-headers': 'authorization, provider-authorization, content-type, x-request-id, if-match, idempotency-key, tus-resumable, upload-length, upload-offset, upload-metadata, upload-checksum, upload-defer-length',
   'access-control-max-age': '600',
 };
 /** How long the set of allowed origins is reused before the partner store is read again. */

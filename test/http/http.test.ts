@@ -105,6 +105,17 @@ test('CORS only for origins a partner registered', async () => {
   assert.equal(no.headers['access-control-allow-origin'], undefined);
 });
 
+test('CORS for the writes: a browser may send If-Match and Idempotency-Key, and read the ETag, the asset id and the replay flag', async () => {
+  const res = await t.app.inject({ method: 'OPTIONS', url: '/api/v1/assets/update/x', headers: { origin: 'https://app.partner.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, provider-authorization, if-match, idempotency-key, content-type' } });
+  assert.equal(res.statusCode, 204);
+  const allowed = String(res.headers['access-control-allow-headers']).split(/,\s*/);
+  for (const h of ['if-match', 'idempotency-key', 'provider-authorization', 'content-type']) assert.ok(allowed.includes(h), `${h} allowed: ${allowed.join(', ')}`);
+  assert.match(String(res.headers['access-control-allow-methods']), /PATCH/);
+  const get = await t.app.inject({ url: '/api/v1/auth/checkToken', headers: { origin: 'https://app.partner.example' } });
+  const exposed = String(get.headers['access-control-expose-headers']).split(/,\s*/);
+  for (const h of ['etag', 'damhub-asset-id', 'idempotent-replayed', 'location']) assert.ok(exposed.includes(h), `${h} exposed: ${exposed.join(', ')}`);
+});
+
 test('the admin API and /metrics grant no CORS to partner origins', async () => {
   const origin = 'https://app.partner.example'; // registered by an enabled partner: granted on /auth
   const preflight = (url: string, method = 'GET') => t.app.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'authorization, content-type' } });

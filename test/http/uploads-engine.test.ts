@@ -63,7 +63,7 @@ describe('tus uploads into a DAM through the write engine', () => {
     assert.equal(res.getStatus(), 200);
     const asset = JSON.parse(res.getBody());
     assert.equal(asset.name, 'film.bin');
-    assert.equal(res.getHeader('Damhub-Asset-Id'), asset.id);
+    assert.equal(res.getHeader('Damhub-Asset-Id'), encodeURIComponent(asset.id));
     assert.equal(sha256(stored(asset.id)), sha256(data));
     const detail = await t.app.inject({ url: `/api/v1/assets/asset/${encodeURIComponent(asset.id)}`, headers });
     assert.equal(detail.headers.etag, res.getHeader('ETag'));

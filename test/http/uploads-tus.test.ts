@@ -128,7 +128,7 @@ describe('tus uploads (fake write engine)', () => {
     assert.equal(response.getStatus(), 200);
     const asset = JSON.parse(response.getBody());
     assert.equal(asset.downloadHashSha256, sha256(data));
-    assert.equal(response.getHeader('Damhub-Asset-Id'), asset.id);
+    assert.equal(response.getHeader('Damhub-Asset-Id'), encodeURIComponent(asset.id), 'URL-encoded, as on the REST routes');
     assert.match(response.getHeader('ETag') ?? '', /^"/);
     assert.equal(response.getHeader('Upload-Offset'), String(data.length));
     assert.equal(writes.received.length, before + 1);
@@ -137,12 +137,12 @@ describe('tus uploads (fake write engine)', () => {
     // Repeated after completion (a client that lost the answer): the kept answer, no second write.
     const again = await call(up.url!, { method: 'PATCH', headers: { 'upload-offset': String(data.length), 'content-type': 'application/offset+octet-stream' } });
     assert.equal(again.status, 200);
-    assert.equal(again.headers.get('damhub-asset-id'), asset.id);
+    assert.equal(again.headers.get('damhub-asset-id'), encodeURIComponent(asset.id));
     assert.deepEqual(await again.json(), asset);
     const head = await call(up.url!, { method: 'HEAD' });
     assert.equal(head.status, 200);
     assert.equal(head.headers.get('upload-offset'), String(data.length));
-    assert.equal(head.headers.get('damhub-asset-id'), asset.id);
+    assert.equal(head.headers.get('damhub-asset-id'), encodeURIComponent(asset.id));
     assert.equal(head.headers.get('cache-control'), 'no-store');
     assert.equal(writes.received.length, before + 1);
   });

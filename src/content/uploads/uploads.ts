@@ -117,7 +117,7 @@ export class Uploads {
         : await writes.update(dam, intent.assetId, bytes, intent.ifMatch, { requestId });
       const result: IdempotentResponse = {
         status: done.status,
-        headers: { 'content-type': 'application/json; charset=utf-8', etag: done.etag, 'damhub-asset-id': done.asset.id },
+        headers: { 'content-type': 'application/json; charset=utf-8', etag: done.etag, 'damhub-asset-id': encodeURIComponent(done.asset.id) },
         body: this.deps.serializeAsset(done.asset),
       };
       await this.deps.records.finish(id, result);
