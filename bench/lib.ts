@@ -386,6 +386,24 @@ export function rssOf(pid: number): { peakMiB: number; currentMiB: number } {
   return { peakMiB: kb('VmHWM') / 1024, currentMiB: kb('VmRSS') / 1024 };
 }
 
+/**
+ * CPU time (user + system) process `pid` has used so far, in ms, from /proc/PID/stat: the hub's own
+ * cost of a transfer, which a machine shared with other work disturbs much less than a throughput.
+ * NaN where /proc is missing.
+ */
+export function cpuMsOf(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+/** USER_HZ: 100 on every Linux the benchmarks run on (getconf CLK_TCK). */
+const CLOCK_TICKS = 100;
+
 /** DAMHUB_BENCH_CPU_PROF=<dir>: the hub child writes a V8 CPU profile there when it exits. */
 export function profileArgs(): string[] {
   const dir = process.env.DAMHUB_BENCH_CPU_PROF;

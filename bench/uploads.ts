@@ -24,7 +24,7 @@
  * index in ASCII so that the type sniffing sees text and every chunk differs), never a buffer of
  * the whole size. Prints `RESULT name value unit target <op> value met|missed` lines (bench/lib.ts).
  */
-import { TEMP_ROOT, median, onInterrupt, percentile, reportResults, result, rssOf, trackChild } from './lib.js';
+import { TEMP_ROOT, cpuMsOf, median, onInterrupt, percentile, profileArgs, reportResults, result, rssOf, trackChild } from './lib.js';
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -259,7 +259,7 @@ try {
     DAMHUB_MAX_UPLOAD_BYTES: String(Math.max(size, cutSize) + MiB),
     DAMHUB_ADMIN_KEY: ADMIN_KEY,
     DAMHUB_LOG_LEVEL: 'error',
-  });
+  }, undefined, profileArgs());
   trackChild(hub.child);
   stops.push(() => hub.stop());
   const pid = hub.child.pid!;
@@ -375,6 +375,7 @@ try {
     const growth: number[] = [];
     const hubMs: number[] = [];
     const directMs: number[] = [];
+    const hubCpuMs: number[] = [];
     for (let r = 0; r < rounds; r++) {
       // Alternate which side goes first, so both meet the same drift.
       const order: ('hub' | 'direct')[] = r % 2 ? ['direct', 'hub'] : ['hub', 'direct'];
@@ -383,7 +384,9 @@ try {
         const name = `big-${side}-${r}-${randomUUID().slice(0, 8)}.bin`;
         if (side === 'hub') {
           const peak = watchPeak(pid);
+          const cpu0 = cpuMsOf(pid);
           const a = await send(`${api}/assets/upload?parentId=root&name=${encodeURIComponent(name)}`, 'POST', b.headers, size);
+          hubCpuMs.push(cpuMsOf(pid) - cpu0);
           const rss = peak.stop();
           if (a.status !== 201) throw new Error(`${b.name}: hub upload answered ${a.status}: ${a.text.slice(0, 300)}`);
           growth.push(Math.max(0, rss.peakMiB - rss.beforeMiB));
@@ -398,13 +401,15 @@ try {
       }
       // Throughput ratio hub/direct = direct time / hub time (the same bytes).
       ratios.push(round.direct! / round.hub!);
-      console.log(`${b.name} round ${r + 1}: hub ${(size / MiB / (round.hub! / 1000)).toFixed(1)} MiB/s, direct ${(size / MiB / (round.direct! / 1000)).toFixed(1)} MiB/s, hub RSS growth ${growth.at(-1)!.toFixed(1)} MiB; SHA-256 checked`);
+      console.log(`${b.name} round ${r + 1}: hub ${(size / MiB / (round.hub! / 1000)).toFixed(1)} MiB/s, direct ${(size / MiB / (round.direct! / 1000)).toFixed(1)} MiB/s, hub RSS growth ${growth.at(-1)!.toFixed(1)} MiB, hub CPU ${hubCpuMs.at(-1)!.toFixed(0)} ms; SHA-256 checked`);
     }
     const tag = `${size / MiB}mib`;
     result(`upload-${b.name}-${tag}-rss-growth`, Math.max(...growth), 'MiB', ['<=', 64], 'non-negative');
     result(`upload-${b.name}-${tag}-throughput-ratio`, median(ratios), 'x', ['>=', 0.9]);
     result(`upload-${b.name}-${tag}-hub-throughput`, size / MiB / (median(hubMs) / 1000), 'MiB/s');
     result(`upload-${b.name}-${tag}-direct-throughput`, size / MiB / (median(directMs) / 1000), 'MiB/s');
+    // The hub's own CPU per GiB relayed: what the extra hop costs a shared machine, steadier than the ratio.
+    result(`upload-${b.name}-${tag}-hub-cpu`, median(hubCpuMs) / (size / (1024 * MiB)), 'ms/GiB');
   }
 
   // ── 2. concurrent small uploads with forced retries (library) ──

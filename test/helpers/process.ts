@@ -68,10 +68,11 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startServer(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<ServerProcess> {
+/** `nodeArgs`: options for node itself, before the CLI (a benchmark's --cpu-prof). */
+export async function startServer(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000, nodeArgs: string[] = []): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port), '--public-url', url, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--port', String(port), '--public-url', url, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, DAMHUB_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
