@@ -73,7 +73,7 @@ export interface IndexIntent {
    * written, and a private copy of them made from the hidden temp file (snapshotWritten; null when
    * the version store holds these bytes already). The file is then not read again to be indexed.
    */
-  written?: { hashes: FileHashes; snapshot: string | null };
+  written?: { hashes: FileHashes; snapshot: string | null; file: { ino: number; mtimeMs: number } };
 }
 
 /** Files up to this size are read into memory once, hashed and snapshotted from that buffer. */
@@ -212,8 +212,10 @@ export class LibraryScanner {
     const snapshot = path.join(this.blobDir, `.tmp-${randomBytes(8).toString('hex')}`);
     try {
       const before = await fs.promises.stat(abs);
-      // A write's own bytes (unless the file was changed outside the hub since: then it is read).
-      const written = intent?.written && intent.written.hashes.size === before.size ? intent.written : null;
+      // A write's own bytes, unless the file is no longer the one written (replaced or changed
+      // outside the hub since: the same inode, size and mtime, or it is read like any other).
+      const w = intent?.written;
+      const written = w && w.hashes.size === before.size && w.file.ino === before.ino && w.file.mtimeMs === before.mtimeMs ? w : null;
       const hashes = written ? written.hashes : await this.snapshotAndHash(abs, before.size, snapshot);
       if (hashes.size !== before.size) throw new Error('the file changed while it was read; it will be indexed on the next scan');
       const source = written ? (written.snapshot ?? this.blobPath(hashes.sha256)) : snapshot;

@@ -395,8 +395,15 @@ export class LibraryWrites {
    */
   private async written(temp: { file: string; hashes: FileHashes | null }): Promise<IndexIntent['written']> {
     if (!temp.hashes) return undefined;
-    const snapshot = await this.h.scanner.snapshotWritten(temp.file, temp.hashes.sha256).catch((e) => { throw diskError(e, 'keeping the version'); });
-    return { hashes: temp.hashes, snapshot };
+    // A name or a rename keeps the inode and mtime: how the indexing knows the file is still this one.
+    try {
+      const st = await fs.promises.stat(temp.file);
+      const snapshot = await this.h.scanner.snapshotWritten(temp.file, temp.hashes.sha256);
+      return { hashes: temp.hashes, snapshot, file: { ino: st.ino, mtimeMs: st.mtimeMs } };
+    } catch (e) {
+      // The folder deleted meanwhile (404), a full disk (507)…
+      throw diskError(e, 'keeping the version');
+    }
   }
 
   private async indexed(session: ProviderSession, acc: AccountRow, rel: string, intent: IndexIntent): Promise<Asset> {
