@@ -1,10 +1,11 @@
 /**
  * Hashing an upload while it is written (disk.ts writeBody), so the indexing never reads the file
  * again. The seven digests cost far more CPU than writing the bytes (measured on the 2-core test
- * machine: MD5 ≈ 220 MiB/s, SHA-512 ≈ 250, SHA-256 ≈ 490 and it runs twice for sha256Split4MB,
- * SHA-1 ≈ 990, CRC-32 ≈ 3000; all seven on one thread ≈ 70 MiB/s), and node's Hash.update runs
- * on the calling thread. So a large body is hashed in LANES: worker threads, each computing a
- * subset of the digests over the same chunks, shared with them without a copy
+ * machine, idle: MD5 ≈ 845 MiB/s, SHA-512 ≈ 1160, SHA-256 ≈ 2000 and it runs twice for
+ * sha256Split4MB, SHA-1 ≈ 2100, CRC-32 ≈ 6800; all seven on one thread ≈ 270 MiB/s, and a third
+ * of that with the machine loaded), and node's Hash.update runs on the calling thread. So a large
+ * body is hashed in LANES: worker threads, each computing a subset of the digests over the same
+ * chunks, shared with them without a copy
  * (SharedArrayBuffer), while the main thread reads the socket and writes the file. A small body
  * is hashed inline: a worker's round trip would cost more than its hashing.
  *
@@ -33,10 +34,11 @@ export interface StreamHasher {
 }
 
 /**
- * The lanes, balanced by the throughputs above: MD5 | SHA-512 | SHA-256 (twice) + SHA-1 + CRC-32.
- * Three lanes on two cores: the scheduler evens them out, where two unequal lanes could not.
+ * The lanes, balanced by the throughputs above (≈ 1.2–1.3 ms of CPU per MiB each):
+ * MD5 + CRC-32 | SHA-512 + SHA-1 | SHA-256 (twice). Three lanes on two cores: the scheduler
+ * evens them out, where two unequal lanes could not.
  */
-export const LANES: DigestPart[][] = [['md5'], ['sha512'], ['sha256', 'sha1', 'crc32']];
+export const LANES: DigestPart[][] = [['md5', 'crc32'], ['sha512', 'sha1'], ['sha256']];
 /** Bodies declared smaller than this are hashed inline. */
 export const LANE_THRESHOLD = 8 * 1024 * 1024;
 /** A shared slot: a write batch (disk.ts WRITE_BATCH, 1 MiB) plus the socket chunk that overfilled it. */
