@@ -23,6 +23,9 @@ import { checkName } from './names.js';
 import { tooLarge, UploadGuard } from './upload-body.js';
 import { WriteLocks } from './write-locks.js';
 
+/** Bytes a body stream may buffer between the client's socket and the provider. */
+const BODY_BUFFER = 1024 * 1024;
+
 export interface AssetWritesDeps {
   providers: { get(id: string): Provider | undefined };
   locks: WriteLocks;
@@ -266,7 +269,9 @@ export class AssetWrites {
   private async withBody<T>(provider: Provider, dam: ProviderSession, name: string, bytes: IncomingBytes, meta: WriteMeta,
     fn: (s: ProviderSession, body: UploadBody) => Promise<T>): Promise<{ result: T; bytes: number }> {
     const guard = new UploadGuard({ name, limit: this.deps.maxUploadBytes, declared: bytes.length });
-    const out = new PassThrough();
+    // A writer that takes its bytes in 1 MiB batches (the library's) finds one ready without the
+    // pipeline pausing the socket at every 16 KiB (the default mark); memory stays bounded by it.
+    const out = new PassThrough({ highWaterMark: BODY_BUFFER });
     const flowing = pipeline(bytes.stream, guard, out).catch((e: unknown) => {
       // The provider sees the failure as its stream erroring; make sure it does.
       out.destroy(guard.failure ?? (e as Error));

@@ -9,6 +9,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { integrationError } from '../../errors.js';
+import type { StreamHasher } from './hash-lanes.js';
+import type { FileHashes } from './hashes.js';
 import { WORK_PREFIX } from './scanner.js';
 
 const LIBRARY_ID = 'library';
@@ -84,29 +86,60 @@ export function workName(dir: string, kind: 'upload' | 'deleting'): string {
   return path.join(dir, `${WORK_PREFIX}${kind}-${randomBytes(9).toString('base64url')}`);
 }
 
+/** Bytes gathered before one write (and one hash update): a socket hands over ~64 KiB at a time. */
+export const WRITE_BATCH = 1024 * 1024;
+
 /**
- * Streams the body into a new hidden file in `dir` and fsyncs it; answers its path. If the body
- * stream errors (the client went away, the hub's byte count stopped it) or the disk does, the
- * file is removed and the error thrown: nothing is left behind.
+ * Streams the body into a new hidden file in `dir` and fsyncs it; answers its path, and, with a
+ * `hasher` (hash-lanes.ts), the digests of the bytes written, computed in the same pass so the
+ * indexing need not read the file again. If the body stream errors (the client went away, the
+ * hub's byte count stopped it) or the disk does, the file is removed and the error thrown:
+ * nothing is left behind.
+ *
+ * Chunks are gathered into WRITE_BATCH batches (fewer syscalls and thread-pool round trips); one
+ * batch is on its way to the disk while the next is read and hashed, and the next batch is
+ * written only once the one before is: back-pressure on the client (and the hasher's buffer()
+ * waits while the hashing lags), so an upload holds a bounded number of batches.
  */
-export async function writeBody(wfs: WriteFs, dir: string, stream: AsyncIterable<unknown>): Promise<{ file: string; bytes: number }> {
+export async function writeBody(wfs: WriteFs, dir: string, stream: AsyncIterable<unknown>, hasher?: StreamHasher): Promise<{ file: string; bytes: number; hashes: FileHashes | null }> {
   const file = workName(dir, 'upload');
   let handle: WriteHandle | null = null;
   let bytes = 0;
+  let writing: Promise<void> = Promise.resolve();
   try {
-    handle = await wfs.create(file);
-    // Reading one chunk at a time, each written before the next is read: back-pressure on the client.
+    const h0 = await wfs.create(file);
+    handle = h0;
+    let batch: Buffer[] = [];
+    let batched = 0;
+    const flush = async () => {
+      // From the hasher: shared memory the hashing lanes read without a copy of their own.
+      const out = hasher ? await hasher.buffer(batched) : Buffer.allocUnsafe(batched);
+      let at = 0;
+      for (const b of batch) at += b.copy(out, at);
+      batch = [];
+      batched = 0;
+      hasher?.update(out); // the lanes start on it while the previous batch is still being written
+      await writing;
+      writing = h0.write(out).finally(() => hasher?.release(out));
+      writing.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+    };
     for await (const chunk of stream) {
       const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-      await handle.write(b);
+      batch.push(b);
+      batched += b.length;
       bytes += b.length;
+      if (batched >= WRITE_BATCH) await flush();
     }
-    await handle.sync();
-    const h = handle;
+    if (batched > 0) await flush();
+    await writing;
+    // The lanes finish the last batch while the disk makes the file durable.
+    const [hashes] = await Promise.all([hasher ? hasher.result() : null, h0.sync()]);
     handle = null;
-    await h.close();
-    return { file, bytes };
+    await h0.close();
+    return { file, bytes, hashes };
   } catch (e) {
+    hasher?.abort();
+    await writing.catch(() => undefined);
     await handle?.close().catch(() => undefined);
     await fs.promises.rm(file, { force: true }).catch(() => undefined);
     throw diskError(e, 'writing the upload');

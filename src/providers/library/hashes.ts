@@ -45,7 +45,7 @@ export async function hashFile(path: string, signal?: AbortSignal): Promise<File
 export async function hashStream(chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<FileHashes> {
   const digests = new DigestSet();
   for await (const chunk of chunks) digests.update(chunk);
-  return digests.result();
+  return complete(digests.result());
 }
 
 /**
@@ -60,7 +60,16 @@ export async function hashBytes(bytes: Uint8Array): Promise<FileHashes> {
     if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     digests.update(bytes.subarray(at, at + READ_CHUNK));
   }
-  return digests.result();
+  return complete(digests.result());
+}
+
+/** All the digests, in their usual order, from the results of sets that together cover every part. */
+export function complete(...parts: (Partial<FileHashes> & { size: number })[]): FileHashes {
+  const all: Partial<FileHashes> = Object.assign({}, ...parts);
+  const { md5, sha1, sha256, sha512, crc32, sha256Split4MB, sha256First16MB } = all;
+  if (!md5 || !sha1 || !sha256 || !sha512 || !crc32 || !sha256Split4MB || !sha256First16MB) throw new Error('a digest is missing');
+  if (parts.some((p) => p.size !== parts[0]!.size)) throw new Error('the digests were computed over different lengths');
+  return { md5, sha1, sha256, sha512, crc32, sha256Split4MB, sha256First16MB, size: parts[0]!.size };
 }
 
 /** `<size>-<modified ms>`: the cheap "FileAttributes" hash; sub-millisecond mtime is dropped. */
@@ -76,8 +85,19 @@ export function fileAttributesHash(size: number, mtimeMs: number): string {
  * blocks after the first are hashed a second time, for sha256Split4MB. For a file of up to 4 MiB
  * (most images) that makes sha256, sha256Split4MB and sha256First16MB cost one SHA-256 pass.
  */
-class DigestSet {
-  private readonly others = ['md5', 'sha1', 'sha512'].map((algo) => createHash(algo));
+/**
+ * A subset of the digests: 'sha256' stands for sha256, sha256Split4MB and sha256First16MB (they
+ * share one SHA-256 state). An upload's bytes are hashed in lanes, each lane one subset on its
+ * own thread (hash-lanes.ts), and the lanes' results merged.
+ */
+export type DigestPart = 'md5' | 'sha1' | 'sha512' | 'sha256' | 'crc32';
+export const ALL_PARTS: readonly DigestPart[] = ['md5', 'sha1', 'sha512', 'sha256', 'crc32'];
+
+export class DigestSet {
+  private readonly names: ('md5' | 'sha1' | 'sha512')[];
+  private readonly others: Hash[];
+  private readonly withSha256: boolean;
+  private readonly withCrc: boolean;
   private readonly sha256 = createHash('sha256');
   private crc = 0;
   /** Outer hash of sha256Split4MB: fed the binary digest of each block as it closes. */
@@ -88,9 +108,20 @@ class DigestSet {
   private prefix: string | null = null;
   private size = 0;
 
+  constructor(parts: readonly DigestPart[] = ALL_PARTS) {
+    this.names = (['md5', 'sha1', 'sha512'] as const).filter((n) => parts.includes(n));
+    this.others = this.names.map((algo) => createHash(algo));
+    this.withSha256 = parts.includes('sha256');
+    this.withCrc = parts.includes('crc32');
+  }
+
   update(chunk: Uint8Array): void {
     for (const h of this.others) h.update(chunk);
-    this.crc = zlib.crc32(chunk, this.crc);
+    if (this.withCrc) this.crc = zlib.crc32(chunk, this.crc);
+    if (!this.withSha256) {
+      this.size += chunk.length;
+      return;
+    }
     let offset = 0;
     while (offset < chunk.length) {
       // Feed SHA-256 up to the next boundary where a copy of its state is needed.
@@ -106,23 +137,24 @@ class DigestSet {
     }
   }
 
-  result(): FileHashes {
-    const [md5, sha1, sha512] = this.others.map((h) => h.digest('hex'));
+  /** The digests of this set's parts (all of FileHashes for the full set), and the size. */
+  result(): Partial<FileHashes> & { size: number } {
+    const out: Partial<FileHashes> & { size: number } = { size: this.size };
+    this.names.forEach((n, i) => (out[n] = this.others[i]!.digest('hex')));
+    // zlib.crc32 returns an unsigned 32-bit number; pad so leading zero nibbles are kept.
+    if (this.withCrc) out.crc32 = (this.crc >>> 0).toString(16).padStart(8, '0');
+    if (!this.withSha256) return out;
     const whole = this.sha256.digest();
     // The first block closes at 4 MiB; a shorter non-empty file is one block (its digest is the
     // whole file's). A partial last block counts; an empty one (size a multiple of 4 MiB, or an
     // empty file) does not exist, so an empty file's value is SHA-256 of nothing.
     if (this.size > 0 && this.size < SPLIT_BLOCK_SIZE) this.splitOuter.update(whole);
     if (this.block && this.blockFilled > 0) this.splitOuter.update(this.block.digest());
-    return {
-      md5, sha1, sha256: whole.toString('hex'), sha512,
-      // zlib.crc32 returns an unsigned 32-bit number; pad so leading zero nibbles are kept.
-      crc32: (this.crc >>> 0).toString(16).padStart(8, '0'),
-      sha256Split4MB: this.splitOuter.digest('hex'),
-      // Files of up to 16 MiB: the prefix is the whole file.
-      sha256First16MB: this.prefix ?? whole.toString('hex'),
-      size: this.size,
-    };
+    out.sha256 = whole.toString('hex');
+    out.sha256Split4MB = this.splitOuter.digest('hex');
+    // Files of up to 16 MiB: the prefix is the whole file.
+    out.sha256First16MB = this.prefix ?? whole.toString('hex');
+    return out;
   }
 
   /**

@@ -17,6 +17,7 @@ import type { AccountRow, ActiveFilters, AssetRow, FacetKey, LibraryIndexStore, 
 import { LibraryIndex } from './index/sqlite.js';
 import type { IndexerLease } from './indexer-lease.js';
 import { label } from './labels.js';
+import { HashLanes } from './hash-lanes.js';
 import { toAsset, versionToAsset, type MappingContext } from './mapping.js';
 import { nodeWriteFs, type WriteFs } from './disk.js';
 import { assetPermissions, folderPermissions } from './write-rights.js';
@@ -93,6 +94,8 @@ export class LibraryProvider implements Provider {
   private debounce: NodeJS.Timeout | null = null;
   private rescanTimer: NodeJS.Timeout | null = null;
   private readonly writes: LibraryWrites;
+  /** Hashes uploads while they are written (hash-lanes.ts). */
+  private readonly lanes = new HashLanes();
 
   constructor(readonly opts: LibraryOptions) {
     fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
@@ -109,6 +112,7 @@ export class LibraryProvider implements Provider {
       similarity: this.similarity,
       clock: opts.clock,
       fs: opts.writeFs ?? nodeWriteFs,
+      lanes: this.lanes,
       warn: (m) => this.warn(m),
       account: (session) => this.account(session),
       present: async (session, acc, row) => this.present(row, acc, await this.index.lock(row.id), this.context(session, acc, { uiLocale: 'en', timeZone: null })),
@@ -203,6 +207,7 @@ export class LibraryProvider implements Provider {
     this.unwatch();
     await this.opts.sharedIndex?.lease.stop();
     await this.similarity.close();
+    await this.lanes.close();
     await this.index.close();
   }
 

@@ -68,6 +68,12 @@ export interface IndexIntent {
    * (an explicit save is a version). Absent: a new asset, or the version is decided by content.
    */
   replaces?: number;
+  /**
+   * The bytes as the write streamed them (writes.ts): their digests, computed while they were
+   * written, and a private copy of them made from the hidden temp file (snapshotWritten; null when
+   * the version store holds these bytes already). The file is then not read again to be indexed.
+   */
+  written?: { hashes: FileHashes; snapshot: string | null; file: { ino: number; mtimeMs: number } };
 }
 
 /** Files up to this size are read into memory once, hashed and snapshotted from that buffer. */
@@ -206,9 +212,14 @@ export class LibraryScanner {
     const snapshot = path.join(this.blobDir, `.tmp-${randomBytes(8).toString('hex')}`);
     try {
       const before = await fs.promises.stat(abs);
-      const hashes = await this.snapshotAndHash(abs, before.size, snapshot);
+      // A write's own bytes, unless the file is no longer the one written (replaced or changed
+      // outside the hub since: the same inode, size and mtime, or it is read like any other).
+      const w = intent?.written;
+      const written = w && w.hashes.size === before.size && w.file.ino === before.ino && w.file.mtimeMs === before.mtimeMs ? w : null;
+      const hashes = written ? written.hashes : await this.snapshotAndHash(abs, before.size, snapshot);
       if (hashes.size !== before.size) throw new Error('the file changed while it was read; it will be indexed on the next scan');
-      const { warnings: _w, ...meta } = await extractMetadata(snapshot, this.renditions.images, path.posix.basename(rel));
+      const source = written ? (written.snapshot ?? this.blobPath(hashes.sha256)) : snapshot;
+      const { warnings: _w, ...meta } = await extractMetadata(source, this.renditions.images, path.posix.basename(rel));
       const id = assetIdFor(rel);
       const existing = await this.index.asset(id);
       const blob = hashes.sha256;
@@ -216,7 +227,8 @@ export class LibraryScanner {
       const saved = intent?.replaces !== undefined && existing?.version === intent.replaces;
       const sameContent = existing?.hashes?.sha256 === hashes.sha256 && !saved;
       const version = existing ? (sameContent ? existing.version : existing.version + 1) : 1;
-      await this.keepBlob(snapshot, blob);
+      if (!written) await this.keepBlob(snapshot, blob);
+      else if (written.snapshot) await this.keepBlob(written.snapshot, blob);
       if (!sameContent || !this.renditions.has(id, version, 'thumbnail')) {
         // A file whose decode is refused or stopped (a hostile one: a few KB declaring 20000×20000)
         // is still indexed, without renditions; the scan goes on with the next file.
@@ -279,6 +291,27 @@ export class LibraryScanner {
     const bytes = await fs.promises.readFile(abs);
     const [hashes] = await Promise.all([hashBytes(bytes), fs.promises.writeFile(snapshot, bytes)]);
     return hashes;
+  }
+
+  /**
+   * The private copy of a write's bytes for the version store, made from its hidden temp file
+   * before the file takes its name (nobody else writes the temp file, so the copy is exactly the
+   * bytes hashed); null when the store holds these bytes already. A kernel copy (copyFile; a
+   * reflink where the file system can), never a pass through JS. Not a hard link: the library's
+   * file and the kept version would be one inode, and an editor saving in place outside the hub
+   * would change the kept version too (docs/library.md, "Kept versions"). The caller removes the
+   * copy if it is not kept.
+   */
+  async snapshotWritten(temp: string, sha256: string): Promise<string | null> {
+    if (fs.existsSync(this.blobPath(sha256))) return null;
+    const snapshot = path.join(this.blobDir, `.tmp-${randomBytes(8).toString('hex')}`);
+    try {
+      await fs.promises.copyFile(temp, snapshot, fs.constants.COPYFILE_FICLONE);
+    } catch (e) {
+      await fs.promises.rm(snapshot, { force: true });
+      throw e;
+    }
+    return snapshot;
   }
 
   /** Moves a snapshot into the content-addressed version store (deduplicated by SHA-256). */

@@ -20,6 +20,8 @@ import { diskError, exists, placeNoClobber, requireRoom, syncDir, workName, writ
 import type { AccountRow, AssetMove, AssetRow, LibraryIndexStore } from './index/contract.js';
 import { KeyedMutex, requireUnlocked } from './locks.js';
 import { isWithin } from './paths.js';
+import type { HashLanes } from './hash-lanes.js';
+import type { FileHashes } from './hashes.js';
 import type { Renditions } from './renditions.js';
 import { assetIdFor, isSkippedName, parentOf, type IndexIntent, type LibraryScanner } from './scanner.js';
 import type { ImageSimilarity } from './similarity/index.js';
@@ -36,6 +38,7 @@ export interface WriteHost {
   similarity: ImageSimilarity;
   clock: Clock;
   fs: WriteFs;
+  lanes: HashLanes;
   warn(message: string): void;
   account(session: ProviderSession): Promise<AccountRow>;
   /** The asset as the session sees it (capabilities, lock, content tag). */
@@ -67,17 +70,20 @@ export class LibraryWrites {
     if (target.onConflict === 'fail' && (await exists(this.abs(join(folder, target.name))))) throw hubError('asset-exists', `/${join(folder, target.name)} already exists`);
     const dir = this.abs(folder);
     await requireRoom(this.h.fs, dir, body.length);
-    const temp = await writeBody(this.h.fs, dir, body.stream);
+    const temp = await writeBody(this.h.fs, dir, body.stream, this.h.lanes.hasher(body.length));
+    let written: IndexIntent['written'] | undefined;
     try {
+      written = await this.written(temp);
       // The file and its indexing under one hold of the name: a second save onto it waits until
       // the first is a version, so no bytes are lost between a rename and its indexing.
       return await this.mutex.run([join(folder, target.name)], async () => {
         const placed = await this.placeUpload(acc, temp.file, folder, target);
         await syncDir(dir);
-        return { asset: await this.indexed(session, acc, placed.rel, placed.intent), created: placed.created };
+        return { asset: await this.indexed(session, acc, placed.rel, { ...placed.intent, written }), created: placed.created };
       });
     } finally {
       await fs.promises.rm(temp.file, { force: true });
+      if (written?.snapshot) await fs.promises.rm(written.snapshot, { force: true });
     }
   }
 
@@ -112,16 +118,19 @@ export class LibraryWrites {
     const row = await this.writableAsset(acc, assetId, cond);
     const dir = this.abs(row.folderPath);
     await requireRoom(this.h.fs, dir, body.length);
-    const temp = await writeBody(this.h.fs, dir, body.stream);
+    const temp = await writeBody(this.h.fs, dir, body.stream, this.h.lanes.hasher(body.length));
+    let written: IndexIntent['written'] | undefined;
     try {
+      written = await this.written(temp);
       return await this.mutex.run([row.relPath], async () => {
         await this.unchangedOnDisk(row);
         await fs.promises.rename(temp.file, this.abs(row.relPath)).catch((e) => { throw diskError(e, `saving /${row.relPath}`); });
         await syncDir(dir);
-        return this.indexed(session, acc, row.relPath, { comment: `New version uploaded by ${acc.name}`, replaces: row.version });
+        return this.indexed(session, acc, row.relPath, { comment: `New version uploaded by ${acc.name}`, replaces: row.version, written });
       });
     } finally {
       await fs.promises.rm(temp.file, { force: true });
+      if (written?.snapshot) await fs.promises.rm(written.snapshot, { force: true });
     }
   }
 
@@ -379,6 +388,24 @@ export class LibraryWrites {
   }
 
   /** Indexes what a write left at `rel` (as a scan would), describes its image, and answers it as the session sees it. */
+  /**
+   * What the indexing of an upload is told of its bytes: the digests computed while they were
+   * written, and their copy for the version store, made from the temp file before it takes its
+   * name (scanner.ts snapshotWritten).
+   */
+  private async written(temp: { file: string; hashes: FileHashes | null }): Promise<IndexIntent['written']> {
+    if (!temp.hashes) return undefined;
+    // A name or a rename keeps the inode and mtime: how the indexing knows the file is still this one.
+    try {
+      const st = await fs.promises.stat(temp.file);
+      const snapshot = await this.h.scanner.snapshotWritten(temp.file, temp.hashes.sha256);
+      return { hashes: temp.hashes, snapshot, file: { ino: st.ino, mtimeMs: st.mtimeMs } };
+    } catch (e) {
+      // The folder deleted meanwhile (404), a full disk (507)…
+      throw diskError(e, 'keeping the version');
+    }
+  }
+
   private async indexed(session: ProviderSession, acc: AccountRow, rel: string, intent: IndexIntent): Promise<Asset> {
     await this.h.scanner.indexFile(rel, (w) => this.h.warn(`library file ${rel} is indexed without renditions: ${w}`), intent);
     const row = await this.h.index.asset(assetIdFor(rel));
