@@ -365,10 +365,11 @@ try {
   }
 
   for (const b of all) {
-    // One small upload first, so the first measured one does not carry the first write's one-off
-    // costs (modules loaded on first use, the connector's first connections) in its RSS.
+    // One 16 MiB upload first, so the first measured one does not carry the first write's one-off
+    // costs in its RSS: modules loaded on first use, the connector's first connections, the
+    // library's hash worker threads (started by the first body of 8 MiB or more, then kept: ≈ 28 MiB).
     const warm = `warm-up-${randomUUID().slice(0, 8)}.bin`;
-    const w = await send(`${api}/assets/upload?parentId=root&name=${warm}`, 'POST', b.headers, MiB);
+    const w = await send(`${api}/assets/upload?parentId=root&name=${warm}`, 'POST', b.headers, 16 * MiB);
     if (w.status !== 201) throw new Error(`${b.name}: the warm-up upload answered ${w.status}: ${w.text.slice(0, 300)}`);
     await b.readBackAndRemove(warm, 'hub');
     const ratios: number[] = [];
