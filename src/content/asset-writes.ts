@@ -285,8 +285,10 @@ export class AssetWrites {
     } catch (e) {
       out.destroy();
       if (guard.failure) throw guard.failure;
-      if (meta.signal?.aborted) throw hubError('hub-validation-error', 'the client went away before the body was complete');
+      // The provider's own answer first: a failed upstream write tears the request's stream down
+      // too, so "the client went away" is only the answer when nothing else explains the failure.
       if (isHubError(e)) throw e;
+      if (meta.signal?.aborted) throw hubError('hub-validation-error', 'the client went away before the body was complete');
       throw Object.assign(hubError('hub-internal-error', `provider ${provider.descriptor.id} failed`), { cause: e });
     }
   }
