@@ -35,6 +35,7 @@ import { PgLibraryIndex } from './providers/library/index/postgres.js';
 import { IndexerLease } from './providers/library/indexer-lease.js';
 import { ClusterStores } from './stores/index.js';
 import type { Stores } from './stores/types.js';
+import { isGeneratedDemoLibrary } from './demo/library.js';
 
 /** The demo library account (demo mode only). */
 export const DEMO_LIBRARY_ACCOUNT = { name: 'demo', password: 'demo-password' };
@@ -219,7 +220,9 @@ function embeddedLibraryProvider(d: CatalogDeps): LibraryProvider {
     dataDir: path.join(config.dataDir, 'library'),
     clock: d.clock,
     urls: d.mediaUrls,
-    demoAccount: config.demo ? DEMO_LIBRARY_ACCOUNT : null,
+    // The generated demo library is the demo's own: its account may write there (the /demo page
+    // shows uploads). A demo over one's own folder (src/demo/leftovers.ts ephemeralDemo) only reads it.
+    demoAccount: config.demo ? { ...DEMO_LIBRARY_ACCOUNT, writeFolders: config.libraryDir !== null && isGeneratedDemoLibrary(config.libraryDir) ? ['/'] : [] } : null,
     watch: d.watchLibrary,
     imageModel: config.imageModel,
     imageModelWeight: config.imageModelWeight,

@@ -48,7 +48,9 @@ export class DemoPartner {
     const existing = await hub.stores.partners.get(DEMO_PARTNER_ID);
     // Most recent last, a few kept: ports of demos long stopped drop off.
     const origins = [...(existing?.allowedOrigins ?? []).filter((o) => o !== origin), origin].slice(-MAX_DEMO_ORIGINS);
-    const fields = { name: 'Demo partner', issuer, audience: DEFAULT_AUDIENCE, jwksUrl: null, jwks: { keys: [keys.publicJwk] }, maxTokenAgeSec: 3600, rateLimitPerMin: 600, allowedOrigins: origins, enabled: true };
+    const fields = { name: 'Demo partner', issuer, audience: DEFAULT_AUDIENCE, jwksUrl: null, jwks: { keys: [keys.publicJwk] }, maxTokenAgeSec: 3600, rateLimitPerMin: 600, allowedOrigins: origins, enabled: true,
+      // Writes into the generated demo library only: a demo over one's own folder never writes to it.
+      writes: !ephemeral };
     if (existing) await hub.stores.partners.update(DEMO_PARTNER_ID, fields, now);
     else await hub.stores.partners.create({ id: DEMO_PARTNER_ID, ...fields }, now);
     return new DemoPartner(keys, issuer, hub);

@@ -65,6 +65,17 @@ async function librarySignIn(hub: ServerProcess, access: string, user: { name: s
   return submit.status;
 }
 
+/** Signs in as the demo account and uploads a small text file to the library's root: the answer. */
+async function demoUpload(hub: ServerProcess, access: string): Promise<{ status: number; code?: string }> {
+  const start = await call(`${hub.url}/api/v1/auth/login?provider=library&polling=true`, { method: 'POST', token: access });
+  const { submit } = await formBrowserSignIn(new TestBrowser(), start.body.redirect_uri, { username: DEMO.name, password: DEMO.password });
+  assert.equal(submit.status, 200);
+  const poll = await call(`${hub.url}/api/v1/auth/login?state=${encodeURIComponent(start.body.state)}&polling=true`);
+  const r = await call(`${hub.url}/api/v1/assets/upload?parentId=root&name=demo-note.txt`, {
+    method: 'POST', token: access, headers: { 'provider-authorization': `Bearer ${poll.body.access_token}`, 'content-type': 'text/plain' }, body: 'saved from the demo',
+  });
+  return { status: r.status, code: r.body?.errorCode };
+}
 
 test('serve --demo --library: the demo works while it runs; once stopped, no demo account, partner or key is left, and a restart without --demo warns of nothing', async () => {
   const data = tempDir('damhub-demo-data-');
@@ -75,6 +86,9 @@ test('serve --demo --library: the demo works while it runs; once stopped, no dem
     const { status, access } = await exchange(demo, await demoJwt(demo));
     assert.equal(status, 200);
     assert.equal(await librarySignIn(demo, access!, DEMO), 200, 'the demo account signs in during the demo');
+    // One's own folder: the demo reads it, never writes to it (the demo partner has no writes here).
+    assert.deepEqual(await demoUpload(demo, access!), { status: 403, code: 'writes-disabled' });
+    assert.equal(fs.existsSync(path.join(folder, 'demo-note.txt')), false);
     assert.equal(fs.existsSync(path.join(data, 'demo-partner.json')), false, "the demo partner's private key is never written");
     unused = await demoJwt(demo); // a JWT of the demo partner, kept for after the stop
     assert.match(demo.output(), /library login: {2}demo \/ demo-password \(removed with the demo partner when this hub stops\)/);
@@ -151,6 +165,9 @@ test('plain demo (npm start, the generated demo library) keeps its demo partner,
     const { status, access } = await exchange(second, await demoJwt(second));
     assert.equal(status, 200);
     assert.equal(await librarySignIn(second, access!, DEMO), 200);
+    // The generated demo library is the demo's own: the /demo page's picker may upload into it.
+    assert.deepEqual(await demoUpload(second, access!), { status: 201, code: undefined });
+    assert.equal(fs.readFileSync(path.join(data, 'demo-library', 'demo-note.txt'), 'utf8'), 'saved from the demo');
   } finally {
     assert.equal(await second.stop(), 0);
   }

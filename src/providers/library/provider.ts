@@ -44,7 +44,7 @@ export interface LibraryOptions {
   clock: Clock;
   urls: MediaUrls;
   /** Shown on the sign-in page (demo mode only). */
-  demoAccount?: { name: string; password: string } | null;
+  demoAccount?: { name: string; password: string; writeFolders?: string[] } | null;
   /** Keep the index current while running. */
   watch?: boolean;
   /**
@@ -215,7 +215,7 @@ export class LibraryProvider implements Provider {
     const d = this.opts.demoAccount;
     if (!d || (await this.index.accountByName(d.name))) return;
     try {
-      await addAccount(this.index, d.name, d.password, [], this.opts.clock.now());
+      await addAccount(this.index, d.name, d.password, [], this.opts.clock.now(), { writeFolders: d.writeFolders ?? [] });
     } catch (e) {
       // Another node sharing the index added it first.
       if (!(await this.index.accountByName(d.name))) throw e;
