@@ -35,7 +35,7 @@ import { PgLibraryIndex } from './providers/library/index/postgres.js';
 import { IndexerLease } from './providers/library/indexer-lease.js';
 import { ClusterStores } from './stores/index.js';
 import type { Stores } from './stores/types.js';
-import { isGeneratedDemoLibrary } from './demo/library.js';
+import { isGeneratedDemoLibrary } from './providers/library/demo-marker.js';
 
 /** The demo library account (demo mode only). */
 export const DEMO_LIBRARY_ACCOUNT = { name: 'demo', password: 'demo-password' };
