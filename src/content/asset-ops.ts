@@ -230,7 +230,8 @@ export class AssetOps {
   }
 }
 
-function idParam(raw: string, name: string): string {
+/** A client-given id: present, bounded, no NUL (reads and writes alike). */
+export function idParam(raw: string, name: string): string {
   if (!raw) throw validationError(`${name} is required`);
   if (raw.length > MAX_ID) throw validationError(`${name} is longer than ${MAX_ID} characters`);
   if (raw.includes('\0')) throw validationError(`${name} contains a NUL byte`);

@@ -19,6 +19,7 @@ import { contentTagOf, etagOf, ifMatchHolds, lockedByOther } from '../providers/
 import { capabilitiesOf, extensionOf, operation, uploadExtensionsFor, withAssetCapabilities, type OperationCapability } from '../providers/capabilities.js';
 import { mimeTypeOfName } from '../providers/kit/mime.js';
 import type { AuditEntry, AuditStore } from '../stores/types.js';
+import { idParam } from './asset-ops.js';
 import { checkName } from './names.js';
 import { tooLarge, UploadGuard } from './upload-body.js';
 import { WriteLocks } from './write-locks.js';
@@ -63,8 +64,6 @@ export interface AssetResult {
   asset: Asset;
   etag: string;
 }
-
-const MAX_ID = 2048;
 
 export class AssetWrites {
   constructor(private readonly deps: AssetWritesDeps) {}
@@ -335,13 +334,6 @@ function requireIfMatch(ifMatch: string | null): asserts ifMatch is string {
   if (ifMatch === null || ifMatch.trim() === '') {
     throw hubError('hub-precondition-required', 'send If-Match with the ETag of GET /assets/asset/{assetId}: a new version must name the version it replaces');
   }
-}
-
-function idParam(raw: string, name: string): string {
-  if (!raw) throw validationError(`${name} is required`);
-  if (raw.length > MAX_ID) throw validationError(`${name} is longer than ${MAX_ID} characters`);
-  if (raw.includes('\0')) throw validationError(`${name} contains a NUL byte`);
-  return raw;
 }
 
 function folderParam(raw: string): string {

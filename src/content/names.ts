@@ -4,9 +4,10 @@
  * every other, and no path trick (`..`, a separator) ever reaches a connector.
  */
 import { hubError } from '../errors.js';
+import { MAX_NAME_BYTES } from '../providers/names.js';
 
-/** The longest name in UTF-8 bytes (NAME_MAX of Linux filesystems, S3 and WebDAV servers' common limit). */
-export const MAX_NAME_BYTES = 255;
+export { MAX_NAME_BYTES };
+
 
 /**
  * Windows' reserved device names (with or without an extension): SMB- and OneDrive-backed
@@ -42,18 +43,4 @@ export function checkName(raw: string, what = 'name'): string {
   // The temporary names of uploads in progress (the library's and WebDAV's) are the hub's own.
   if (name.startsWith('.damhub-')) refuse('hidden-temp', what, `${JSON.stringify(name)} starts with .damhub-, kept for uploads in progress`);
   return name;
-}
-
-/**
- * The n-th "keep both" name for `name` (n ≥ 2): `photo (2).jpg`, `notes (3)`. Providers try them
- * in order for `onConflict: rename`; the result is a valid name whenever `name` is (the suffix
- * goes before the extension and the stem is shortened to stay within MAX_NAME_BYTES).
- */
-export function alternativeName(name: string, n: number): string {
-  const dot = name.lastIndexOf('.');
-  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
-  const suffix = ` (${n})`;
-  let s = stem;
-  while (Buffer.byteLength(s + suffix + ext, 'utf8') > MAX_NAME_BYTES) s = [...s].slice(0, -1).join('');
-  return `${s}${suffix}${ext}`;
 }

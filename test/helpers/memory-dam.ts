@@ -11,7 +11,7 @@ import { hubError, integrationError } from '../../src/errors.js';
 import { tagAsset } from '../../src/providers/asset-state.js';
 import type { Provider, ProviderSession, UploadBody } from '../../src/providers/contract.js';
 import type { Asset, Folder } from '../../src/providers/model.js';
-import { alternativeName } from '../../src/content/names.js';
+import { alternativeName } from '../../src/providers/names.js';
 import { testProvider } from './test-provider.js';
 
 interface MemFolder { id: string; name: string; parent: string | null }

@@ -15,7 +15,7 @@ import { contentTagOf, etagOf, lockedByOther } from '../../src/providers/asset-s
 import type { ProviderSession, WriteCondition } from '../../src/providers/contract.js';
 import type { LibraryProvider } from '../../src/providers/library/provider.js';
 import { assetIdFor, isSkippedName, WORK_PREFIX } from '../../src/providers/library/scanner.js';
-import { numbered } from '../../src/providers/library/writes.js';
+import { alternativeName as numbered } from '../../src/providers/names.js';
 import { LibraryIndex } from '../../src/providers/library/index/sqlite.js';
 import { SQLITE_INDEX_SCHEMA_VERSION } from '../../src/providers/library/index/sqlite-schema.js';
 import { solidJpeg, writeFiles } from '../helpers/library.js';

@@ -26,6 +26,7 @@ import type { Renditions } from './renditions.js';
 import { assetIdFor, isSkippedName, parentOf, type IndexIntent, type LibraryScanner } from './scanner.js';
 import type { ImageSimilarity } from './similarity/index.js';
 import { canSee, requireWrite } from './write-rights.js';
+import { alternativeName } from '../names.js';
 
 const LIBRARY_ID = 'library';
 
@@ -107,7 +108,7 @@ export class LibraryWrites {
     if (await this.place(temp, rel)) return { rel, created: true, intent };
     if (target.onConflict !== 'rename') throw hubError('asset-exists', `/${rel} already exists`);
     for (let n = 2; n <= MAX_FREE_NAME; n++) {
-      const candidate = join(folder, numbered(target.name, n));
+      const candidate = join(folder, alternativeName(target.name, n));
       if (await this.place(temp, candidate)) return { rel: candidate, created: true, intent };
     }
     throw hubError('asset-exists', `no free name like ${target.name} in ${folder === '' ? 'the library root' : `/${folder}`}`);
@@ -439,12 +440,6 @@ function guarded(cond: WriteCondition): boolean {
 
 function join(folder: string, name: string): string {
   return folder === '' ? name : `${folder}/${name}`;
-}
-
-/** "name (n).ext": the free name a conflict rename takes. */
-export function numbered(name: string, n: number): string {
-  const dot = name.lastIndexOf('.');
-  return dot > 0 ? `${name.slice(0, dot)} (${n})${name.slice(dot)}` : `${name} (${n})`;
 }
 
 /** The row of an asset at its new path: a new id (ids follow paths), the same content and history. */

@@ -21,6 +21,7 @@ import { headObject, listObjects, PROVIDER_ID, type S3Cred, type S3Object } from
 import { copyWhole, writeBody, type BodyLimits } from './body.js';
 import { baseName, keyOf, parentOf, prefixOf, toFolder } from './mapping.js';
 import { bareEtag, DELETE_BATCH, deleteObject, deleteObjects, headIfAny, probeConditionalWrites, putObject } from './writes-api.js';
+import { alternativeName } from '../names.js';
 
 /** Keys a folder rename or move copies at most; above it the folder is refused before anything changes. */
 export const MAX_FOLDER_KEYS = 10_000;
@@ -42,12 +43,6 @@ function changedOutside(what: string, read: string | null, now: string | undefin
   if (read && now && bareEtag(read) !== bareEtag(now)) {
     throw hubError('asset-version-conflict', `${what}: the object changed at the bucket since it was read (ETag ${now}, read ${read})`);
   }
-}
-
-/** "name (n).ext" for n = 2, 3, … */
-export function numberedName(name: string, n: number): string {
-  const dot = name.lastIndexOf('.');
-  return dot > 0 ? `${name.slice(0, dot)} (${n})${name.slice(dot)}` : `${name} (${n})`;
 }
 
 export function writeHooks(deps: WriteDeps): Pick<Required<ConnectorHooks<S3Cred>>, 'upload' | 'update' | 'renameAsset' | 'moveAsset' | 'deleteAsset' | 'createFolder' | 'updateFolder' | 'deleteFolder' | 'uploadExtensions'> {
@@ -257,10 +252,10 @@ export function writeHooks(deps: WriteDeps): Pick<Required<ConnectorHooks<S3Cred
   /** The first "name (n).ext" free in the folder. */
   async function freeName(ctx: CallContext<S3Cred>, dir: string, name: string): Promise<string> {
     for (let n = 2; n < MAX_FREE_NAME_TRIES + 2; n++) {
-      const candidate = numberedName(name, n);
+      const candidate = alternativeName(name, n);
       if (!(await taken(ctx, dir + candidate))) return candidate;
     }
-    throw integrationError('integration-operation-failed', PROVIDER_ID, `no free name like ${JSON.stringify(numberedName(name, 2))} in ${JSON.stringify(dir || '/')} after ${MAX_FREE_NAME_TRIES} tries`);
+    throw integrationError('integration-operation-failed', PROVIDER_ID, `no free name like ${JSON.stringify(alternativeName(name, 2))} in ${JSON.stringify(dir || '/')} after ${MAX_FREE_NAME_TRIES} tries`);
   }
 }
 

@@ -20,6 +20,7 @@ import { PROVIDER_ID, propfind, urlOf, type DavEntry, type WebdavCred } from './
 import { cleanPath, joinPath, lockHolder, mapEntry, ownerMarker, ownLock, plainTag, strongTag, TEMP_PREFIX } from './entries.js';
 import { parentOf } from './mapping.js';
 import { lock, mkcol, move, put, remove, unlock, type DavAnswer, type DavCondition } from './writes-api.js';
+import { alternativeName } from '../names.js';
 
 /** How long a lock lasts unless released (servers may grant less); a forgotten lock does not block an asset for ever. */
 export const LOCK_TIMEOUT_SEC = 24 * 3600;
@@ -165,12 +166,6 @@ async function finishing<T>(ctx: Ctx, temp: string, step: () => Promise<T>): Pro
   }
 }
 
-/** "name (n).ext" */
-function numbered(name: string, n: number): string {
-  const dot = name.lastIndexOf('.');
-  return dot > 0 ? `${name.slice(0, dot)} (${n})${name.slice(dot)}` : `${name} (${n})`;
-}
-
 /**
  * Moves the temp onto `final` replacing what is there (a new version), under this account's lock
  * and, when `etag` is given, only if the file still has it. A server that does not evaluate entity
@@ -203,7 +198,7 @@ async function upload(ctx: Ctx, target: { parentId: string; name: string; onConf
     if (a.status === 412 && target.onConflict === 'rename') {
       const taken = new Set((await propfind(ctx.http, ctx.cred, folder, 1)).map((e) => e.path));
       for (let n = 2, tries = 0; a.status === 412 && tries < RENAME_TRIES; n++) {
-        const candidate = joinPath(folder, numbered(target.name, n));
+        const candidate = joinPath(folder, alternativeName(target.name, n));
         if (taken.has(candidate)) continue;
         tries++;
         final = candidate;
