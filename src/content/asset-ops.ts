@@ -205,8 +205,10 @@ export class AssetOps {
     const versions = operation(provider, 'versions', 'asset versions');
     const id = idParam(assetId, 'assetId');
     const list = await this.onSession(provider, dam, (s) => versions(s, id, { withMaster: q.withMaster ?? false, uiLocale: q.uiLocale ?? 'en' }));
+    const caps = capabilitiesOf(provider);
     // Old versions are history: nothing can be done to them but reading.
-    return { ...list, versions: list.versions.map((v) => this.presentAsset({ ...dam, writes: false }, provider, v)) };
+    const history = { ...dam, writes: false };
+    return { ...list, versions: list.versions.map((v) => this.presentAsset(history, provider, v, caps)) };
   }
 
   /**
@@ -214,12 +216,14 @@ export class AssetOps {
    * implements the operation, the partner writes, and the provider says the account may
    * (capabilities.ts assetCapabilities). Its ETag: etagOf (src/providers/asset-state.ts).
    */
-  presentAsset<T extends Asset>(dam: ProviderSession, provider: Provider, a: T): T {
-    return withAssetCapabilities(capabilitiesOf(provider), dam.writes === true, a, this.deps.uploadExtensions);
+  presentAsset<T extends Asset>(dam: ProviderSession, provider: Provider, a: T, caps = capabilitiesOf(provider)): T {
+    return withAssetCapabilities(caps, dam.writes === true, a, this.deps.uploadExtensions);
   }
 
+  /** A page's assets as this session sees them; the provider's capabilities derived once for the page. */
   private presentPage<T extends AssetPage>(dam: ProviderSession, provider: Provider, page: T): T {
-    return { ...page, assets: page.assets.map((a) => this.presentAsset(dam, provider, a)) };
+    const caps = capabilitiesOf(provider);
+    return { ...page, assets: page.assets.map((a) => this.presentAsset(dam, provider, a, caps)) };
   }
 
   /** A folder page with its assets' and its own capability fields as this session sees them. */

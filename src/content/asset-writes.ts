@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PassThrough } from 'node:stream';
 import type { Clock } from '../clock.js';
-import { hubError, integrationError, isHubError, validationError, type HubError } from '../errors.js';
+import { hubError, integrationError, isHubError, validationError } from '../errors.js';
 import { callOnSession } from '../providers/deadline.js';
 import type { ConflictMode, Provider, ProviderSession, UploadBody, WriteCondition } from '../providers/contract.js';
 import type { Asset, Folder } from '../providers/model.js';
@@ -342,4 +342,3 @@ function folderParam(raw: string): string {
   return id;
 }
 
-export type { HubError };
